@@ -1,0 +1,1 @@
+"""Analysis of flow trajectories: max-margin references, limits, amplification, regimes."""

@@ -1,0 +1,13 @@
+"""samflows: GD and SAM flows on L-layer diagonal linear networks.
+
+>>> from flows import single_example, simulate
+>>> traj = simulate(single_example([1, 2, 3, 4, 5]), "l2-sam", depth=2, rho=1.0, alpha=0.4,
+...                 t_max=30.0)
+"""
+from .algorithms import ALGORITHMS
+from .clocks import CLOCKS
+from .data import Dataset, single_example
+from .integrate import simulate
+from .results import Trajectory
+
+__all__ = ["ALGORITHMS", "CLOCKS", "Dataset", "Trajectory", "simulate", "single_example"]

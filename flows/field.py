@@ -1,0 +1,107 @@
+"""The vector field of a flow, in the asinh chart, for any algorithm, clock and depth.
+
+For parameters ``theta`` (groups of identical layers) the rescaled field is
+
+    F^(l) = G(theta') * prod_{k != l} theta'^(k),   theta' = theta + eps(theta),
+
+with ``G`` the loss-weighted mean of ``y_i x_i`` at ``theta'`` (see :mod:`flows.model`); then
+``dtheta/ds = (dtau/ds) F`` in the clock ``s`` and the state is integrated in the chart
+``z = asinh(theta / delta)``: ``dz/ds = (dtheta/ds) / (delta cosh z)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from .algorithms import Algorithm
+from .clocks import Clock
+from .data import Dataset
+from .model import Loss, evaluate, loss_gradient_signed, margin_gradient
+from .signedlog import SignedLog, add_float, chart_to_signed_log, chart_velocity, leave_one_out
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """A flow to integrate: data, algorithm with hyper-parameters, loss, layer groups, chart."""
+
+    data: Dataset
+    algorithm: Algorithm
+    hyperparameters: dict
+    loss: Loss
+    multiplicity: np.ndarray
+    clock: Clock
+    delta: float = 1.0
+    shape: tuple = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", (len(self.multiplicity), self.data.d))
+
+
+class Velocity(NamedTuple):
+    """The rescaled field ``F`` (signed-log) and ``log c`` at the perturbed point."""
+
+    dtheta: SignedLog
+    log_c: float
+
+
+def perturbed_point(theta: SignedLog, problem: Problem,
+                    sign_pattern: np.ndarray | None = None) -> SignedLog:
+    """``theta' = theta + eps(theta)`` with ``eps`` from the algorithm table.
+
+    ``sign_pattern`` (same shape as ``theta``) replaces the signs of the parameters in
+    ``sign(grad L)``: with the pattern frozen over an integration segment, the l_inf-SAM field
+    continues smoothly across ``w = 0`` and the crossing is located as an event instead of
+    being stepped over as a jump.
+    """
+    ev = evaluate(theta, problem.multiplicity, problem.data, problem.loss)
+    grad = loss_gradient_signed(ev)
+    if sign_pattern is not None:
+        pattern_products = leave_one_out(SignedLog(sign_pattern, theta.log_abs),
+                                          problem.multiplicity).sign
+        grad = SignedLog(-ev.direction.sign * pattern_products, grad.log_abs)
+    eps = problem.algorithm.perturb(grad, problem.multiplicity, problem.hyperparameters)
+    if not np.all(np.isfinite(eps)):
+        raise FloatingPointError("the perturbation eps(theta) is not finite")
+    return add_float(theta, eps)
+
+
+def rescaled_velocity(theta: SignedLog, problem: Problem,
+                      sign_pattern: np.ndarray | None = None) -> Velocity:
+    """``F = G(theta') * prod_{k != l} theta'^(k)`` and ``log c(theta')``."""
+    ev = evaluate(perturbed_point(theta, problem, sign_pattern), problem.multiplicity,
+                  problem.data, problem.loss)
+    return Velocity(margin_gradient(ev), ev.log_c)
+
+
+def chart_state(z: np.ndarray, problem: Problem) -> SignedLog:
+    """Parameters (signed-log, shape (G, d)) from the flat chart coordinates ``z``."""
+    return chart_to_signed_log(z.reshape(problem.shape), problem.delta)
+
+
+def chart_rhs(z: np.ndarray, problem: Problem, held: np.ndarray,
+              sign_pattern: np.ndarray | None = None) -> np.ndarray:
+    """``d(z, tau)/ds``; entries in ``held`` (boolean, shape (G, d)) stay where they are."""
+    theta = chart_state(z, problem)
+    vel = rescaled_velocity(theta, problem, sign_pattern)
+    log_speed = problem.clock.log_speed(vel.log_c)
+    dw = SignedLog(vel.dtheta.sign, vel.dtheta.log_abs + log_speed)
+    dz = np.where(held, 0.0, chart_velocity(dw, z.reshape(problem.shape), problem.delta))
+    return np.append(dz.ravel(), np.exp(log_speed))
+
+
+def one_sided_velocity(theta: SignedLog, problem: Problem, sign_pattern: np.ndarray,
+                       index: tuple[int, int], side: float) -> float:
+    """``F`` of entry ``index`` (whose value is 0) on the side ``sign = side`` of 0.
+
+    The one-sided limits of a field that jumps where the entry changes sign (l_inf-SAM):
+    the entry slides at 0 when ``F(+0) < 0 < F(-0)`` (Filippov).
+    """
+    pattern = sign_pattern.copy()
+    pattern[index] = side
+    log_abs = theta.log_abs.copy()
+    log_abs[index] = -np.inf
+    vel = rescaled_velocity(SignedLog(np.where(np.isneginf(log_abs), 0.0, theta.sign), log_abs),
+                            problem, pattern)
+    return float(vel.dtheta.sign[index] * np.exp(min(vel.dtheta.log_abs[index], 700.0)))

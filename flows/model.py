@@ -1,0 +1,148 @@
+"""The L-layer diagonal linear network, its loss and gradient, in signed-log arithmetic.
+
+Model (SPEC §1): ``beta = w^(1) * ... * w^(L)`` (elementwise), margins ``m_i = y_i <beta, x_i>``,
+loss ``L(theta) = (1/n) sum_i l(m_i)``, gradient ``grad_{w^(l)} L = g * prod_{k != l} w^(k)``
+with ``g = (1/n) sum_i l'(m_i) y_i x_i``.
+
+Since ``l' < 0``, write ``g = -c G`` with the *clock factor* ``c = (1/n) sum_i |l'(m_i)|`` and
+the weighted mean direction ``G = sum_i p_i y_i x_i``, ``p_i = |l'(m_i)| / (n c)``. ``G`` is
+bounded for any margins and ``log c`` is finite far beyond float64: they are computed from the
+margins with log-sum-exp, and margins themselves are kept as ``exp(M) * m_tilde``.
+
+Parameters are stored in groups of identical layers (see :func:`flows.signedlog.leave_one_out`):
+``multiplicity = (1,)*L`` is the full network, ``(L,)`` the balanced reduced system.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from .data import Dataset
+from .signedlog import SignedLog, leave_one_out, product_of_layers
+
+@dataclass(frozen=True)
+class Loss:
+    """A margin loss ``l(u)`` by ``log|l'(u)|`` (vectorised) and ``l(u)`` itself."""
+
+    log_abs_derivative: Callable[[np.ndarray], np.ndarray]
+    value: Callable[[np.ndarray], np.ndarray]
+
+
+#: Loss table: logistic ``l(u) = log(1 + e^-u)`` (``|l'| = sigmoid(-u)``) and exponential ``e^-u``.
+LOSSES: dict[str, Loss] = {
+    "logistic": Loss(lambda u: -np.logaddexp(0.0, u), lambda u: np.logaddexp(0.0, -u)),
+    "exponential": Loss(lambda u: -u, lambda u: np.exp(-u)),
+}
+
+
+def logsumexp(a: np.ndarray) -> float:
+    """``log sum exp(a)`` of a 1-D array, -inf if every entry is -inf."""
+    top = np.max(a)
+    if not np.isfinite(top):
+        return float(top)
+    return float(top + np.log(np.sum(np.exp(a - top))))
+
+
+class Margins(NamedTuple):
+    """Margins ``m_i = exp(log_scale) * scaled_i`` (``log_scale = -inf`` when ``beta = 0``)."""
+
+    log_scale: float
+    scaled: np.ndarray
+
+    def to_float(self) -> np.ndarray:
+        """The margins as floats (+-inf beyond the float64 range)."""
+        if self.log_scale == -np.inf:
+            return np.zeros_like(self.scaled)
+        with np.errstate(over="ignore"):
+            scale = np.exp(self.log_scale)
+        return np.where(self.scaled == 0, 0.0, self.scaled * scale)
+
+
+def margins(beta: SignedLog, data: Dataset) -> Margins:
+    """``m_i = <beta, y_i x_i>`` as ``exp(M) * (A @ beta_tilde)``, ``M = max_j log|beta_j|``."""
+    top = float(np.max(beta.log_abs))
+    if top == -np.inf:
+        return Margins(-np.inf, np.zeros(data.n))
+    scaled_beta = beta.sign * np.exp(beta.log_abs - top)
+    return Margins(top, data.signed_features @ scaled_beta)
+
+
+class LossWeights(NamedTuple):
+    """``p_i = |l'(m_i)| / sum_k |l'(m_k)|`` and ``log c = log((1/n) sum_i |l'(m_i)|)``."""
+
+    p: np.ndarray
+    log_c: float
+
+
+def loss_weights(m: Margins, loss: Loss) -> LossWeights:
+    """Example weights and clock factor of SPEC §3, stable for any margins.
+
+    When the margins leave the float64 range, ``|l'(m_i)|`` concentrates on the examples of
+    smallest scaled margin (the limit of the softmax), and ``log c`` becomes -inf.
+    """
+    n = m.scaled.shape[0]
+    log_w = loss.log_abs_derivative(m.to_float())
+    log_c = logsumexp(log_w) - np.log(n)
+    if np.all(log_w == -np.inf):
+        smallest = m.scaled == np.min(m.scaled)
+        return LossWeights(smallest / np.sum(smallest), -np.inf)
+    return LossWeights(np.exp(log_w - logsumexp(log_w)), log_c)
+
+
+def mean_direction(weights: LossWeights, data: Dataset) -> SignedLog:
+    """``G = sum_i p_i y_i x_i`` in signed-log form."""
+    return SignedLog.from_float(weights.p @ data.signed_features)
+
+
+class Evaluation(NamedTuple):
+    """Everything the flow needs at one parameter point."""
+
+    beta: SignedLog
+    log_c: float
+    direction: SignedLog  # G
+    partial_products: SignedLog  # prod_{k != l} w^(k), per group
+
+
+def evaluate(theta: SignedLog, multiplicity: np.ndarray, data: Dataset, loss: Loss) -> Evaluation:
+    """Predictor, clock factor ``c``, direction ``G`` and leave-one-out products at ``theta``."""
+    beta = product_of_layers(theta, multiplicity)
+    weights = loss_weights(margins(beta, data), loss)
+    return Evaluation(beta, weights.log_c, mean_direction(weights, data),
+                      leave_one_out(theta, multiplicity))
+
+
+def margin_gradient(ev: Evaluation) -> SignedLog:
+    """``G * prod_{k != l} w^(k)``: the gradient of the weighted margin, ``-grad L / c``."""
+    return SignedLog(ev.direction.sign * ev.partial_products.sign,
+                     ev.direction.log_abs + ev.partial_products.log_abs)
+
+
+def loss_gradient_signed(ev: Evaluation) -> SignedLog:
+    """``grad_{w^(l)} L = -c G * prod_{k != l} w^(k)`` in signed-log form."""
+    mg = margin_gradient(ev)
+    return SignedLog(-mg.sign, np.where(mg.sign == 0, -np.inf, mg.log_abs + ev.log_c))
+
+
+def as_theta(theta: np.ndarray, data: Dataset) -> np.ndarray:
+    """Validate a parameter array of shape (L, d) for ``data``."""
+    theta = np.asarray(theta, dtype=float)
+    if theta.ndim != 2 or theta.shape[1] != data.d:
+        raise ValueError(f"theta must have shape (L, {data.d}), got {theta.shape}")
+    return theta
+
+
+def loss_value(theta: np.ndarray, data: Dataset, loss: str = "logistic") -> float:
+    """``L(theta) = (1/n) sum_i l(y_i <beta(theta), x_i>)`` for a float (L, d) array."""
+    theta = as_theta(theta, data)
+    beta = np.prod(theta, axis=0)
+    return float(np.mean(LOSSES[loss].value(data.signed_features @ beta)))
+
+
+def loss_gradient(theta: np.ndarray, data: Dataset, loss: str = "logistic") -> np.ndarray:
+    """``grad L(theta)``, shape (L, d), by the same signed-log code the flows use."""
+    theta = as_theta(theta, data)
+    ev = evaluate(SignedLog.from_float(theta), np.ones(theta.shape[0], dtype=int), data,
+                  LOSSES[loss])
+    return loss_gradient_signed(ev).to_float()
