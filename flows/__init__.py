@@ -7,7 +7,9 @@
 from .algorithms import ALGORITHMS
 from .clocks import CLOCKS
 from .data import Dataset, single_example
+from .discrete import DiscreteRun, iterate
 from .integrate import simulate
 from .results import Trajectory
 
-__all__ = ["ALGORITHMS", "CLOCKS", "Dataset", "Trajectory", "simulate", "single_example"]
+__all__ = ["ALGORITHMS", "CLOCKS", "Dataset", "DiscreteRun", "Trajectory", "iterate", "simulate",
+           "single_example"]

@@ -1,0 +1,97 @@
+"""``iterate``: the discrete algorithms ``theta_{k+1} = theta_k - eta grad L(theta_k + eps(theta_k))``.
+
+The same perturbation table and gradient code as the flows (:mod:`flows.field`), in ordinary
+float64 (the iterates are what a practitioner would run). Step ``k`` sits at original time
+``t = k eta``, so a run is compared with ``simulate(..., clock="original")``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .algorithms import get_algorithm, resolve_hyperparameters
+from .clocks import CLOCKS
+from .data import Dataset
+from .field import Problem, perturbed_point
+from .initialization import initialization
+from .model import LOSSES, evaluate, loss_gradient_signed
+from .results import FAILURE, SUCCESS
+from .signedlog import SignedLog
+
+
+@dataclass(frozen=True, eq=False)
+class DiscreteRun:
+    """Iterates of a discrete algorithm.
+
+    Attributes
+    ----------
+    steps : (K,) iteration numbers recorded; ``t = steps * eta`` the original time.
+    theta : (K, L, d) parameters; ``beta`` (K, d); ``loss`` (K,).
+    status : 0 finished, -1 the iterates overflowed (the run stops at the last finite one).
+    """
+
+    steps: np.ndarray
+    t: np.ndarray
+    theta: np.ndarray
+    beta: np.ndarray
+    loss: np.ndarray
+    status: int
+    message: str
+    algorithm: str
+    eta: float
+
+    @property
+    def log_abs_beta(self) -> np.ndarray:
+        """``log|beta|`` (-inf where 0)."""
+        with np.errstate(divide="ignore"):
+            return np.log(np.abs(self.beta))
+
+
+def sam_step(theta: np.ndarray, problem: Problem, eta: float) -> np.ndarray:
+    """One step ``theta - eta grad L(theta + eps(theta))`` on the full (L, d) parameters."""
+    theta_p = perturbed_point(SignedLog.from_float(theta), problem)
+    ev = evaluate(theta_p, problem.multiplicity, problem.data, problem.loss)
+    return theta - eta * loss_gradient_signed(ev).to_float()
+
+
+def iterate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0, *,
+            rho: float | None = None, sigma: float | None = None,
+            rho_max: float | None = None, varrho: float | None = None,
+            eta: float = 1e-3, steps: int = 1000, record_every: int = 1,
+            loss: str = "logistic") -> DiscreteRun:
+    """Run ``steps`` iterations of GD / SAM with step size ``eta`` (see :func:`flows.simulate`
+    for the other parameters); every ``record_every``-th iterate is kept."""
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
+    hp = resolve_hyperparameters(algorithm, {"rho": rho, "sigma": sigma, "rho_max": rho_max,
+                                             "varrho": varrho})
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
+    init = initialization(alpha, depth, data.d, reduced=False)
+    if not (np.isfinite(eta) and eta > 0):
+        raise ValueError(f"eta must be finite and > 0, got {eta}")
+    for name, value in (("steps", steps), ("record_every", record_every)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    problem = Problem(data, get_algorithm(algorithm), hp, LOSSES[loss], init.multiplicity,
+                      CLOCKS["original"])
+    theta = init.groups.copy()
+    kept_steps, kept = [0], [theta.copy()]
+    status, message = SUCCESS, f"ran {steps} steps"
+    for k in range(1, steps + 1):
+        with np.errstate(over="ignore", invalid="ignore"):
+            theta = sam_step(theta, problem, eta)
+        if not np.all(np.isfinite(theta)):
+            status, message = FAILURE, f"iterates overflowed at step {k}"
+            break
+        if k % record_every == 0 or k == steps:
+            kept_steps.append(k)
+            kept.append(theta.copy())
+    thetas = np.array(kept)
+    betas = np.prod(thetas, axis=1)
+    losses = np.mean(LOSSES[loss].value(betas @ data.signed_features.T), axis=1)
+    steps_arr = np.array(kept_steps)
+    return DiscreteRun(steps=steps_arr, t=steps_arr * eta, theta=thetas, beta=betas,
+                       loss=losses, status=status, message=message, algorithm=algorithm,
+                       eta=float(eta))

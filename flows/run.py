@@ -1,0 +1,169 @@
+"""Command line: integrate one flow and summarise it.
+
+    python -m flows.run --algorithm l2-sam --depth 2 --mu 1,2,3,4,5 --rho 1 --alpha 0.4 --t-max 30
+    python -m flows.run --data mydata.csv --algorithm linf-sam --rho 0.5 --alpha 1 --out traj.npz
+
+Bad input prints one line on stderr and exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .algorithms import ALGORITHMS
+from .clocks import CLOCKS
+from .data import Dataset, single_example
+from .integrate import simulate
+from .model import LOSSES
+from .results import Trajectory
+
+
+def number_list(text: str) -> np.ndarray:
+    """``'1,2,3'`` -> array; a single number stays a scalar array."""
+    try:
+        return np.array([float(v) for v in text.split(",")]) if "," in text else np.array(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number or comma-separated list: {text!r}") from None
+
+
+def load_dataset(path: str) -> Dataset:
+    """A data file: ``.npz`` with arrays ``X`` and ``y``, or ``.csv`` whose last column is ``y``."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"data file {path!r} does not exist")
+    if p.suffix == ".npz":
+        with np.load(p) as f:
+            if "X" not in f or "y" not in f:
+                raise ValueError(f"data file {path!r} must contain arrays 'X' and 'y'")
+            return Dataset(f["X"], f["y"])
+    if p.suffix == ".csv":
+        table = np.loadtxt(p, delimiter=",", ndmin=2)
+        return Dataset(table[:, :-1], table[:, -1])
+    raise ValueError(f"data file {path!r} must be .npz or .csv")
+
+
+def trajectory_table(traj: Trajectory) -> tuple[list[str], np.ndarray]:
+    """Column names and values (T rows) of a trajectory for CSV output."""
+    d = traj.log_abs_beta.shape[1]
+    names = (["t", "tau", "log_t_original", "loss"] + [f"log_abs_beta_{j + 1}" for j in range(d)]
+             + [f"sign_beta_{j + 1}" for j in range(d)])
+    cols = np.column_stack([traj.t, traj.tau, traj.log_t_original, traj.loss,
+                            traj.log_abs_beta, traj.sign_beta])
+    return names, cols
+
+
+def save_trajectory(traj: Trajectory, path: str) -> None:
+    """Write ``.npz`` (all arrays) or ``.csv`` (t, tau, log t, loss, log|beta|, sign beta)."""
+    p = Path(path)
+    if p.suffix == ".npz":
+        np.savez(p, t=traj.t, tau=traj.tau, log_t_original=traj.log_t_original, loss=traj.loss,
+                 log_abs_beta=traj.log_abs_beta, sign_beta=traj.sign_beta,
+                 log_abs_theta=traj.log_abs_theta, sign_theta=traj.sign_theta,
+                 status=traj.status, message=traj.message)
+    elif p.suffix == ".csv":
+        names, cols = trajectory_table(traj)
+        np.savetxt(p, cols, delimiter=",", header=",".join(names), comments="")
+    else:
+        raise ValueError(f"--out must end in .npz or .csv, got {path!r}")
+
+
+def plot_trajectory(traj: Trajectory, path: str) -> None:
+    """Shares ``|beta_j| / ||beta||_1`` and ``log|beta_j|`` against time, side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from analysis.amplification import shares
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, traj.log_abs_beta.shape[1]))
+    share = shares(traj.log_abs_beta)
+    for j, color in enumerate(colors):
+        ax1.plot(traj.t, share[:, j], color=color, label=f"j = {j + 1}")
+        ax2.plot(traj.t, traj.log_abs_beta[:, j], color=color)
+    clock = "rescaled time τ" if traj.clock == "rescaled" else "original time t"
+    ax1.set(xlabel=clock, ylabel="share |β_j| / ‖β‖₁", ylim=(-0.02, 1.02))
+    ax2.set(xlabel=clock, ylabel="log |β_j|")
+    ax1.legend(fontsize="small")
+    fig.suptitle(f"{traj.algorithm}, L = {traj.depth}, "
+                 + ", ".join(f"{k} = {v:g}" for k, v in traj.hyperparameters.items()))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def summary(traj: Trajectory) -> str:
+    """A few lines: status, final direction, leader sequence, final log|beta| and loss."""
+    from analysis.amplification import trajectory_leaders
+
+    np.set_printoptions(precision=4, suppress=True)
+    lines = [f"{traj.algorithm}, depth {traj.depth}, clock {traj.clock}: "
+             f"status {traj.status} ({traj.message})",
+             f"final time t = {traj.t[-1]:.6g} (tau = {traj.tau[-1]:.6g}, "
+             f"log t_original = {traj.log_t_original[-1]:.6g})",
+             f"final direction beta/|beta| = {traj.direction[-1]}",
+             f"final log|beta| = {traj.log_abs_beta[-1]}",
+             f"final loss = {traj.loss[-1]:.6g}",
+             f"leader over time (1-based): {trajectory_leaders(traj).describe()}"]
+    events = [e for e in traj.events if e.kind != "zero-crossing"]
+    if events:
+        lines.append("events: " + "; ".join(
+            f"{e.kind}{'' if e.entry is None else f' j={e.entry[1] + 1}'} at tau={e.tau:.6g}"
+            for e in events[:10]) + (" ..." if len(events) > 10 else ""))
+    return "\n".join(lines)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser."""
+    p = argparse.ArgumentParser(prog="python -m flows.run", description=__doc__.splitlines()[0])
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--mu", type=number_list, default=None,
+                     help="single example (mu, +1): comma-separated features (default 1,2)")
+    src.add_argument("--data", help="data file: .npz with X, y or .csv with y as last column")
+    p.add_argument("--algorithm", default="l2-sam", help=f"one of {', '.join(ALGORITHMS)}")
+    p.add_argument("--depth", type=int, default=2, help="number of layers L (default 2)")
+    p.add_argument("--alpha", type=number_list, default=np.array(1.0),
+                   help="initialization: a scalar or comma-separated per coordinate")
+    p.add_argument("--rho", type=float, default=None, help="perturbation radius")
+    p.add_argument("--sigma", type=float, default=None, help="LE-SAM loss budget")
+    p.add_argument("--rho-max", type=float, default=None, help="LE-SAM radius cap")
+    p.add_argument("--varrho", type=float, default=None, help="LE-SAM stabiliser")
+    p.add_argument("--t-max", type=float, default=10.0, help="end time in the chosen clock")
+    p.add_argument("--clock", default="rescaled", help=f"one of {', '.join(CLOCKS)}")
+    p.add_argument("--n-points", type=int, default=201, help="output times")
+    p.add_argument("--loss", default="logistic", help=f"one of {', '.join(LOSSES)}")
+    p.add_argument("--out", help="write the trajectory (.npz or .csv)")
+    p.add_argument("--plot", help="write a figure of the trajectory (.png, .pdf, .svg)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status (2 on bad input)."""
+    args = parser().parse_args(argv)
+    try:
+        data = load_dataset(args.data) if args.data else single_example(
+            args.mu if args.mu is not None else [1.0, 2.0])
+        if args.out and Path(args.out).suffix not in (".npz", ".csv"):
+            raise ValueError(f"--out must end in .npz or .csv, got {args.out!r}")
+        traj = simulate(data, args.algorithm, args.depth, args.alpha, rho=args.rho,
+                        sigma=args.sigma, rho_max=args.rho_max, varrho=args.varrho,
+                        t_max=args.t_max, clock=args.clock, n_points=args.n_points,
+                        loss=args.loss)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(summary(traj))
+    if args.out:
+        save_trajectory(traj, args.out)
+        print(f"wrote {args.out}")
+    if args.plot:
+        plot_trajectory(traj, args.plot)
+        print(f"wrote {args.plot}")
+    return 0 if traj.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
