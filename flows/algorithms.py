@@ -75,6 +75,11 @@ class Algorithm:
     radius: Callable[[Mapping[str, float]], float]
     sign_discontinuous: bool = False
 
+    @property
+    def perturbs(self) -> bool:
+        """False for plain gradient descent (``eps = 0``): no perturbation to evaluate."""
+        return self.perturb is not no_perturbation
+
 
 ALGORITHMS: dict[str, Algorithm] = {
     "gd": Algorithm(no_perturbation, {}, lambda hp: 0.0),

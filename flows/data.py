@@ -59,10 +59,12 @@ class Dataset:
             raise ValueError("y must contain only labels -1 and +1")
         if not is_separable(X, y):
             raise ValueError("data (X, y) are not linearly separable through the origin")
-        X.setflags(write=False)
-        y.setflags(write=False)
+        signed = y[:, None] * X
+        for arr in (X, y, signed):
+            arr.setflags(write=False)
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "y", y)
+        object.__setattr__(self, "_signed", signed)
 
     @property
     def n(self) -> int:
@@ -77,7 +79,7 @@ class Dataset:
     @property
     def signed_features(self) -> np.ndarray:
         """Rows ``y_i x_i``: the margin of example i is ``<beta, y_i x_i>``."""
-        return self.y[:, None] * self.X
+        return self._signed
 
     def key(self) -> tuple:
         """A hashable description (for caches)."""

@@ -18,8 +18,9 @@ import numpy as np
 from .algorithms import Algorithm
 from .clocks import Clock
 from .data import Dataset
-from .model import Loss, evaluate, loss_gradient_signed, margin_gradient
-from .signedlog import SignedLog, add_float, chart_to_signed_log, chart_velocity, leave_one_out
+from .model import Loss, evaluate, loss_gradient_signed, loss_weights, margin_gradient, margins
+from .signedlog import (SignedLog, add_float, chart_to_signed_log, chart_velocity, leave_one_out,
+                        product_of_layers)
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +56,8 @@ def perturbed_point(theta: SignedLog, problem: Problem,
     continues smoothly across ``w = 0`` and the crossing is located as an event instead of
     being stepped over as a jump.
     """
+    if not problem.algorithm.perturbs:
+        return theta
     ev = evaluate(theta, problem.multiplicity, problem.data, problem.loss)
     grad = loss_gradient_signed(ev)
     if sign_pattern is not None:
@@ -73,6 +76,12 @@ def rescaled_velocity(theta: SignedLog, problem: Problem,
     ev = evaluate(perturbed_point(theta, problem, sign_pattern), problem.multiplicity,
                   problem.data, problem.loss)
     return Velocity(margin_gradient(ev), ev.log_c)
+
+
+def perturbed_log_c(theta: SignedLog, problem: Problem) -> float:
+    """``log c(theta')``: the clock factor at the perturbed point (no field needed)."""
+    beta = product_of_layers(perturbed_point(theta, problem), problem.multiplicity)
+    return loss_weights(margins(beta, problem.data), problem.loss).log_c
 
 
 def chart_state(z: np.ndarray, problem: Problem) -> SignedLog:

@@ -22,7 +22,7 @@ from . import events as ev
 from .algorithms import get_algorithm, resolve_hyperparameters
 from .clocks import get_clock, log_original_time
 from .data import Dataset
-from .field import Problem, chart_rhs, chart_state, one_sided_velocity, rescaled_velocity
+from .field import Problem, chart_rhs, chart_state, one_sided_velocity, perturbed_log_c
 from .initialization import initialization
 from .model import LOSSES, margins
 from .results import BLOWUP, FAILURE, SUCCESS, FlowEvent, Trajectory
@@ -60,12 +60,14 @@ class Segments:
 
     def sample(self, s: np.ndarray, n_state: int) -> np.ndarray:
         """States at times ``s`` (each within the covered range), shape (len(s), n_state)."""
+        s = np.asarray(s, dtype=float)
         out = np.empty((len(s), n_state))
-        for k, sk in enumerate(s):
-            i = min(np.searchsorted(self.ends, sk, side="left"), len(self.ends) - 1)
+        which = np.minimum(np.searchsorted(self.ends, s, side="left"), len(self.ends) - 1)
+        for i in np.unique(which):
+            rows = which == i
             sol = self.solutions[i]
-            out[k] = sol(sk) if callable(sol) else sol
-            out[k, :-1] = np.where(self.held[i].ravel(), 0.0, out[k, :-1])
+            out[rows] = sol(s[rows]).T if callable(sol) else sol
+            out[rows, :-1] = np.where(self.held[i].ravel(), 0.0, out[rows, :-1])
         return out
 
 
@@ -250,7 +252,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
     else:
         def log_c(s: float) -> float:
             state = segments.sample(np.array([s]), y.size)[0]
-            return rescaled_velocity(chart_state(state[:-1], problem), problem).log_c
+            return perturbed_log_c(chart_state(state[:-1], problem), problem)
         log_t = log_original_time(tau, log_c)
     return _trajectory(grid, states, tau, log_t, problem, init.multiplicity, status, message,
                        algorithm, hp, clock, tuple(log), nfev, init.reduced)
