@@ -114,3 +114,11 @@ def one_sided_velocity(theta: SignedLog, problem: Problem, sign_pattern: np.ndar
     vel = rescaled_velocity(SignedLog(np.where(np.isneginf(log_abs), 0.0, theta.sign), log_abs),
                             problem, pattern)
     return float(vel.dtheta.sign[index] * np.exp(min(vel.dtheta.log_abs[index], 700.0)))
+
+
+def log_growth_rates(theta: SignedLog, problem: Problem) -> np.ndarray:
+    """``d log|w| / dtau = F / w`` per parameter entry (rescaled clock); nan where ``w = 0``."""
+    vel = rescaled_velocity(theta, problem)
+    with np.errstate(over="ignore", invalid="ignore"):
+        rates = vel.dtheta.sign * theta.sign * np.exp(vel.dtheta.log_abs - theta.log_abs)
+    return np.where(theta.sign == 0, np.nan, rates)

@@ -130,7 +130,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
              t_max: float = 10.0, clock: str = "rescaled", n_points: int = 201,
              loss: str = "logistic", reduced: bool | None = None,
              rtol: float = 1e-10, atol: float = 1e-100, method: str = "DOP853",
-             chart_scale: float = 1.0) -> Trajectory:
+             chart_scale: float = 1.0, original_time: bool = True) -> Trajectory:
     """Integrate a GD / SAM flow on an L-layer diagonal linear network.
 
     ``dtheta/dt = -grad L(theta + eps(theta))`` (original clock) or
@@ -153,6 +153,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
     rtol, atol : solve_ivp tolerances on the chart coordinates.
     method : solve_ivp method.
     chart_scale : ``delta`` in ``z = asinh(theta / delta)``.
+    original_time : compute ``log_t_original`` for a rescaled run (a quadrature along the
+        path, a sizeable part of the cost); when False it is NaN ("not computed").
 
     Returns
     -------
@@ -249,6 +251,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
     if the_clock.original:
         with np.errstate(divide="ignore"):
             log_t = np.log(grid)
+    elif not original_time:
+        log_t = np.full(grid.shape, np.nan)
     else:
         def log_c(s: float) -> float:
             state = segments.sample(np.array([s]), y.size)[0]
