@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         res = classify(mu, alpha, rho)
         print(f"{alpha:10.4g} {res.regime!s:>7}  {res.leaders.describe()}")
     if args.plot:
-        from flows.paper_figures import draw_phase_diagram_file
+        from flows.plots.amplification import draw_phase_diagram_file
 
         draw_phase_diagram_file(mu, args.plot)
         print(f"wrote {args.plot}")

@@ -1,56 +1,71 @@
 """The algorithm table: each algorithm is gradient descent at a perturbed point ``theta + eps(theta)``.
 
 SPEC §2. Adding a SAM variant means adding one :class:`Algorithm` to :data:`ALGORITHMS`.
-Every perturbation receives ``grad L(theta)`` in signed-log form (its magnitude may be far
-outside float64) and the multiplicity of each parameter row (norms run over all parameters).
+Every perturbation receives ``grad L(theta)`` as a :class:`LossGradient` (a bounded direction
+part and the log of the positive loss factor, so that neither rounding nor overflow touches
+the direction) and the multiplicity of each parameter row (norms run over all parameters).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
 
 from .signedlog import SignedLog, log_norm2
 
-Perturbation = Callable[[SignedLog, np.ndarray, Mapping[str, float]], np.ndarray]
+
+class LossGradient(NamedTuple):
+    """``grad L = exp(log_c) * scaled`` with ``scaled = -G * prod_{k != l} w^(k)`` (signed-log).
+
+    ``c`` (the mean ``|l'|``) is a positive scalar: it does not change the direction, and it is
+    kept apart because ``log c`` is about ``-margin``, which may be ``-1e18`` or beyond.
+    """
+
+    scaled: SignedLog
+    log_c: float
 
 
-def _unit_gradient(grad: SignedLog, multiplicity: np.ndarray) -> tuple[np.ndarray, float]:
-    """``grad / ||grad||_2`` (0 where ``grad = 0``) and ``log ||grad||_2``, over all parameters."""
-    weights = np.broadcast_to(np.asarray(multiplicity, dtype=float)[:, None], grad.log_abs.shape)
-    log_norm = log_norm2(grad.log_abs, weights)
+Perturbation = Callable[[LossGradient, np.ndarray, Mapping[str, float]], np.ndarray]
+
+
+def _unit_direction(grad: LossGradient, multiplicity: np.ndarray) -> tuple[np.ndarray, float]:
+    """``grad L / ||grad L||_2`` (0 where ``grad L = 0``) and ``log ||grad L||_2``."""
+    weights = np.broadcast_to(np.asarray(multiplicity, dtype=float)[:, None],
+                              grad.scaled.log_abs.shape)
+    log_norm = log_norm2(grad.scaled.log_abs, weights)
     if log_norm == -np.inf:
-        return np.zeros_like(grad.log_abs), log_norm
-    return grad.sign * np.exp(grad.log_abs - log_norm), log_norm
+        return np.zeros_like(grad.scaled.log_abs), -np.inf
+    return grad.scaled.sign * np.exp(grad.scaled.log_abs - log_norm), log_norm + grad.log_c
 
 
-def no_perturbation(grad: SignedLog, multiplicity: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
+def no_perturbation(grad: LossGradient, multiplicity: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
     """``eps = 0`` (gradient descent)."""
-    return np.zeros_like(grad.log_abs)
+    return np.zeros_like(grad.scaled.log_abs)
 
 
-def l2_perturbation(grad: SignedLog, multiplicity: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
+def l2_perturbation(grad: LossGradient, multiplicity: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
     """``eps = rho grad L / ||grad L||_2`` (0 where ``grad L = 0``)."""
-    unit, _ = _unit_gradient(grad, multiplicity)
+    unit, _ = _unit_direction(grad, multiplicity)
     return hp["rho"] * unit
 
 
-def linf_perturbation(grad: SignedLog, multiplicity: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
+def linf_perturbation(grad: LossGradient, multiplicity: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
     """``eps = rho sign(grad L)`` elementwise (``sign 0 = 0``)."""
-    return hp["rho"] * grad.sign
+    return hp["rho"] * grad.scaled.sign
 
 
-def unnormalized_perturbation(grad: SignedLog, multiplicity: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
+def unnormalized_perturbation(grad: LossGradient, multiplicity: np.ndarray,
+                              hp: Mapping[str, float]) -> np.ndarray:
     """``eps = rho grad L`` (USAM); may overflow, which the integrator reports."""
     with np.errstate(over="ignore"):
-        return hp["rho"] * grad.to_float()
+        return hp["rho"] * grad.scaled.sign * np.exp(grad.scaled.log_abs + grad.log_c)
 
 
-def loss_equilibrated_perturbation(grad: SignedLog, multiplicity: np.ndarray,
+def loss_equilibrated_perturbation(grad: LossGradient, multiplicity: np.ndarray,
                                    hp: Mapping[str, float]) -> np.ndarray:
     """LE-SAM: ``eps = rho_t grad L / ||grad L||``, ``rho_t = min(sigma / (||grad L|| + varrho), rho_max)``."""
-    unit, log_norm = _unit_gradient(grad, multiplicity)
+    unit, log_norm = _unit_direction(grad, multiplicity)
     with np.errstate(over="ignore"):
         grad_norm = np.exp(log_norm)
     radius = min(hp["sigma"] / (grad_norm + hp["varrho"]), hp["rho_max"])

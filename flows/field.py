@@ -15,10 +15,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .algorithms import Algorithm
+from .algorithms import Algorithm, LossGradient
 from .clocks import Clock
 from .data import Dataset
-from .model import Loss, evaluate, loss_gradient_signed, loss_weights, margin_gradient, margins
+from .model import Loss, evaluate, loss_weights, margin_gradient, margins
 from .signedlog import (SignedLog, add_float, chart_to_signed_log, chart_velocity, leave_one_out,
                         product_of_layers)
 
@@ -59,11 +59,13 @@ def perturbed_point(theta: SignedLog, problem: Problem,
     if not problem.algorithm.perturbs:
         return theta
     ev = evaluate(theta, problem.multiplicity, problem.data, problem.loss)
-    grad = loss_gradient_signed(ev)
+    mg = margin_gradient(ev)
+    sign = -mg.sign
     if sign_pattern is not None:
         pattern_products = leave_one_out(SignedLog(sign_pattern, theta.log_abs),
                                           problem.multiplicity).sign
-        grad = SignedLog(-ev.direction.sign * pattern_products, grad.log_abs)
+        sign = -ev.direction.sign * pattern_products
+    grad = LossGradient(SignedLog(sign, mg.log_abs), ev.log_c)
     eps = problem.algorithm.perturb(grad, problem.multiplicity, problem.hyperparameters)
     if not np.all(np.isfinite(eps)):
         raise FloatingPointError("the perturbation eps(theta) is not finite")

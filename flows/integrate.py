@@ -58,6 +58,16 @@ class Segments:
         self.solutions.append(sol)
         self.held.append(held.copy())
 
+    def add_frozen(self, start: float, end: float, y: np.ndarray, held: np.ndarray,
+                   tau_rate: float) -> None:
+        """A final segment where ``z`` no longer moves and only ``tau`` advances."""
+        def frozen(s: np.ndarray, y=y.copy(), start=start) -> np.ndarray:
+            s = np.atleast_1d(s)
+            out = np.repeat(y[:, None], len(s), axis=1)
+            out[-1] = y[-1] + tau_rate * (s - start)
+            return out
+        self.add(start, end, frozen, held)
+
     def sample(self, s: np.ndarray, n_state: int) -> np.ndarray:
         """States at times ``s`` (each within the covered range), shape (len(s), n_state)."""
         s = np.asarray(s, dtype=float)
@@ -66,7 +76,7 @@ class Segments:
         for i in np.unique(which):
             rows = which == i
             sol = self.solutions[i]
-            out[rows] = sol(s[rows]).T if callable(sol) else sol
+            out[rows] = sol(s[rows]).T
             out[rows, :-1] = np.where(self.held[i].ravel(), 0.0, out[rows, :-1])
         return out
 
@@ -171,14 +181,19 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
     init = initialization(alpha, depth, data.d, reduced)
-    if not (np.isfinite(t_max) and t_max > 0):
-        raise ValueError(f"t_max must be finite and > 0, got {t_max}")
+    if not (isinstance(t_max, (int, float, np.number)) and np.isfinite(t_max) and t_max > 0):
+        raise ValueError(f"t_max must be a finite number > 0, got {t_max!r}")
     if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
         raise ValueError(f"n_points must be an integer >= 2, got {n_points!r}")
     if not (np.isfinite(chart_scale) and chart_scale > 0):
         raise ValueError(f"chart_scale must be finite and > 0, got {chart_scale}")
 
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if not (isinstance(value, (int, float)) and np.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     problem = Problem(data, algo, hp, LOSSES[loss], init.multiplicity, the_clock, chart_scale)
+    # tau starts at exactly 0: an absolute tolerance of its own keeps the first step sensible
+    atol_vector = np.append(np.full(init.groups.size, atol), max(atol, 1e-12))
     z0 = signed_log_to_chart(SignedLog.from_float(init.groups), chart_scale)
     y = np.append(z0.ravel(), 0.0)
     mode = Mode(held=np.zeros(problem.shape, dtype=bool),
@@ -190,7 +205,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
 
     while s < s_end:
         if mode.collapsed or np.all(mode.held):
-            segments.add(s, s_end, y.copy(), mode.held)
+            log_c = perturbed_log_c(chart_state(y[:-1], problem), problem)
+            segments.add_frozen(s, s_end, y, mode.held, float(np.exp(the_clock.log_speed(log_c))))
             s = s_end
             break
         watched = _segment_events(problem, mode, init.multiplicity.sum(), algo.radius(hp))
@@ -202,7 +218,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
 
         try:
             with np.errstate(over="ignore", under="ignore"):
-                sol = solve_ivp(rhs, (s, s_end), y, method=method, rtol=rtol, atol=atol,
+                sol = solve_ivp(rhs, (s, s_end), y, method=method, rtol=rtol, atol=atol_vector,
                                 events=watched or None, dense_output=True)
         except FloatingPointError as exc:
             status, message = FAILURE, f"integration failed near s={s:.6g}: {exc}"

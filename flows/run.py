@@ -32,17 +32,24 @@ def number_list(text: str) -> np.ndarray:
 def load_dataset(path: str) -> Dataset:
     """A data file: ``.npz`` with arrays ``X`` and ``y``, or ``.csv`` whose last column is ``y``."""
     p = Path(path)
+    if not p.exists():
+        raise ValueError(f"--data {path!r} does not exist")
     if not p.is_file():
-        raise ValueError(f"data file {path!r} does not exist")
-    if p.suffix == ".npz":
-        with np.load(p) as f:
-            if "X" not in f or "y" not in f:
-                raise ValueError(f"data file {path!r} must contain arrays 'X' and 'y'")
-            return Dataset(f["X"], f["y"])
-    if p.suffix == ".csv":
-        table = np.loadtxt(p, delimiter=",", ndmin=2)
-        return Dataset(table[:, :-1], table[:, -1])
-    raise ValueError(f"data file {path!r} must be .npz or .csv")
+        raise ValueError(f"--data {path!r} is not a file")
+    if p.suffix not in (".npz", ".csv"):
+        raise ValueError(f"--data {path!r} must be .npz or .csv")
+    try:
+        if p.suffix == ".npz":
+            with np.load(p, allow_pickle=False) as f:
+                if "X" not in f or "y" not in f:
+                    raise ValueError("it must contain arrays 'X' and 'y'")
+                X, y = f["X"], f["y"]
+        else:
+            table = np.loadtxt(p, delimiter=",", ndmin=2)
+            X, y = table[:, :-1], table[:, -1]
+    except (OSError, ValueError, EOFError) as exc:
+        raise ValueError(f"--data {path!r} could not be read: {exc}") from None
+    return Dataset(X, y)
 
 
 def trajectory_table(traj: Trajectory) -> tuple[list[str], np.ndarray]:
@@ -116,9 +123,27 @@ def summary(traj: Trajectory) -> str:
     return "\n".join(lines)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line on stderr and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message}\n")
+
+
+def check_output_path(path: str | None, option: str, suffixes: tuple[str, ...]) -> None:
+    """Fail before any work if ``path`` has the wrong suffix or its folder does not exist."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.suffix not in suffixes:
+        raise ValueError(f"{option} must end in {' or '.join(suffixes)}, got {path!r}")
+    if not p.parent.is_dir():
+        raise ValueError(f"{option}: folder {str(p.parent)!r} does not exist")
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser."""
-    p = argparse.ArgumentParser(prog="python -m flows.run", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m flows.run", description=__doc__.splitlines()[0])
     src = p.add_mutually_exclusive_group()
     src.add_argument("--mu", type=number_list, default=None,
                      help="single example (mu, +1): comma-separated features (default 1,2)")
@@ -127,7 +152,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=int, default=2, help="number of layers L (default 2)")
     p.add_argument("--alpha", type=number_list, default=np.array(1.0),
                    help="initialization: a scalar or comma-separated per coordinate")
-    p.add_argument("--rho", type=float, default=None, help="perturbation radius")
+    p.add_argument("--rho", type=float, default=1.0, help="perturbation radius (default 1)")
     p.add_argument("--sigma", type=float, default=None, help="LE-SAM loss budget")
     p.add_argument("--rho-max", type=float, default=None, help="LE-SAM radius cap")
     p.add_argument("--varrho", type=float, default=None, help="LE-SAM stabiliser")
@@ -146,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         data = load_dataset(args.data) if args.data else single_example(
             args.mu if args.mu is not None else [1.0, 2.0])
-        if args.out and Path(args.out).suffix not in (".npz", ".csv"):
-            raise ValueError(f"--out must end in .npz or .csv, got {args.out!r}")
+        check_output_path(args.out, "--out", (".npz", ".csv"))
+        check_output_path(args.plot, "--plot", (".png", ".pdf", ".svg"))
         traj = simulate(data, args.algorithm, args.depth, args.alpha, rho=args.rho,
                         sigma=args.sigma, rho_max=args.rho_max, varrho=args.varrho,
                         t_max=args.t_max, clock=args.clock, n_points=args.n_points,

@@ -1,0 +1,49 @@
+"""Shared pieces of the paper figures: the :class:`Figure` record, palette, saving.
+
+Palette: Okabe–Ito (colour-blind safe) for categories, viridis for ordered coordinates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..cache import Result, Task  # noqa: E402
+
+OKABE_ITO = ["#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00",
+             "#CC79A7"]
+MU5 = [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure: ``tasks(quick)`` lists its runs; ``draw(results, quick, path)`` writes it."""
+
+    name: str
+    title: str
+    tasks: Callable[[bool], list[Task]]
+    draw: Callable[[list[Result], bool, Path], None]
+
+
+def coordinate_colors(d: int) -> np.ndarray:
+    """One viridis colour per coordinate (minor = dark, major = light)."""
+    return plt.get_cmap("viridis")(np.linspace(0.0, 0.85, d))
+
+
+def save(fig: plt.Figure, path: Path) -> None:
+    """Write a figure and close it."""
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def shares_of(result: Result) -> np.ndarray:
+    """``|beta_j| / ||beta||_1`` of a cached simulate result."""
+    from analysis.amplification import shares
+
+    return shares(result["log_abs_beta"])
