@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from .cache import Cache, Result, Task, compute
+from .run import OneLineParser
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "figures"
 DEFAULT_CACHE = Path(__file__).resolve().parent.parent / ".cache" / "sweep"
@@ -30,10 +31,11 @@ def _compute_one(task: Task) -> tuple[Task, Result, float]:
 
 
 def run_tasks(tasks: list[Task], cache: Cache, jobs: int, fresh: bool = False,
-              log=print) -> tuple[dict[str, Result], int]:
+              log=print, seconds: dict[str, float] | None = None) -> tuple[dict[str, Result], int]:
     """Results of ``tasks`` by key, computing the missing ones on ``jobs`` processes.
 
-    Returns the results and how many were computed (the rest came from the cache).
+    Returns the results and how many were computed (the rest came from the cache); the compute
+    time of each computed task is added to ``seconds`` (by key) when given.
     """
     unique = {t.key(): t for t in tasks}
     results: dict[str, Result] = {}
@@ -50,12 +52,14 @@ def run_tasks(tasks: list[Task], cache: Cache, jobs: int, fresh: bool = False,
     done = 0
     start = time.perf_counter()
 
-    def finish(task: Task, result: Result, seconds: float) -> None:
+    def finish(task: Task, result: Result, took: float) -> None:
         nonlocal done
         cache.store(task, result)
         results[task.key()] = result
+        if seconds is not None:
+            seconds[task.key()] = took
         done += 1
-        log(f"  [{done}/{len(missing)}] {task.describe()} {seconds:.1f}s "
+        log(f"  [{done}/{len(missing)}] {task.describe()} {took:.1f}s "
             f"(elapsed {time.perf_counter() - start:.0f}s)")
 
     if jobs <= 1 or len(missing) == 1:
@@ -72,8 +76,7 @@ def run_tasks(tasks: list[Task], cache: Cache, jobs: int, fresh: bool = False,
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser."""
-    p = argparse.ArgumentParser(prog="python -m flows.sweep",
-                                description="Regenerate the paper's figures.")
+    p = OneLineParser(prog="python -m flows.sweep", description="Regenerate the paper's figures.")
     p.add_argument("names", nargs="*", help="figures to make (default: all; see --list)")
     p.add_argument("--list", action="store_true", help="list the figures and exit")
     p.add_argument("--out", default=str(DEFAULT_OUT), help="output directory (default figures/)")
@@ -108,13 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     cache = Cache(args.cache)
     start = time.perf_counter()
     plan = {fig.name: fig.tasks(args.quick) for fig in selected}
+    seconds: dict[str, float] = {}
     results, computed = run_tasks([t for ts in plan.values() for t in ts], cache, args.jobs,
-                                  args.fresh)
+                                  args.fresh, seconds=seconds)
     for fig in selected:
         t0 = time.perf_counter()
         path = out / f"{fig.name}.png"
         fig.draw([results[t.key()] for t in plan[fig.name]], args.quick, path)
-        print(f"{path}: {len(plan[fig.name])} runs, drawn in {time.perf_counter() - t0:.1f}s")
+        keys = {t.key() for t in plan[fig.name]}
+        fresh = [k for k in keys if k in seconds]
+        print(f"wrote {path}: {len(keys)} runs ({len(fresh)} computed in "
+              f"{sum(seconds[k] for k in fresh):.1f}s CPU, {len(keys) - len(fresh)} cached), "
+              f"drawn in {time.perf_counter() - t0:.1f}s")
     print(f"done: {len(selected)} figure(s), {computed} runs computed, "
           f"{len(results) - computed} from cache, {time.perf_counter() - start:.1f}s")
     return 0
