@@ -81,5 +81,6 @@ class BlowUp(SegmentEvent):
         growing = (vel.dtheta.sign * theta.sign > 0) & (theta.log_abs > 0)
         if not np.any(growing):
             return float(np.log(BLOWUP_RATE))
-        log_rate = vel.dtheta.log_abs - theta.log_abs
+        with np.errstate(invalid="ignore"):
+            log_rate = vel.dtheta.log_abs - theta.log_abs
         return float(np.log(BLOWUP_RATE) - np.max(log_rate[growing]))

@@ -80,9 +80,10 @@ def rescaled_velocity(theta: SignedLog, problem: Problem,
     return Velocity(margin_gradient(ev), ev.log_c)
 
 
-def perturbed_log_c(theta: SignedLog, problem: Problem) -> float:
+def perturbed_log_c(theta: SignedLog, problem: Problem,
+                    sign_pattern: np.ndarray | None = None) -> float:
     """``log c(theta')``: the clock factor at the perturbed point (no field needed)."""
-    beta = product_of_layers(perturbed_point(theta, problem), problem.multiplicity)
+    beta = product_of_layers(perturbed_point(theta, problem, sign_pattern), problem.multiplicity)
     return loss_weights(margins(beta, problem.data), problem.loss).log_c
 
 

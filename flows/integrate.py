@@ -51,14 +51,20 @@ class Segments:
     ends: list = field(default_factory=list)
     solutions: list = field(default_factory=list)
     held: list = field(default_factory=list)
+    patterns: list = field(default_factory=list)
 
-    def add(self, start: float, end: float, sol, held: np.ndarray) -> None:
+    def add(self, start: float, end: float, sol, mode: Mode) -> None:
         self.starts.append(start)
         self.ends.append(end)
         self.solutions.append(sol)
-        self.held.append(held.copy())
+        self.held.append(mode.held.copy())
+        self.patterns.append(None if mode.sign_pattern is None else mode.sign_pattern.copy())
 
-    def add_frozen(self, start: float, end: float, y: np.ndarray, held: np.ndarray,
+    def pattern_at(self, s: float) -> np.ndarray | None:
+        """The sign pattern in force at time ``s``."""
+        return self.patterns[min(np.searchsorted(self.ends, s, side="left"), len(self.ends) - 1)]
+
+    def add_frozen(self, start: float, end: float, y: np.ndarray, mode: Mode,
                    tau_rate: float) -> None:
         """A final segment where ``z`` no longer moves and only ``tau`` advances."""
         def frozen(s: np.ndarray, y=y.copy(), start=start) -> np.ndarray:
@@ -66,7 +72,7 @@ class Segments:
             out = np.repeat(y[:, None], len(s), axis=1)
             out[-1] = y[-1] + tau_rate * (s - start)
             return out
-        self.add(start, end, frozen, held)
+        self.add(start, end, frozen, mode)
 
     def sample(self, s: np.ndarray, n_state: int) -> np.ndarray:
         """States at times ``s`` (each within the covered range), shape (len(s), n_state)."""
@@ -108,8 +114,9 @@ def _handle_zero_crossing(y: np.ndarray, flat: int, problem: Problem, mode: Mode
     f_plus = one_sided_velocity(theta, problem, mode.sign_pattern, entry, 1.0)
     f_minus = one_sided_velocity(theta, problem, mode.sign_pattern, entry, -1.0)
     if f_plus < 0 < f_minus:
+        # held at 0; its pattern keeps the side it came from: on a sliding mode of l_inf-SAM
+        # both one-sided perturbations give the same theta'^L (even L), the Filippov value
         mode.held[entry] = True
-        mode.sign_pattern[entry] = 0.0
         log.append(FlowEvent(tau, "sliding", entry))
         return
     if f_plus > 0 and f_minus >= 0:
@@ -121,6 +128,15 @@ def _handle_zero_crossing(y: np.ndarray, flat: int, problem: Problem, mode: Mode
     y[flat] = side * NUDGE
     mode.sign_pattern[entry] = side
     log.append(FlowEvent(tau, "zero-crossing", entry))
+
+
+def _also_crossed(y: np.ndarray, mode: Mode) -> list[int]:
+    """Entries that reached 0 together with the one whose event fired (e.g. both layers of a
+    balanced coordinate in the full system): past 0 against their pattern, or at 0 to rounding."""
+    z = y[:-1]
+    crossed = (~mode.held.ravel()) & ((np.sign(z) == -mode.sign_pattern.ravel())
+                                      | (np.abs(z) < 1e-14))
+    return [int(i) for i in np.flatnonzero(crossed)]
 
 
 def _handle_release(y: np.ndarray, entry: tuple, problem: Problem, mode: Mode, tau: float,
@@ -206,8 +222,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
 
     while s < s_end:
         if mode.collapsed or np.all(mode.held):
-            log_c = perturbed_log_c(chart_state(y[:-1], problem), problem)
-            segments.add_frozen(s, s_end, y, mode.held, float(np.exp(the_clock.log_speed(log_c))))
+            log_c = perturbed_log_c(chart_state(y[:-1], problem), problem, mode.sign_pattern)
+            segments.add_frozen(s, s_end, y, mode, float(np.exp(the_clock.log_speed(log_c))))
             s = s_end
             break
         watched = _segment_events(problem, mode, init.multiplicity.sum(), algo.radius(hp))
@@ -227,13 +243,13 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
         nfev += sol.nfev
         if sol.status == -1 or not np.all(np.isfinite(sol.y[:-1, -1])):
             if sol.t[-1] > s:
-                segments.add(s, sol.t[-1], sol.sol, mode.held)
+                segments.add(s, sol.t[-1], sol.sol, mode)
             status = FAILURE
             message = f"solver failed at s={sol.t[-1]:.6g}: {sol.message}"
             s_end = sol.t[-1]
             break
         s_new, y_new = sol.t[-1], sol.y[:, -1].copy()
-        segments.add(s, s_new, sol.sol, mode.held)
+        segments.add(s, s_new, sol.sol, mode)
         s, y = s_new, y_new
         if sol.status == 0:
             break
@@ -245,6 +261,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
         tau_now = float(y[-1])
         if isinstance(fired, ev.ZeroCrossing):
             _handle_zero_crossing(y, fired.index, problem, mode, tau_now, log)
+            for flat in _also_crossed(y, mode):
+                _handle_zero_crossing(y, flat, problem, mode, tau_now, log)
         elif isinstance(fired, ev.SlidingRelease):
             _handle_release(y, fired.index, problem, mode, tau_now, log)
         elif isinstance(fired, ev.Collapse):
@@ -273,7 +291,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
     else:
         def log_c(s: float) -> float:
             state = segments.sample(np.array([s]), y.size)[0]
-            return perturbed_log_c(chart_state(state[:-1], problem), problem)
+            return perturbed_log_c(chart_state(state[:-1], problem), problem,
+                                   segments.pattern_at(s))
         log_t = log_original_time(tau, log_c)
     return _trajectory(grid, states, tau, log_t, problem, init.multiplicity, status, message,
                        algorithm, hp, clock, tuple(log), nfev, init.reduced)

@@ -182,15 +182,11 @@ def test_good_input_runs():
     assert _simulate(alpha=np.full((2, 2), 0.5), reduced=False).success
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: t_max='a' raises TypeError from np.isfinite, "
-                                       "not a ValueError naming t_max")
 def test_simulate_t_max_text():
     with pytest.raises(ValueError, match=names("t_max")):
         _simulate(t_max="a")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: rtol <= 0 is not validated; solve_ivp silently "
-                                       "raises it to 100*eps with a UserWarning")
 @pytest.mark.filterwarnings("ignore:At least one element of `rtol` is too small")
 def test_simulate_rtol_negative():
     with pytest.raises(ValueError, match=names("rtol")):
@@ -215,11 +211,11 @@ CLI_BAD = {  # args -> a word the error line must contain
     "le-sam no sigma": (["--algorithm", "le-sam", "--rho-max", "1"], "sigma"),
 }
 
-#: Known failures of the one-line contract (see the xfail test below).
-CLI_BUGGY = {
+#: Errors outside simulate: argparse type errors and output paths (checked before any work).
+CLI_OTHER = {
     # argparse type errors print the usage block as well (3+ lines)
     "depth 1.5 (argparse)": ["--rho", "1", "--depth", "1.5"],
-    # output errors happen after simulate, outside the try: traceback, exit 1
+    # output folder missing: reported before the simulation
     "out missing dir": ["--rho", "1", "--t-max", "0.1", "--n-points", "3",
                         "--out", "nodir/x.csv"],
 }
@@ -236,7 +232,7 @@ def cli(tmp_path_factory):
     """Run every CLI case concurrently in its own tmp dir; ``{name: (returncode, out, err, cwd)}``."""
     env = {**os.environ, "MPLBACKEND": "Agg"}
     procs = {}
-    for name, args in ([(k, v[0]) for k, v in CLI_BAD.items()] + list(CLI_BUGGY.items())
+    for name, args in ([(k, v[0]) for k, v in CLI_BAD.items()] + list(CLI_OTHER.items())
                        + list(HAPPY_RUNS.items())):
         cwd = tmp_path_factory.mktemp("cli")
         (cwd / "nonsep.csv").write_text(NONSEP_CSV)
@@ -267,10 +263,8 @@ def test_cli_bad_input(cli, case):
     assert CLI_BAD[case][1] in line
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: argparse type errors print usage + error (several "
-                                       "lines); --out/--plot write errors escape as tracebacks")
-@pytest.mark.parametrize("case", list(CLI_BUGGY))
-def test_cli_one_line_contract_known_bugs(cli, case):
+@pytest.mark.parametrize("case", list(CLI_OTHER))
+def test_cli_one_line_contract_other_errors(cli, case):
     _assert_one_error_line(cli[case])
 
 
