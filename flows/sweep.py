@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         keys = {t.key() for t in plan[fig.name]}
         fresh = [k for k in keys if k in seconds]
         print(f"wrote {path}: {len(keys)} runs ({len(fresh)} computed in "
-              f"{sum(seconds[k] for k in fresh):.1f}s CPU, {len(keys) - len(fresh)} cached), "
+              f"{sum(seconds[k] for k in fresh):.1f}s of compute, {len(keys) - len(fresh)} cached), "
               f"drawn in {time.perf_counter() - t0:.1f}s")
     print(f"done: {len(selected)} figure(s), {computed} runs computed, "
           f"{len(results) - computed} from cache, {time.perf_counter() - start:.1f}s")
