@@ -293,7 +293,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
             state = segments.sample(np.array([s]), y.size)[0]
             return perturbed_log_c(chart_state(state[:-1], problem), problem,
                                    segments.pattern_at(s))
-        log_t = log_original_time(tau, log_c)
+        log_t = log_original_time(tau, log_c, breakpoints=segments.starts[1:])
     return _trajectory(grid, states, tau, log_t, problem, init.multiplicity, status, message,
                        algorithm, hp, clock, tuple(log), nfev, init.reduced)
 
