@@ -36,6 +36,11 @@ def draw_amplification(results: list[Result], quick: bool, path: Path) -> None:
             ax.plot(sam["t"], shares_of(sam)[:, j], color=color, lw=2.2,
                     label=f"j={j + 1} (μ={MU5[j]:g})")
             ax.plot(gd["t"], shares_of(gd)[:, j], color=color, lw=1.2, ls="--")
+        collapse = sam["event_tau"][sam["event_kind"] == "collapse"]
+        if collapse.size:
+            ax.axvline(collapse[0], color="#D55E00", ls=":", lw=1.5)
+            ax.text(collapse[0] + 0.1, 0.5, f"collapse:\nβ = 0 from\nτ = {collapse[0]:.3g}",
+                    color="#D55E00", fontsize=9, va="center", ha="left")
         ax.set(title=f"α = {alpha:g}", xlabel="rescaled time τ", ylim=(-0.02, 1.02))
         ax.grid(alpha=0.3)
     np.atleast_1d(axes)[0].set_ylabel("share |β_j| / ‖β‖₁")
