@@ -33,6 +33,10 @@ NUDGE = 1e-300
 MAX_EVENTS = 10_000
 
 
+class BudgetExceeded(Exception):
+    """Raised inside the field when ``max_nfev`` evaluations have been spent."""
+
+
 @dataclass
 class Mode:
     """What changes at events: entries held at 0, the parameter signs frozen in ``sign(grad L)``
@@ -156,7 +160,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
              t_max: float = 10.0, clock: str = "rescaled", n_points: int = 201,
              loss: str = "logistic", reduced: bool | None = None,
              rtol: float = 1e-10, atol: float = 1e-30, method: str = "DOP853",
-             chart_scale: float = 1.0, original_time: bool = True) -> Trajectory:
+             chart_scale: float = 1.0, original_time: bool = True,
+             max_nfev: int = 200_000) -> Trajectory:
     """Integrate a GD / SAM flow on an L-layer diagonal linear network.
 
     ``dtheta/dt = -grad L(theta + eps(theta))`` (original clock) or
@@ -182,6 +187,9 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
     chart_scale : ``delta`` in ``z = asinh(theta / delta)``.
     original_time : compute ``log_t_original`` for a rescaled run (a quadrature along the
         path, a sizeable part of the cost); when False it is NaN ("not computed").
+    max_nfev : budget of field evaluations; when exceeded the run ends with status -1 instead
+        of grinding on (the known case: l_inf-SAM on n > 1 examples sliding along a surface
+        where ``dL/dw_j`` changes sign with ``w_j != 0``, which the engine does not resolve).
 
     Returns
     -------
@@ -202,6 +210,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
         raise ValueError(f"t_max must be a finite number > 0, got {t_max!r}")
     if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
         raise ValueError(f"n_points must be an integer >= 2, got {n_points!r}")
+    if isinstance(max_nfev, bool) or not isinstance(max_nfev, (int, np.integer)) or max_nfev < 1:
+        raise ValueError(f"max_nfev must be an integer >= 1, got {max_nfev!r}")
     if not (np.isfinite(chart_scale) and chart_scale > 0):
         raise ValueError(f"chart_scale must be finite and > 0, got {chart_scale}")
 
@@ -216,6 +226,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
     mode = Mode(held=np.zeros(problem.shape, dtype=bool),
                 sign_pattern=np.sign(init.groups) if algo.sign_discontinuous else None)
     segments = Segments()
+    budget = [int(max_nfev)]
     log: list[FlowEvent] = []
     status, message, nfev = SUCCESS, "reached t_max", 0
     s, s_end = 0.0, float(t_max)
@@ -231,6 +242,9 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
         pattern = None if mode.sign_pattern is None else mode.sign_pattern.copy()
 
         def rhs(_s, state, held=held, pattern=pattern):
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise BudgetExceeded
             return chart_rhs(state[:-1], problem, held, pattern)
 
         try:
@@ -239,6 +253,14 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
                                 events=watched or None, dense_output=True)
         except FloatingPointError as exc:
             status, message = FAILURE, f"integration failed near s={s:.6g}: {exc}"
+            break
+        except BudgetExceeded:
+            status, s_end = FAILURE, s
+            message = (f"more than max_nfev={max_nfev} field evaluations by s={s:.6g} (last "
+                       "event); the step size collapsed: a discontinuity of the field that the "
+                       "engine does not resolve (e.g. l_inf-SAM, n > 1, sliding where dL/dw_j "
+                       "changes sign with w_j != 0)")
+            nfev = max_nfev
             break
         nfev += sol.nfev
         if sol.status == -1 or not np.all(np.isfinite(sol.y[:-1, -1])):
