@@ -32,10 +32,6 @@ class Initialization(NamedTuple):
         """Whether layers are merged into one group."""
         return len(self.multiplicity) == 1 and int(self.multiplicity[0]) > 1
 
-    def full(self) -> np.ndarray:
-        """All layers, shape (L, d)."""
-        return np.repeat(self.groups, self.multiplicity, axis=0)
-
 
 def initialization(alpha, depth: int, d: int, reduced: bool | None = None) -> Initialization:
     """Check ``alpha`` (scalar, (d,) or (depth, d), all > 0) and build the parameter groups.

@@ -1,7 +1,7 @@
 """The result of a flow integration: one object with the path, both clocks and the status."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,7 +54,6 @@ class Trajectory:
     events: tuple[FlowEvent, ...] = ()
     nfev: int = 0
     reduced: bool = False
-    info: dict = field(default_factory=dict)
 
     @property
     def success(self) -> bool:
