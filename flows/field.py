@@ -5,8 +5,8 @@ For parameters ``theta`` (groups of identical layers) the rescaled field is
     F^(l) = G(theta') * prod_{k != l} theta'^(k),   theta' = theta + eps(theta),
 
 with ``G`` the loss-weighted mean of ``y_i x_i`` at ``theta'`` (see :mod:`flows.model`); then
-``dtheta/ds = (dtau/ds) F`` in the clock ``s`` and the state is integrated in the chart
-``z = asinh(theta / delta)``: ``dz/ds = (dtheta/ds) / (delta cosh z)``.
+``dtheta/ds = (dtau/ds) F`` in the clock ``s`` and the state is integrated in a chart
+(:mod:`flows.charts`), e.g. ``z = asinh(theta / delta)``: ``dz/ds = (dtheta/ds) / (delta cosh z)``.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from .algorithms import Algorithm, LossGradient
 from .clocks import Clock
 from .data import Dataset
 from .model import Loss, evaluate, loss_weights, margin_gradient, margins
-from .signedlog import (SignedLog, add_float, chart_to_signed_log, chart_velocity, leave_one_out,
-                        product_of_layers)
+from .charts import AsinhChart, LogChart
+from .signedlog import SignedLog, add_float, leave_one_out, product_of_layers
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,7 +33,7 @@ class Problem:
     loss: Loss
     multiplicity: np.ndarray
     clock: Clock
-    delta: float = 1.0
+    chart: AsinhChart | LogChart = AsinhChart()
     shape: tuple = field(init=False)
 
     def __post_init__(self) -> None:
@@ -68,7 +68,9 @@ def perturbed_point(theta: SignedLog, problem: Problem,
     grad = LossGradient(SignedLog(sign, mg.log_abs), ev.log_c)
     eps = problem.algorithm.perturb(grad, problem.multiplicity, problem.hyperparameters)
     if not np.all(np.isfinite(eps)):
-        raise FloatingPointError("the perturbation eps(theta) is not finite")
+        # a non-finite perturbation makes the field NaN: the solver rejects the step (and
+        # reports a failure if it cannot avoid the point); iterate flags it as an overflow
+        eps = np.full_like(eps, np.nan)
     return add_float(theta, eps)
 
 
@@ -89,7 +91,7 @@ def perturbed_log_c(theta: SignedLog, problem: Problem,
 
 def chart_state(z: np.ndarray, problem: Problem) -> SignedLog:
     """Parameters (signed-log, shape (G, d)) from the flat chart coordinates ``z``."""
-    return chart_to_signed_log(z.reshape(problem.shape), problem.delta)
+    return problem.chart.state(z.reshape(problem.shape))
 
 
 def chart_rhs(z: np.ndarray, problem: Problem, held: np.ndarray,
@@ -99,7 +101,7 @@ def chart_rhs(z: np.ndarray, problem: Problem, held: np.ndarray,
     vel = rescaled_velocity(theta, problem, sign_pattern)
     log_speed = problem.clock.log_speed(vel.log_c)
     dw = SignedLog(vel.dtheta.sign, vel.dtheta.log_abs + log_speed)
-    dz = np.where(held, 0.0, chart_velocity(dw, z.reshape(problem.shape), problem.delta))
+    dz = np.where(held, 0.0, problem.chart.velocity(dw, z.reshape(problem.shape)))
     return np.append(dz.ravel(), np.exp(log_speed))
 
 

@@ -1,10 +1,11 @@
 """``simulate``: integrate a flow with ``scipy.integrate.solve_ivp``, segment by segment.
 
-The state is the asinh chart ``z = asinh(theta / delta)`` of every parameter group plus one
-bookkeeping variable for the other clock (:mod:`flows.clocks`). Relative error control
-(``atol = 1e-30``) makes the chart accurate in relative terms from ``|theta| ~ 1e-20 delta`` up:
-coordinates decaying to ``1e-15`` keep their digits, and coordinates beyond ``1e308`` are followed through
-``log|theta|``.
+The state is a chart (:mod:`flows.charts`) of every parameter group plus ``tau`` (the
+bookkeeping variable of the clock, :mod:`flows.clocks`); by default ``z = asinh(theta / delta)``:
+linear near 0 for crossings, sliding and collapse, with relative error control down to
+``|theta| ~ 1e-90`` (``atol = 1e-100``), and logarithmic for large ``|theta|``, so that
+coordinates far beyond ``1e308`` are followed through ``log|theta|``. ``chart='log'`` keeps
+decays far below ``1e-90`` exact for runs that do not collapse.
 
 Integration stops at events (:mod:`flows.events`) and restarts in a new *mode*:
 l_inf-SAM parameters that reach 0 and slide are held there exactly (Filippov); a parameter
@@ -26,7 +27,8 @@ from .field import Problem, chart_rhs, chart_state, one_sided_velocity, perturbe
 from .initialization import initialization
 from .model import LOSSES, margins
 from .results import BLOWUP, FAILURE, SUCCESS, FlowEvent, Trajectory
-from .signedlog import SignedLog, product_of_layers, signed_log_to_chart
+from .charts import choose_chart
+from .signedlog import SignedLog, product_of_layers
 
 #: Offset (in chart units) that puts a parameter just past 0 when it crosses transversally.
 NUDGE = 1e-300
@@ -54,6 +56,7 @@ class Segments:
     starts: list = field(default_factory=list)
     ends: list = field(default_factory=list)
     solutions: list = field(default_factory=list)
+    zero: float = 0.0
     held: list = field(default_factory=list)
     patterns: list = field(default_factory=list)
 
@@ -87,7 +90,7 @@ class Segments:
             rows = which == i
             sol = self.solutions[i]
             out[rows] = sol(s[rows]).T
-            out[rows, :-1] = np.where(self.held[i].ravel(), 0.0, out[rows, :-1])
+            out[rows, :-1] = np.where(self.held[i].ravel(), self.zero, out[rows, :-1])
         return out
 
 
@@ -159,8 +162,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
              rho_max: float | None = None, varrho: float | None = None,
              t_max: float = 10.0, clock: str = "rescaled", n_points: int = 201,
              loss: str = "logistic", reduced: bool | None = None,
-             rtol: float = 1e-10, atol: float = 1e-30, method: str = "DOP853",
-             chart_scale: float = 1.0, original_time: bool = True,
+             rtol: float = 1e-10, atol: float = 1e-100, method: str = "DOP853",
+             chart: str = "auto", chart_scale: float = 1.0, original_time: bool = True,
              max_nfev: int = 200_000) -> Trajectory:
     """Integrate a GD / SAM flow on an L-layer diagonal linear network.
 
@@ -184,6 +187,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
     rtol, atol : solve_ivp tolerances on the chart coordinates (relative control down to
         ``|theta| ~ atol / rtol``; smaller ``atol`` costs steps mainly on the way into a collapse).
     method : solve_ivp method.
+    chart : 'auto' (= 'asinh'), 'asinh' or 'log' (see :mod:`flows.charts`: 'log' keeps
+        decays far below 1e-90 exact but cannot follow a collapse).
     chart_scale : ``delta`` in ``z = asinh(theta / delta)``.
     original_time : compute ``log_t_original`` for a rescaled run (a quadrature along the
         path, a sizeable part of the cost); when False it is NaN ("not computed").
@@ -218,14 +223,17 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
     for name, value in (("rtol", rtol), ("atol", atol)):
         if not (isinstance(value, (int, float)) and np.isfinite(value) and value > 0):
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    problem = Problem(data, algo, hp, LOSSES[loss], init.multiplicity, the_clock, chart_scale)
+    the_chart = choose_chart(chart, init.groups, init.balanced, int(init.multiplicity.sum()),
+                             algo.sign_discontinuous, chart_scale)
+    problem = Problem(data, algo, hp, LOSSES[loss], init.multiplicity, the_clock, the_chart)
     # tau starts at exactly 0: an absolute tolerance of its own keeps the first step sensible
-    atol_vector = np.append(np.full(init.groups.size, atol), max(atol, 1e-12))
-    z0 = signed_log_to_chart(SignedLog.from_float(init.groups), chart_scale)
+    atol_vector = np.append(np.full(init.groups.size, the_chart.absolute_tolerance(rtol, atol)),
+                            max(atol, 1e-12))
+    z0 = the_chart.coordinates(SignedLog.from_float(init.groups))
     y = np.append(z0.ravel(), 0.0)
     mode = Mode(held=np.zeros(problem.shape, dtype=bool),
                 sign_pattern=np.sign(init.groups) if algo.sign_discontinuous else None)
-    segments = Segments()
+    segments = Segments(zero=the_chart.zero)
     budget = [int(max_nfev)]
     log: list[FlowEvent] = []
     status, message, nfev = SUCCESS, "reached t_max", 0
@@ -251,9 +259,6 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
             with np.errstate(over="ignore", under="ignore"):
                 sol = solve_ivp(rhs, (s, s_end), y, method=method, rtol=rtol, atol=atol_vector,
                                 events=watched or None, dense_output=True)
-        except FloatingPointError as exc:
-            status, message = FAILURE, f"integration failed near s={s:.6g}: {exc}"
-            break
         except BudgetExceeded:
             status, s_end = FAILURE, s
             message = (f"more than max_nfev={max_nfev} field evaluations by s={s:.6g} (last "
@@ -264,7 +269,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
             break
         nfev += sol.nfev
         if sol.status == -1 or not np.all(np.isfinite(sol.y[:-1, -1])):
-            if sol.t[-1] > s:
+            if sol.t[-1] > s and sol.sol is not None:
                 segments.add(s, sol.t[-1], sol.sol, mode)
             status = FAILURE
             message = f"solver failed at s={sol.t[-1]:.6g}: {sol.message}"
@@ -288,7 +293,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
         elif isinstance(fired, ev.SlidingRelease):
             _handle_release(y, fired.index, problem, mode, tau_now, log)
         elif isinstance(fired, ev.Collapse):
-            y[:-1] = 0.0
+            y[:-1] = the_chart.zero
             mode.collapsed = True
             mode.held[:] = True
             log.append(FlowEvent(tau_now, "collapse"))
@@ -299,6 +304,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
             message = f"finite-time blow-up at tau={tau_now:.10g}"
             break
 
+    if not segments.ends:  # failed before the first step: the path is the initial point
+        segments.add_frozen(0.0, 0.0, y, mode, 0.0)
     grid = np.linspace(0.0, float(t_max), n_points)
     grid = grid[grid <= s_end]
     if grid[-1] < s_end:
