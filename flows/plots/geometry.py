@@ -314,21 +314,27 @@ def _fig6_horizon(depth: int, quick: bool) -> tuple[float, int]:
     return (3000.0, 6001) if depth == 1 else (8.0, 801)
 
 
-def fig6_tasks(quick: bool) -> list[Task]:
-    """Three algorithms at L = 1 and 2 on :func:`teacher_data` (depth-major)."""
-    X, y = teacher_data()
+def multi_sample_tasks(X: np.ndarray, y: np.ndarray, depths: tuple[int, ...], alpha, rho: float,
+                       horizon, quick: bool) -> list[Task]:
+    """GD / l2-SAM / l_inf-SAM on data ``(X, y)`` for each depth (depth-major); l_inf-SAM at
+    L >= 2 runs on the Heun fallback (module doc), the others on :func:`flows.simulate`."""
     out = []
-    for depth in (1, 2):
-        t_max, n = _fig6_horizon(depth, quick)
+    for depth in depths:
+        t_max, n = horizon(depth, quick)
         for alg in ALGORITHMS:
             params = {"X": X.tolist(), "y": y.tolist(), "algorithm": alg, "depth": depth,
-                      "alpha": FIG6_ALPHA, **_rho(alg, FIG6_RHO), "t_max": t_max,
-                      "n_points": n}
+                      "alpha": alpha, **_rho(alg, rho), "t_max": t_max, "n_points": n}
             if alg == "linf-sam" and depth >= 2:
                 out.append(Task("heun_flow", params))
             else:
                 out.append(Task("simulate", {**params, "original_time": False, "rtol": 1e-8}))
     return out
+
+
+def fig6_tasks(quick: bool) -> list[Task]:
+    """Three algorithms at L = 1 and 2 on :func:`teacher_data` (depth-major)."""
+    X, y = teacher_data()
+    return multi_sample_tasks(X, y, (1, 2), FIG6_ALPHA, FIG6_RHO, _fig6_horizon, quick)
 
 
 def draw_fig6(results: list[Result], quick: bool, path: Path) -> None:
@@ -392,18 +398,7 @@ def _fig7_horizon(depth: int, quick: bool) -> tuple[float, int]:
 def fig7_tasks(quick: bool) -> list[Task]:
     """Three algorithms at L = 2 then L = 1 on :func:`gaussian_blobs`."""
     X, y = gaussian_blobs()
-    out = []
-    for depth in (2, 1):
-        t_max, n = _fig7_horizon(depth, quick)
-        for alg in ALGORITHMS:
-            params = {"X": X.tolist(), "y": y.tolist(), "algorithm": alg, "depth": depth,
-                      "alpha": FIG7_ALPHA, **_rho(alg, FIG7_RHO), "t_max": t_max,
-                      "n_points": n}
-            if alg == "linf-sam" and depth >= 2:
-                out.append(Task("heun_flow", params))
-            else:
-                out.append(Task("simulate", {**params, "original_time": False, "rtol": 1e-8}))
-    return out
+    return multi_sample_tasks(X, y, (2, 1), FIG7_ALPHA, FIG7_RHO, _fig7_horizon, quick)
 
 
 def draw_fig7(results: list[Result], quick: bool, path: Path) -> None:
