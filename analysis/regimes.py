@@ -24,8 +24,6 @@ takes ``ratio = alpha / rho`` where it sweeps, and runs at ``rho = 1``.
 """
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -220,39 +218,3 @@ def leader_sequence_at_depth(mu, alpha: float, rho: float, depth: int, t_max: fl
                     t_max=t_max, n_points=n_points, original_time=False)
     return leader_sequence(traj.tau, traj.log_abs_beta), traj
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m analysis.regimes --mu 1,2,3,4,5 --rho 1 [--plot phase.png]``."""
-    p = argparse.ArgumentParser(prog="python -m analysis.regimes",
-                                description="Regimes of l2-SAM (L = 2) over the initialization scale.")
-    p.add_argument("--mu", default="1,2,3,4,5", help="comma-separated increasing features")
-    p.add_argument("--rho", type=float, default=1.0)
-    p.add_argument("--n-alpha", type=int, default=12, help="rows of the table")
-    p.add_argument("--plot", help="write the (alpha/rho, tau) phase diagram here")
-    args = p.parse_args(argv)
-    try:
-        mu = check_mu([float(v) for v in args.mu.split(",")])
-        rho = check_positive(args.rho, "rho")
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    a3 = regime3_boundary(mu, rho)
-    a1 = collapse_boundary(mu, rho)
-    print(f"mu = {mu}, rho = {rho:g}")
-    print(f"collapse certain below alpha = {collapse_certificate_boundary(mu, rho):.6g} (N0 <= rho mu_1)")
-    print(f"collapse boundary (flow, bisection): alpha = {a1:.6g}   (alpha/rho = {a1 / rho:.6g})")
-    print(f"regime-3 boundary (analytic):        alpha = {a3:.6g}   (alpha/rho = {a3 / rho:.6g})")
-    print(f"{'alpha':>10} {'regime':>7}  leader sequence (1-based, rescaled time)")
-    for alpha in np.geomspace(0.5 * a1, 2.0 * a3, args.n_alpha):
-        res = classify(mu, alpha, rho)
-        print(f"{alpha:10.4g} {res.regime!s:>7}  {res.leaders.describe()}")
-    if args.plot:
-        from flows.plots.amplification import draw_phase_diagram_file
-
-        draw_phase_diagram_file(mu, args.plot)
-        print(f"wrote {args.plot}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
