@@ -77,31 +77,6 @@ def save_trajectory(traj: Trajectory, path: str) -> None:
         raise ValueError(f"--out must end in .npz or .csv, got {path!r}")
 
 
-def plot_trajectory(traj: Trajectory, path: str) -> None:
-    """Shares ``|beta_j| / ||beta||_1`` and ``log|beta_j|`` against time, side by side."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from analysis.amplification import shares
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
-    colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, traj.log_abs_beta.shape[1]))
-    share = shares(traj.log_abs_beta)
-    for j, color in enumerate(colors):
-        ax1.plot(traj.t, share[:, j], color=color, label=f"j = {j + 1}")
-        ax2.plot(traj.t, traj.log_abs_beta[:, j], color=color)
-    clock = "rescaled time τ" if traj.clock == "rescaled" else "original time t"
-    ax1.set(xlabel=clock, ylabel="share |β_j| / ‖β‖₁", ylim=(-0.02, 1.02))
-    ax2.set(xlabel=clock, ylabel="log |β_j|")
-    ax1.legend(fontsize="small")
-    fig.suptitle(f"{traj.algorithm}, L = {traj.depth}, "
-                 + ", ".join(f"{k} = {v:g}" for k, v in traj.hyperparameters.items()))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def summary(traj: Trajectory) -> str:
     """A few lines: status, final direction, leader sequence, final log|beta| and loss."""
     from analysis.amplification import trajectory_leaders
@@ -185,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         save_trajectory(traj, args.out)
         print(f"wrote {args.out}")
     if args.plot:
+        from figures.trajectory import plot_trajectory  # entry module only: flows never imports figures
+
         plot_trajectory(traj, args.plot)
         print(f"wrote {args.plot}")
     return 0 if traj.success else 1

@@ -1,29 +1,79 @@
-"""``python -m flows.sweep``: every figure is produced, the cache is reused, interrupted runs resume."""
+"""``python -m flows.sweep`` and its task runner: every figure is produced, the cache is reused,
+interrupted runs resume, bad paths fail before any work, corrupt cache files are recomputed,
+workers die with the sweep, two sweeps share a cache without computing a task twice, and the
+most expensive tasks go first."""
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import textwrap
+import time
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from flows.cache import Cache, Task, register
-from flows.paper_figures import FIGURES
-from flows.sweep import main, run_tasks
+import figures.table
+from figures.common import Figure
+from figures.table import FIGURES
+from flows.cache import Cache, Task, estimated_cost, register
+from flows.sweep import DEFAULT_CACHE, DEFAULT_OUT, main, run_tasks
 
 CALLS: list[float] = []
+ROOT = Path(__file__).resolve().parent.parent
+PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def counting_task(params: dict) -> dict:
-    """A cheap task kind that records each computation and can simulate a crash."""
+    """A cheap task kind that records each computation and can simulate a crash or a bug."""
     if params.get("crash"):
         raise KeyboardInterrupt("simulated interruption")
+    if params.get("bug"):
+        raise ZeroDivisionError("simulated bug")
     CALLS.append(params["x"])
     return {"square": np.array(params["x"] ** 2)}
 
 
-register("test-counting", counting_task)
+register("test-counting", counting_task, cost=lambda params: params.get("x", 0.0))
+
+
+def quiet(*_):
+    """A ``log`` that prints nothing."""
+
+
+# --------------------------------------------------------------------------- fake figure table
+
+
+def fake_tasks(quick: bool) -> list[Task]:
+    return [Task("test-counting", {"x": float(x)}) for x in (1, 2, 3)]
+
+
+def fake_draw(results, quick, path):
+    """Writes the squares and the drawing process id (to tell where it was drawn)."""
+    Path(path).write_text(f"{[float(r['square']) for r in results]} {os.getpid()}")
+
+
+def broken_tasks(quick: bool) -> list[Task]:
+    return [Task("test-counting", {"x": 7.0, "bug": True})]
+
+
+FAKE = {"fake_a": Figure("fake_a", "fake A", "Is A drawn?", fake_tasks, fake_draw),
+        "fake_b": Figure("fake_b", "fake B", "Is B drawn?",
+                         lambda quick: fake_tasks(quick)[:2], fake_draw)}
+
+
+@pytest.fixture
+def fake_table(monkeypatch):
+    """Replace the figure table by two cheap figures sharing tasks."""
+    monkeypatch.setattr(figures.table, "FIGURES", dict(FAKE))
+    CALLS.clear()
+    return figures.table.FIGURES
+
+
+# --------------------------------------------------------------------------- the real figures
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +85,7 @@ def quick_sweep(tmp_path_factory):
     return status, out, cache
 
 
+@pytest.mark.slow
 def test_quick_sweep_writes_every_figure(quick_sweep):
     """Smoke test: each registered figure becomes a non-empty PNG."""
     status, out, _ = quick_sweep
@@ -42,29 +93,53 @@ def test_quick_sweep_writes_every_figure(quick_sweep):
     for name in FIGURES:
         path = out / f"{name}.png"
         assert path.is_file(), name
-        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert path.read_bytes()[:8] == PNG
         assert path.stat().st_size > 5_000, name
+    assert not [p for p in out.iterdir() if p.name.startswith(".")], "no temporary files left"
 
 
+@pytest.mark.slow
 def test_second_sweep_recomputes_nothing(quick_sweep, capsys):
     """A rerun takes every result from the cache."""
     _, out, cache = quick_sweep
     capsys.readouterr()
     assert main(["--quick", "--out", str(out), "--cache", str(cache), "--jobs", "1"]) == 0
-    assert "0 runs computed" in capsys.readouterr().out
+    assert " 0 runs computed" in capsys.readouterr().out
+
+
+def test_one_quick_figure(tmp_path, capsys):
+    """A real figure end to end (the cheapest one), serially."""
+    assert main(["--quick", "fig4_amplification", "--out", str(tmp_path / "o"),
+                 "--cache", str(tmp_path / "c"), "--jobs", "1"]) == 0
+    png = tmp_path / "o" / "fig4_amplification.png"
+    assert png.read_bytes()[:8] == PNG and png.stat().st_size > 5_000
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_figure_table_in_paper_order_with_captions():
+    """fig1 ... fig9 in order; every figure has a one-sentence question as caption."""
+    names = list(FIGURES)
+    assert names == sorted(names) and len(names) == 9
+    assert all(n == f.name for n, f in FIGURES.items())
+    for fig in FIGURES.values():
+        assert fig.caption.endswith("?") and fig.caption.count("?") == 1, fig.name
+        assert callable(fig.tasks) and callable(fig.draw)
+
+
+# --------------------------------------------------------------------------- task runner
 
 
 def test_interrupted_run_resumes(tmp_path):
     """Finished tasks survive an interruption; the rerun computes only the missing ones."""
     cache = Cache(tmp_path)
-    tasks = [Task("test-counting", {"x": float(x)}) for x in range(4)]
+    tasks = [Task("test-counting", {"x": float(x)}, cost=10.0 - x) for x in range(4)]
     CALLS.clear()
     with pytest.raises(KeyboardInterrupt):
-        run_tasks(tasks[:2] + [Task("test-counting", {"x": 9.0, "crash": True})] + tasks[2:],
-                  cache, jobs=1, log=lambda *_: None)
+        run_tasks(tasks[:2] + [Task("test-counting", {"x": 9.0, "crash": True}, cost=8.5)]
+                  + tasks[2:], cache, jobs=1, log=quiet)
     assert CALLS == [0.0, 1.0]
     assert not list(tmp_path.glob("*.tmp*")), "no partial files are left behind"
-    results, computed = run_tasks(tasks, cache, jobs=1, log=lambda *_: None)
+    results, computed = run_tasks(tasks, cache, jobs=1, log=quiet)
     assert computed == 2 and CALLS == [0.0, 1.0, 2.0, 3.0]
     assert [float(results[t.key()]["square"]) for t in tasks] == [0.0, 1.0, 4.0, 9.0]
 
@@ -73,31 +148,313 @@ def test_fresh_ignores_cache(tmp_path):
     """``fresh=True`` recomputes even what is cached."""
     cache = Cache(tmp_path)
     tasks = [Task("test-counting", {"x": 5.0})]
-    run_tasks(tasks, cache, jobs=1, log=lambda *_: None)
+    run_tasks(tasks, cache, jobs=1, log=quiet)
     CALLS.clear()
-    _, computed = run_tasks(tasks, cache, jobs=1, fresh=True, log=lambda *_: None)
+    _, computed = run_tasks(tasks, cache, jobs=1, fresh=True, log=quiet)
     assert computed == 1 and CALLS == [5.0]
 
 
-def test_cache_key_depends_on_parameters():
-    """Different parameters never share a cache file; equal ones always do."""
+def test_cache_key_depends_on_parameters_not_cost():
+    """Different parameters never share a cache file; equal ones always do; cost is no part."""
     a = Task("simulate", {"mu": [1.0, 2.0], "alpha": 0.4})
     assert a.key() == Task("simulate", {"alpha": 0.4, "mu": [1.0, 2.0]}).key()
     assert a.key() != Task("simulate", {"mu": [1.0, 2.0], "alpha": 0.41}).key()
+    b = Task("simulate", {"mu": [1.0, 2.0], "alpha": 0.4}, cost=99.0)
+    assert a.key() == b.key() and a == b
+
+
+def test_longest_first_serial(tmp_path):
+    """Serially, tasks run in decreasing cost: explicit ``cost`` first, else the kind's
+    heuristic (here x itself)."""
+    CALLS.clear()
+    tasks = [Task("test-counting", {"x": 1.0}), Task("test-counting", {"x": 3.0}),
+             Task("test-counting", {"x": 2.0}, cost=100.0), Task("test-counting", {"x": 5.0})]
+    assert estimated_cost(tasks[1]) == 3.0 and estimated_cost(tasks[2]) == 100.0
+    run_tasks(tasks, Cache(tmp_path), jobs=1, log=quiet)
+    assert CALLS == [2.0, 5.0, 3.0, 1.0]
+
+
+class RecordingExecutor(Executor):
+    """Runs each call at once in this thread and records the order of the submissions."""
+
+    def __init__(self):
+        self.submitted: list[float] = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.submitted.append(args[1].params["x"])
+        future = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def test_longest_first_any_executor(tmp_path):
+    """With an executor (here one that records), the most expensive tasks are submitted first,
+    and the cached ones not at all."""
+    cache = Cache(tmp_path)
+    run_tasks([Task("test-counting", {"x": 4.0})], cache, jobs=1, log=quiet)
+    ex = RecordingExecutor()
+    xs = [0.5, 8.0, 4.0, 2.0, 16.0, 1.0]
+    results, computed = run_tasks([Task("test-counting", {"x": x}) for x in xs], cache,
+                                  executor=ex, log=quiet)
+    assert ex.submitted == [16.0, 8.0, 2.0, 1.0, 0.5]
+    assert computed == 5 and len(results) == 6
+
+
+def test_thread_pool_executor(tmp_path):
+    """``run_tasks`` accepts any ``concurrent.futures.Executor``."""
+    tasks = [Task("test-counting", {"x": float(x)}) for x in range(6)]
+    with ThreadPoolExecutor(3) as ex:
+        results, computed = run_tasks(tasks, Cache(tmp_path), executor=ex, log=quiet)
+    assert computed == 6
+    assert sorted(float(r["square"]) for r in results.values()) == [0, 1, 4, 9, 16, 25]
+
+
+def test_process_pool_results(tmp_path):
+    """The local process pool (jobs = 2) computes and stores every task."""
+    tasks = [Task("test-counting", {"x": float(x)}) for x in range(5)]
+    results, computed = run_tasks(tasks, Cache(tmp_path), jobs=2, log=quiet)
+    assert computed == 5 and len(list(tmp_path.glob("test-counting-*.npz"))) == 5
+    assert [float(results[t.key()]["square"]) for t in tasks] == [0, 1, 4, 9, 16]
+
+
+def test_failing_task_raises_or_is_collected(tmp_path):
+    """A failing task raises TaskError naming it, or (``errors`` given) is recorded while the
+    other tasks complete."""
+    from flows.sweep import TaskError
+
+    bad = Task("test-counting", {"x": 7.0, "bug": True})
+    good = Task("test-counting", {"x": 2.0})
+    with pytest.raises(TaskError, match="ZeroDivisionError"):
+        run_tasks([bad], Cache(tmp_path), jobs=1, log=quiet)
+    errors: dict = {}
+    results, computed = run_tasks([bad, good], Cache(tmp_path), jobs=1, log=quiet, errors=errors)
+    assert list(errors) == [bad.key()] and computed == 1 and good.key() in results
+
+
+# --------------------------------------------------------------------------- corrupt cache
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "missing keys", "empty"])
+def test_corrupt_cache_file_is_recomputed(tmp_path, capsys, damage):
+    """An unreadable cache file is a warning on stderr and the task is computed again."""
+    cache = Cache(tmp_path)
+    task = Task("test-counting", {"x": 3.0})
+    run_tasks([task], cache, jobs=1, log=quiet)
+    path = cache.path(task)
+    data = path.read_bytes()
+    if damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        path.write_bytes(b"not a zip file at all" * 10)
+    elif damage == "missing keys":
+        np.savez(path, __keys__=np.array(["square", "other"]), square=np.array(9.0))
+    else:
+        path.write_bytes(b"")
+    CALLS.clear()
+    capsys.readouterr()
+    results, computed = run_tasks([task], cache, jobs=1, log=quiet)
+    err = capsys.readouterr().err
+    assert "warning" in err and str(path) in err
+    assert computed == 1 and CALLS == [3.0] and float(results[task.key()]["square"]) == 9.0
+    assert cache.load(task) is not None, "the recomputed file is whole again"
+
+
+def test_simulate_file_without_its_arrays_is_recomputed(tmp_path, capsys):
+    """Legacy files (no key list) are checked against the arrays their kind must hold."""
+    cache = Cache(tmp_path)
+    task = Task("simulate", {"mu": [1.0, 2.0], "algorithm": "gd", "depth": 2, "alpha": 0.5,
+                             "t_max": 0.1, "n_points": 3, "original_time": False})
+    cache.path(task).parent.mkdir(parents=True, exist_ok=True)
+    np.savez(cache.path(task), t=np.zeros(3))
+    assert cache.load(task) is None
+    assert "lacks" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- command line
 
 
 def test_cli_list_and_bad_name():
-    """``--list`` names every figure; an unknown name is a one-line error with status 2."""
+    """``--list`` names every figure with its caption; an unknown name is a one-line error
+    with status 2."""
     run = subprocess.run([sys.executable, "-m", "flows.sweep", "--list"], capture_output=True,
                          text=True, check=True)
     assert all(name in run.stdout for name in FIGURES)
+    assert all(fig.caption in run.stdout and fig.title in run.stdout for fig in FIGURES.values())
     bad = subprocess.run([sys.executable, "-m", "flows.sweep", "no_such_figure"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
 
 
-def test_default_output_folder_is_the_repository_figures():
-    """The main job writes into the committed ``figures/`` folder."""
-    from flows.sweep import DEFAULT_OUT
+def test_default_paths_are_relative_to_the_current_directory(fake_table, tmp_path, monkeypatch):
+    """Defaults ``figures/`` and ``.cache/sweep/`` are taken in the current directory."""
+    assert DEFAULT_OUT == Path("figures") and DEFAULT_CACHE == Path(".cache/sweep")
+    monkeypatch.chdir(tmp_path)
+    assert main(["--jobs", "1", "fake_a"]) == 0
+    assert (tmp_path / "figures" / "fake_a.png").is_file()
+    assert len(list((tmp_path / ".cache" / "sweep").glob("test-counting-*.npz"))) == 3
 
-    assert DEFAULT_OUT == Path(__file__).resolve().parent.parent / "figures"
+
+@pytest.mark.parametrize("option", ["--out", "--cache"])
+def test_bad_directories_fail_before_any_compute(fake_table, tmp_path, capsys, option):
+    """A path that cannot be a writable directory: one error line, status 2, nothing computed."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    args = {"--out": str(tmp_path / "o"), "--cache": str(tmp_path / "c")}
+    args[option] = str(blocker / "sub")
+    status = main(["--jobs", "1", *[a for kv in args.items() for a in kv]])
+    err = capsys.readouterr().err
+    assert status == 2 and CALLS == []
+    assert err.count("\n") == 1 and err.startswith("error:") and option in err
+    assert not (tmp_path / "o" / "fake_a.png").exists()
+
+
+def test_bad_directory_cli_one_line(tmp_path):
+    """The same from the command line, for a real figure: no traceback, status 2."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    run = subprocess.run([sys.executable, "-m", "flows.sweep", "--quick", "fig4_amplification",
+                          "--out", str(blocker), "--cache", str(tmp_path / "c")],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.count("\n") == 1 and "--out" in run.stderr
+    assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())
+
+
+def test_sweep_draws_in_worker_processes_with_progress(fake_table, tmp_path, capsys):
+    """With --jobs 2 the figures are drawn in the pool; a progress line per figure on stderr."""
+    assert main(["--jobs", "2", "--out", str(tmp_path / "o"), "--cache",
+                 str(tmp_path / "c")]) == 0
+    captured = capsys.readouterr()
+    for name, squares in (("fake_a", [1.0, 4.0, 9.0]), ("fake_b", [1.0, 4.0])):
+        text, pid = (tmp_path / "o" / f"{name}.png").read_text().rsplit(" ", 1)
+        assert text == str(squares) and int(pid) != os.getpid()
+        assert f"[{name}] {len(squares)}/{len(squares)} tasks" in captured.err
+        assert f"wrote {tmp_path / 'o' / name}.png" in captured.out
+    assert "[fake_a] 1/3 tasks" in captured.err and "s: drawing" in captured.err
+    assert "3 runs computed" in captured.out
+
+
+def test_failed_task_skips_its_figure_only(fake_table, tmp_path, capsys):
+    """A run that raises: its figure is not drawn, the others are, exit status 1."""
+    fake_table["broken"] = Figure("broken", "broken", "Does it fail?", broken_tasks, fake_draw)
+    status = main(["--jobs", "1", "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert status == 1 and "error: broken not drawn" in err and "ZeroDivisionError" in err
+    assert (tmp_path / "o" / "fake_a.png").is_file()
+    assert not (tmp_path / "o" / "broken.png").exists()
+
+
+# --------------------------------------------------------------------------- processes
+
+#: A sweep-like script: a slow task kind (records its pid, then sleeps), run on 2 workers.
+SLOW_SCRIPT = textwrap.dedent("""
+    import os, sys, time
+    import numpy as np
+    from flows.cache import Cache, Task, register
+    from flows.sweep import run_tasks
+
+    def slow(params):
+        with open(os.path.join(sys.argv[2], f"{os.getpid()}-{params['x']}"), "w"):
+            pass
+        time.sleep(params["sleep"])
+        return {"x": np.array(params["x"])}
+
+    register("test-slow", slow)
+    xs = [float(x) for x in sys.argv[3].split(",")]
+    tasks = [Task("test-slow", {"x": x, "sleep": float(sys.argv[4])}) for x in xs]
+    results, computed = run_tasks(tasks, Cache(sys.argv[1]), jobs=2, log=lambda *a: None)
+    print(computed, sum(float(r["x"]) for r in results.values()))
+""")
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_workers_exit_when_the_sweep_is_killed(tmp_path):
+    """SIGKILL the sweep: its worker processes (busy on 60 s tasks) are gone within seconds."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_SCRIPT, str(tmp_path / "cache"),
+                             str(marks), "1,2,3", "60"], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = {int(p.name.split("-")[0]) for p in marks.iterdir()}
+        assert len(workers) == 2 and all(alive(pid) for pid in workers)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in workers if alive(pid)], "orphaned workers still running"
+    finally:
+        proc.kill()
+        for p in marks.iterdir():  # never leave sleepers behind, even if the test failed
+            try:
+                os.kill(int(p.name.split("-")[0]), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_two_sweeps_on_one_cache_compute_each_task_once(tmp_path):
+    """Two sweeps started together on the same cache and tasks: each task computed once (per-task
+    lock; the second sweep waits and reuses), and both get every result."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    args = [sys.executable, "-c", SLOW_SCRIPT, str(tmp_path / "cache"), str(marks),
+            "1,2,3,4", "0.4"]
+    first = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    second = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    outs = [p.communicate(timeout=60)[0].split() for p in (first, second)]
+    assert [p.returncode for p in (first, second)] == [0, 0]
+    computed_by_task = sorted(p.name.split("-")[1] for p in marks.iterdir())
+    assert computed_by_task == ["1.0", "2.0", "3.0", "4.0"], "a task was computed twice"
+    assert sum(int(o[0]) for o in outs) == 4, outs
+    assert all(float(o[1]) == 10.0 for o in outs)
+
+
+def test_stale_lock_file_does_not_block(tmp_path):
+    """A lock file left behind by a dead process (the file stays, its lock died with it)."""
+    cache = Cache(tmp_path)
+    task = Task("test-counting", {"x": 6.0})
+    cache.path(task).with_suffix(".lock").write_text("12345 0\n")
+    start = time.monotonic()
+    results, computed = run_tasks([task], cache, jobs=1, log=quiet)
+    assert computed == 1 and time.monotonic() - start < 2.0
+
+
+def test_lock_held_by_another_process_is_waited_for(tmp_path):
+    """While another process holds a task's lock, the runner does the other tasks, then waits
+    and reuses the result that process stored (nothing computed twice)."""
+    cache = Cache(tmp_path)
+    held = Task("test-counting", {"x": 2.0})
+    script = textwrap.dedent(f"""
+        import sys, time
+        import numpy as np
+        from flows.cache import Cache, Task
+        cache = Cache({str(tmp_path)!r})
+        task = Task("test-counting", {{"x": 2.0}})
+        with cache.lock(task):
+            print("locked", flush=True)
+            time.sleep(1.0)
+            cache.store(task, {{"square": np.array(-4.0)}})
+    """)
+    holder = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
+                              text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    CALLS.clear()
+    lines: list[str] = []
+    results, computed = run_tasks([held, Task("test-counting", {"x": 1.0})], cache, jobs=1,
+                                  log=lines.append)
+    holder.wait(timeout=10)
+    assert CALLS == [1.0] and computed == 1
+    assert float(results[held.key()]["square"]) == -4.0, "the other process's result is reused"
+    assert any("another process" in line for line in lines)

@@ -22,7 +22,12 @@ from matplotlib.colors import ListedColormap
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ..cache import Result, Task, register
+from analysis.limits import observed_linf_limit, predict_linf_limit
+from flows.cache import Result, Task, register
+from flows.closed_form import linf_sam
+from flows.data import single_example
+from flows.integrate import simulate
+
 from .common import OKABE_ITO, Figure, plt, save
 
 # --- Figure 2: Thm 3.2, one coordinate per case -------------------------------------------
@@ -100,8 +105,6 @@ def coordinate_checks(results: list[Result]) -> dict:
     """Flow vs closed form, per depth: max relative error of beta over every sample (the blow-up
     sample itself excluded, where beta is ~ infinite and the error measures the blow-up time),
     zero/non-zero mismatches, hit and blow-up times, and the joint-vs-1-D difference."""
-    from ..closed_form import linf_sam
-
     per_case, joint = _split_coordinate_results(results)
     out = {}
     for L in DEPTHS:
@@ -150,8 +153,6 @@ def coordinate_checks(results: list[Result]) -> dict:
 
 def draw_coordinates(results: list[Result], quick: bool, path: Path) -> None:
     """Three panels (L = 2, 3, 4): beta_j(tau) per case, flow lines, closed-form markers."""
-    from ..closed_form import linf_sam
-
     per_case, _ = _split_coordinate_results(results)
     checks = coordinate_checks(results)
     (t_short, _), (t_long, _) = _horizons(quick)
@@ -231,11 +232,6 @@ def run_linf_limit(params: dict) -> Result:
     Returns ``observed`` (0-based index, -1 for None), ``status``, ``tau_end`` and the final
     ``log_abs_beta``.
     """
-    from analysis.limits import observed_linf_limit
-
-    from ..data import single_example
-    from ..integrate import simulate
-
     traj = simulate(single_example(params["mu"]), "linf-sam", depth=params["depth"],
                     alpha=np.array(params["alpha"], dtype=float), rho=params["rho"],
                     t_max=params["t_max"], n_points=params["n_points"], rtol=params["rtol"],
@@ -266,8 +262,6 @@ def _code(j: int | None) -> int:
 
 def limit_map_agreement(results: list[Result], quick: bool) -> dict:
     """Per depth: (alpha_1, alpha_2, predicted code, observed code) rows and the agreement count."""
-    from analysis.limits import predict_linf_limit
-
     grid = _grid(quick)
     it = iter(results)
     out = {}
@@ -300,8 +294,6 @@ def _boundaries(ax, L: int) -> None:
 
 def draw_limit_map(results: list[Result], quick: bool, path: Path) -> None:
     """Two panels (L = 2, 3): predicted classes as background, observed limits as markers."""
-    from analysis.limits import predict_linf_limit
-
     agreement = limit_map_agreement(results, quick)
     n_fine = 60 if quick else 200
     fine = np.linspace(MAP_MAX / (2 * n_fine), MAP_MAX - MAP_MAX / (2 * n_fine), n_fine)
@@ -339,12 +331,17 @@ def draw_limit_map(results: list[Result], quick: bool, path: Path) -> None:
     save(fig, path)
 
 
-FIGURES = [
-    Figure("fig2_linf_coordinates",
-           "linf-SAM beta_j(tau) for alpha_j <, =, > rho at L = 2, 3, 4: flow vs closed form",
-           coordinates_tasks, draw_coordinates),
-    Figure("fig3_linf_limit_map",
-           "linf-SAM limit direction over (alpha_1/rho, alpha_2/rho), mu = (1, 2), L = 2, 3: "
-           "Cor 3.5 vs simulated",
-           limit_map_tasks, draw_limit_map),
-]
+COORDINATES = Figure(
+    "fig2_linf_coordinates",
+    "linf-SAM beta_j(tau) for alpha_j <, =, > rho at L = 2, 3, 4: flow vs closed form",
+    "Does the simulated ℓ∞-SAM flow follow the closed form coordinate by coordinate (decay to "
+    "0, standstill, growth, finite-time blow-up) for α_j below, at and above ρ at L = 2, 3, 4?",
+    coordinates_tasks, draw_coordinates)
+
+LIMIT_MAP = Figure(
+    "fig3_linf_limit_map",
+    "linf-SAM limit direction over (alpha_1/rho, alpha_2/rho), mu = (1, 2), L = 2, 3: "
+    "Cor 3.5 vs simulated",
+    "Does Corollary 3.5 predict the ℓ∞-SAM limit direction over the whole (α₁/ρ, α₂/ρ) plane at "
+    "L = 2 and 3, as the simulated limits show it?",
+    limit_map_tasks, draw_limit_map)

@@ -17,7 +17,8 @@ import numpy as np
 from matplotlib.lines import Line2D
 from scipy.interpolate import CubicSpline
 
-from ..cache import Result, Task
+from flows.cache import Result, Task
+
 from .common import MU5, OKABE_ITO, Figure, coordinate_colors, plt, save
 
 # --- Figure 8: discrete SAM vs the flow -----------------------------------------------------
@@ -329,11 +330,16 @@ def draw_clocks(results: list[Result], quick: bool, path: Path) -> None:
     save(fig, path)
 
 
-FIGURES = [
-    Figure("fig8_discrete_vs_flow",
-           "discrete SAM vs flow: error at T against eta (gd, l2-SAM, linf-SAM), one trajectory",
-           discrete_tasks, draw_discrete),
-    Figure("fig9_clocks_and_loss",
-           "loss vs original time (GD, l2-SAM), tau -> log t map, same path in both clocks",
-           clocks_tasks, draw_clocks),
-]
+DISCRETE_VS_FLOW = Figure(
+    "fig8_discrete_vs_flow",
+    "discrete SAM vs flow: error at T against eta (gd, l2-SAM, linf-SAM), one trajectory",
+    "Does discrete GD / SAM with step η follow its flow, with an error at a fixed time that is "
+    "first order in η?",
+    discrete_tasks, draw_discrete)
+
+CLOCKS_AND_LOSS = Figure(
+    "fig9_clocks_and_loss",
+    "loss vs original time (GD, l2-SAM), tau -> log t map, same path in both clocks",
+    "Do the original and the rescaled clock trace the same path, how does τ map to log t, and "
+    "how fast does the loss fall in original time?",
+    clocks_tasks, draw_clocks)

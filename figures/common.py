@@ -1,4 +1,4 @@
-"""Shared pieces of the paper figures: the :class:`Figure` record, palette, saving.
+"""Shared pieces of the figures: the :class:`Figure` record, palette, saving.
 
 Palette: Okabe–Ito (colour-blind safe) for categories, viridis for ordered coordinates.
 """
@@ -14,7 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..cache import Result, Task  # noqa: E402
+from analysis.amplification import shares  # noqa: E402
+from flows.cache import Result, Task  # noqa: E402
 
 OKABE_ITO = ["#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00",
              "#CC79A7"]
@@ -23,10 +24,21 @@ MU5 = [1.0, 2.0, 3.0, 4.0, 5.0]
 
 @dataclass(frozen=True)
 class Figure:
-    """A figure: ``tasks(quick)`` lists its runs; ``draw(results, quick, path)`` writes it."""
+    """A figure as a declaration: what to simulate, how to draw it, which question it answers.
+
+    Attributes
+    ----------
+    name : file stem of the PNG (``<name>.png``) and the name on the command line.
+    title : one line, what is plotted.
+    caption : one sentence, the question the figure answers.
+    tasks : ``tasks(quick)`` lists the runs (:class:`~flows.cache.Task`) the figure needs.
+    draw : ``draw(results, quick, path)`` writes the figure; ``results`` are in the order of
+        ``tasks(quick)``.
+    """
 
     name: str
     title: str
+    caption: str
     tasks: Callable[[bool], list[Task]]
     draw: Callable[[list[Result], bool, Path], None]
 
@@ -44,6 +56,12 @@ def save(fig: plt.Figure, path: Path) -> None:
 
 def shares_of(result: Result) -> np.ndarray:
     """``|beta_j| / ||beta||_1`` of a cached simulate result."""
-    from analysis.amplification import shares
-
     return shares(result["log_abs_beta"])
+
+
+def format_mu(mu) -> str:
+    """``(1,…,5)`` for ``1, 2, ..., d``, else the values: ``(0.5, 1.7, 2.9)``."""
+    mu = np.asarray(mu, dtype=float)
+    if mu.size > 3 and np.array_equal(mu, np.arange(1, mu.size + 1)):
+        return f"(1,…,{mu.size})"
+    return "(" + ", ".join(f"{v:g}" for v in mu) + ")"

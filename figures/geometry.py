@@ -41,14 +41,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..algorithms import get_algorithm, resolve_hyperparameters
-from ..cache import Result, Task, dataset_from, register
-from ..clocks import get_clock
-from ..data import is_separable
-from ..field import Problem, rescaled_velocity
-from ..initialization import initialization
-from ..model import LOSSES
-from ..signedlog import SignedLog
+from analysis.maxmargin import max_margin
+from flows.algorithms import get_algorithm, resolve_hyperparameters
+from flows.cache import Result, Task, dataset_from, register
+from flows.clocks import get_clock
+from flows.data import is_separable
+from flows.field import Problem, rescaled_velocity
+from flows.initialization import initialization
+from flows.model import LOSSES
+from flows.signedlog import SignedLog
+
 from .common import OKABE_ITO, Figure, plt, save
 
 ALGORITHMS = ("gd", "l2-sam", "linf-sam")
@@ -129,7 +131,13 @@ def heun_flow(params: dict) -> Result:
             "floor_steps": np.array(floor_steps)}
 
 
-register("heun_flow", heun_flow)
+def heun_flow_cost(params: dict) -> float:
+    """Rough seconds: ~1e-4 s a step at the floor ``h_min``, more with more examples."""
+    steps = float(params["t_max"]) / float(params.get("h_min", 1e-3))
+    return 1e-4 * steps * (1.0 + len(params.get("y", ())) / 20.0)
+
+
+register("heun_flow", heun_flow, cost=heun_flow_cost)
 
 # --------------------------------------------------------------------------- data sets
 
@@ -145,8 +153,6 @@ def teacher_data(seed: int = 90, n: int = 12, d: int = 3,
     Seed 90 was picked (among 0..199) for a large angle, 30 deg, between the l1 and l2
     max-margin directions, so that the two references are told apart at a glance.
     """
-    from analysis.maxmargin import max_margin
-
     rng = np.random.default_rng(seed)
     w = rng.normal(size=d)
     w /= np.linalg.norm(w)
@@ -206,8 +212,6 @@ def angles_deg(result: Result, reference) -> np.ndarray:
 
 def references(X, y) -> dict[int, np.ndarray]:
     """l1 and l2 max-margin directions (unit l2 vectors) by p."""
-    from analysis.maxmargin import max_margin
-
     return {p: max_margin(np.asarray(X), np.asarray(y), p).direction for p in (1, 2)}
 
 
@@ -484,14 +488,24 @@ def draw_fig7(results: list[Result], quick: bool, path: Path) -> None:
     save(fig, path)
 
 
-FIGURES = [
-    Figure("fig1_depth_contrast",
-           "mu=(1,2): beta paths of GD / linf-SAM / l2-SAM at L=1 and L=2 with max-margin rays",
-           fig1_tasks, draw_fig1),
-    Figure("fig6_maxmargin_angles",
-           "n=12, d=3 data: angle to l1/l2 max-margin vs tau, GD / l2-SAM / linf-SAM, L=1,2",
-           fig6_tasks, draw_fig6),
-    Figure("fig7_gaussian_blobs",
-           "Gaussian blobs +-(1,2): final directions, direction angle and loss vs tau",
-           fig7_tasks, draw_fig7),
-]
+DEPTH_CONTRAST = Figure(
+    "fig1_depth_contrast",
+    "mu=(1,2): beta paths of GD / linf-SAM / l2-SAM at L=1 and L=2 with max-margin rays",
+    "Does depth decide the limit direction: at L = 1 do GD, ℓ∞-SAM and ℓ2-SAM all reach the "
+    "ℓ2 max-margin direction, while at L = 2 ℓ∞-SAM ends on the minor feature e₁ (Cor 3.5) and "
+    "GD and ℓ2-SAM on the ℓ1 max-margin e₂?",
+    fig1_tasks, draw_fig1)
+
+MAXMARGIN_ANGLES = Figure(
+    "fig6_maxmargin_angles",
+    "n=12, d=3 data: angle to l1/l2 max-margin vs tau, GD / l2-SAM / linf-SAM, L=1,2",
+    "On generic separable data, does β(τ) approach the ℓ2 max-margin direction at L = 1 and "
+    "the ℓ1 max-margin direction at L = 2, for GD and for both SAMs, and how fast?",
+    fig6_tasks, draw_fig6)
+
+GAUSSIAN_BLOBS = Figure(
+    "fig7_gaussian_blobs",
+    "Gaussian blobs +-(1,2): final directions, direction angle and loss vs tau",
+    "On two Gaussian blobs, where does the direction of β go for each algorithm at L = 1 and "
+    "L = 2, and does ℓ∞-SAM at L = 2 stop at a non-separating stationary point?",
+    fig7_tasks, draw_fig7)

@@ -1,0 +1,21 @@
+"""The figure table of ``python -m flows.sweep``: every figure of the paper, in paper order.
+
+A figure is a :class:`~figures.common.Figure` declared in a theme module (its tasks, drawing
+function and caption); adding one is a new declaration and one line here.
+"""
+from __future__ import annotations
+
+from . import amplification, geometry, linf, numerics
+from .common import Figure
+
+FIGURES: dict[str, Figure] = {fig.name: fig for fig in (
+    geometry.DEPTH_CONTRAST,            # fig1
+    linf.COORDINATES,                   # fig2
+    linf.LIMIT_MAP,                     # fig3
+    amplification.AMPLIFICATION,        # fig4
+    amplification.REGIMES,              # fig5
+    geometry.MAXMARGIN_ANGLES,          # fig6
+    geometry.GAUSSIAN_BLOBS,            # fig7
+    numerics.DISCRETE_VS_FLOW,          # fig8
+    numerics.CLOCKS_AND_LOSS,           # fig9
+)}
