@@ -10,8 +10,10 @@ the parameters and :data:`ENGINE_VERSION` (not the optional ``cost`` estimate).
   stderr as a warning and treated as missing: the task is recomputed, never fatal.
 * :meth:`Cache.lock` is a per-task lock (``<kind>-<hash>.lock``, ``fcntl.flock``), so that two
   processes sharing a cache compute a task once: the second waits for the first and reuses its
-  file. The kernel drops the lock when its holder dies, so a lock left by a killed process
-  never blocks (the lock file itself stays, it is empty of meaning).
+  file. The kernel drops the lock when its holder dies, so a killed process never leaves a
+  task locked (its lock file stays behind, harmless).
+* ``costs.json`` keeps the measured compute seconds of every task (by kind and parameters,
+  whatever the engine version): the next run schedules the slowest first from them.
 """
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ Result = dict[str, np.ndarray]
 #: array names reserved in the cache files (bookkeeping, not part of a result)
 KEYS_ENTRY = "__keys__"
 SECONDS_ENTRY = "__seconds__"
+#: measured compute seconds by cost key, in the cache directory (scheduling hint)
+COSTS_FILE = "costs.json"
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,13 @@ class Task:
         """Stable hash of kind, parameters and engine version."""
         text = json.dumps({"kind": self.kind, "params": self.params, "engine": ENGINE_VERSION},
                           sort_keys=True, default=float)
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    def cost_key(self) -> str:
+        """Hash of kind and parameters only: a measured compute time stays a good estimate
+        across engine versions."""
+        text = json.dumps({"kind": self.kind, "params": self.params}, sort_keys=True,
+                          default=float)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     def describe(self) -> str:
@@ -147,8 +158,11 @@ def register(kind: str, fn: Callable[[dict], Result],
         RESULT_KEYS[kind] = tuple(keys)
 
 
-def estimated_cost(task: Task) -> float:
-    """``task.cost`` if given, else the kind's heuristic, else 1 (rough seconds)."""
+def estimated_cost(task: Task, measured: dict[str, float] | None = None) -> float:
+    """Seconds measured on an earlier run (``measured``, by cost key), else ``task.cost`` if
+    given, else the kind's heuristic, else 1 (rough seconds)."""
+    if measured and task.cost_key() in measured:
+        return measured[task.cost_key()]
     if task.cost is not None:
         return float(task.cost)
     estimate = COST_ESTIMATES.get(task.kind)
@@ -201,14 +215,32 @@ class Cache:
             return None
         return result
 
-    def seconds(self, task: Task) -> float | None:
-        """Compute time recorded with the cached result, if any."""
-        path = self.path(task)
+    def measured_costs(self) -> dict[str, float]:
+        """Compute seconds of earlier runs by :meth:`Task.cost_key` (``costs.json``; a hint:
+        empty if missing or unreadable)."""
+        if self.directory is None:
+            return {}
         try:
-            with np.load(path, allow_pickle=False) as f:
-                return float(f[SECONDS_ENTRY]) if SECONDS_ENTRY in f.files else None
+            data = json.loads((self.directory / COSTS_FILE).read_text())
+            return {str(k): float(v) for k, v in data.items()}
         except Exception:  # noqa: BLE001 - a hint only
-            return None
+            return {}
+
+    def record_costs(self, seconds: dict[str, float]) -> None:
+        """Merge measured seconds (by cost key) into ``costs.json``, atomically (two sweeps
+        writing at once may lose each other's entries: it is a hint)."""
+        if self.directory is None or not seconds:
+            return
+        merged = {**self.measured_costs(), **seconds}
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".costs.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(merged, f, sort_keys=True, indent=0)
+            os.replace(tmp, self.directory / COSTS_FILE)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def store(self, task: Task, result: Result, seconds: float | None = None) -> None:
         """Write atomically: temporary file in the same directory, then rename."""

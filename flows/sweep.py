@@ -126,16 +126,6 @@ def draw_figure(draw: Callable[[list[Result], bool, Path], None], results: list[
 # --------------------------------------------------------------------------- task runner
 
 
-def priority(task: Task, cache: Cache, fresh: bool) -> float:
-    """Scheduling cost: the seconds recorded with an old result (``fresh`` reruns), else the
-    task's estimate (:func:`flows.cache.estimated_cost`)."""
-    if fresh:
-        recorded = cache.seconds(task)
-        if recorded is not None:
-            return recorded
-    return estimated_cost(task)
-
-
 def run_tasks(tasks: list[Task], cache: Cache, jobs: int = 1, fresh: bool = False,
               log: Callable[[str], None] = print, seconds: dict[str, float] | None = None,
               executor: Executor | None = None,
@@ -175,8 +165,10 @@ def run_tasks(tasks: list[Task], cache: Cache, jobs: int = 1, fresh: bool = Fals
                 on_result(task, cached, "cached")
     if not missing:
         return results, 0
-    costs = {t.key(): priority(t, cache, fresh) for t in missing}
+    measured = cache.measured_costs()
+    costs = {t.key(): estimated_cost(t, measured) for t in missing}
     missing.sort(key=lambda t: -costs[t.key()])
+    timings: dict[str, float] = {}  # new measurements, by cost key
     where = (f"on {jobs} process(es)" if executor is None
              else f"on {type(executor).__name__}")
     log(f"computing {len(missing)} runs ({len(unique) - len(missing)} cached) {where}, "
@@ -191,6 +183,7 @@ def run_tasks(tasks: list[Task], cache: Cache, jobs: int = 1, fresh: bool = Fals
         counts["done"] += 1
         if how == "computed":
             counts["computed"] += 1
+            timings[task.cost_key()] = took
             if seconds is not None:
                 seconds[key] = took
         label = f"{took:.1f}s" if how == "computed" else "reused (computed by another process)"
@@ -211,6 +204,16 @@ def run_tasks(tasks: list[Task], cache: Cache, jobs: int = 1, fresh: bool = Fals
         log(f"  {task.describe()}: another process is computing it; waiting for its result")
 
     queue = deque((task, False) for task in missing)
+    try:
+        _drain(queue, cache, jobs, since, executor, window, finish, fail, busy)
+    finally:
+        cache.record_costs(timings)
+    return results, counts["computed"]
+
+
+def _drain(queue: deque, cache: Cache, jobs: int, since: float, executor: Executor | None,
+           window: int | None, finish, fail, busy) -> None:
+    """Run the queued ``(task, block)`` pairs (see :func:`run_tasks`)."""
     if executor is None and jobs <= 1:
         while queue:
             task, block = queue.popleft()
@@ -224,11 +227,11 @@ def run_tasks(tasks: list[Task], cache: Cache, jobs: int = 1, fresh: bool = Fals
                 queue.append((task, True))
             else:
                 finish(task, outcome)
-        return results, counts["computed"]
+        return
 
     own = executor is None
     pool = local_pool(jobs) if own else executor
-    limit = window or (jobs if own else getattr(executor, "_max_workers", None)) or len(missing)
+    limit = window or (jobs if own else getattr(executor, "_max_workers", None)) or len(queue)
     pending: dict[Future, Task] = {}
     try:
         while queue or pending:
@@ -258,7 +261,6 @@ def run_tasks(tasks: list[Task], cache: Cache, jobs: int = 1, fresh: bool = Fals
         raise
     if own:
         pool.shutdown(wait=True)
-    return results, counts["computed"]
 
 
 # --------------------------------------------------------------------------- command line

@@ -174,6 +174,26 @@ def test_longest_first_serial(tmp_path):
     assert CALLS == [2.0, 5.0, 3.0, 1.0]
 
 
+def test_measured_costs_order_the_next_run(tmp_path):
+    """Compute times are recorded (``costs.json``, by kind and parameters) and, on the next
+    run, order the tasks before any estimate does."""
+    import json
+
+    cache = Cache(tmp_path)
+    tasks = [Task("test-counting", {"x": x}) for x in (1.0, 2.0, 3.0)]
+    run_tasks(tasks, cache, jobs=1, log=quiet)
+    measured = cache.measured_costs()
+    assert set(measured) == {t.cost_key() for t in tasks}
+    assert all(0.0 <= v < 1.0 for v in measured.values())
+    (tmp_path / "costs.json").write_text(json.dumps(
+        {tasks[0].cost_key(): 50.0, tasks[1].cost_key(): 0.1, tasks[2].cost_key(): 7.0}))
+    CALLS.clear()
+    run_tasks(tasks, cache, jobs=1, fresh=True, log=quiet)
+    assert CALLS == [1.0, 3.0, 2.0]
+    (tmp_path / "costs.json").write_text("{not json")
+    assert cache.measured_costs() == {}, "an unreadable hint is ignored"
+
+
 class RecordingExecutor(Executor):
     """Runs each call at once in this thread and records the order of the submissions."""
 
