@@ -20,23 +20,33 @@ class LossGradient(NamedTuple):
 
     ``c`` (the mean ``|l'|``) is a positive scalar: it does not change the direction, and it is
     kept apart because ``log c`` is about ``-margin``, which may be ``-1e18`` or beyond.
+    For a batch of points (arrays of shape ``(B, G, d)``), ``log_c`` has shape ``(B, 1, 1)``.
     """
 
     scaled: SignedLog
-    log_c: float
+    log_c: float | np.ndarray
 
 
 Perturbation = Callable[[LossGradient, np.ndarray, Mapping[str, float]], np.ndarray]
 
 
-def _unit_direction(grad: LossGradient, multiplicity: np.ndarray) -> tuple[np.ndarray, float]:
-    """``grad L / ||grad L||_2`` (0 where ``grad L = 0``) and ``log ||grad L||_2``."""
-    weights = np.broadcast_to(np.asarray(multiplicity, dtype=float)[:, None],
-                              grad.scaled.log_abs.shape)
-    log_norm = log_norm2(grad.scaled.log_abs, weights)
-    if log_norm == -np.inf:
-        return np.zeros_like(grad.scaled.log_abs), -np.inf
-    return grad.scaled.sign * np.exp(grad.scaled.log_abs - log_norm), log_norm + grad.log_c
+def _unit_direction(grad: LossGradient,
+                    multiplicity: np.ndarray) -> tuple[np.ndarray, np.ndarray | float]:
+    """``grad L / ||grad L||_2`` (0 where ``grad L = 0``) and ``log ||grad L||_2``.
+
+    The norm runs over the last two axes (layer groups, weighted by their multiplicity, and
+    coordinates); leading axes, if any, are a batch of parameter points.
+    """
+    log_abs = grad.scaled.log_abs
+    weights = np.asarray(multiplicity, dtype=float)[:, None]
+    log_norm = log_norm2(log_abs, weights, axis=(-2, -1))
+    with np.errstate(invalid="ignore"):
+        unit = np.where(np.isneginf(log_norm), 0.0,
+                        grad.scaled.sign * np.exp(log_abs - log_norm))
+    log_grad_norm = log_norm + grad.log_c
+    if np.ndim(log_abs) == 2:
+        return unit, float(log_grad_norm.reshape(()))
+    return unit, log_grad_norm
 
 
 def no_perturbation(grad: LossGradient, multiplicity: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
@@ -68,7 +78,7 @@ def loss_equilibrated_perturbation(grad: LossGradient, multiplicity: np.ndarray,
     unit, log_norm = _unit_direction(grad, multiplicity)
     with np.errstate(over="ignore"):
         grad_norm = np.exp(log_norm)
-    radius = min(hp["sigma"] / (grad_norm + hp["varrho"]), hp["rho_max"])
+    radius = np.minimum(hp["sigma"] / (grad_norm + hp["varrho"]), hp["rho_max"])
     return radius * unit
 
 

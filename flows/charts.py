@@ -22,6 +22,10 @@ import numpy as np
 from .signedlog import SignedLog, chart_to_signed_log, chart_velocity, signed_log_to_chart
 
 
+#: The smallest relative tolerance ``scipy.integrate`` solvers accept without a warning.
+SOLVER_RTOL_FLOOR = 100 * np.finfo(float).eps
+
+
 @dataclass(frozen=True)
 class AsinhChart:
     """``z = asinh(w / delta)``; ``zero`` is the coordinate of ``w = 0``."""
@@ -41,9 +45,10 @@ class AsinhChart:
         """``dz/ds = (dw/ds) / (delta cosh z)``."""
         return chart_velocity(dw, z, self.delta)
 
-    def absolute_tolerance(self, rtol: float, atol: float) -> float:
-        """``atol`` as given: relative control down to ``|w| ~ atol / rtol * delta``."""
-        return atol
+    def tolerances(self, rtol: float, atol: float) -> tuple[float, float]:
+        """Solver ``(rtol, atol)`` on ``z``: as given (relative control down to
+        ``|w| ~ atol / rtol * delta``)."""
+        return rtol, atol
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,26 +72,38 @@ class LogChart:
             rate = dw.sign * self.sign * np.exp(dw.log_abs - z)
         return np.where(np.isneginf(z), 0.0, rate)
 
-    def absolute_tolerance(self, rtol: float, atol: float) -> float:
-        """``rtol`` on ``log|w|`` itself, i.e. a relative error ``rtol`` on ``w`` at any size."""
-        return max(rtol, atol)
+    def tolerances(self, rtol: float, atol: float) -> tuple[float, float]:
+        """Solver ``(rtol, atol)`` on ``z = log|w|``: an absolute error ``rtol`` on ``log|w|``,
+        i.e. a relative error ``rtol`` on ``w`` at any size (the solver's own relative term is
+        set to its floor ``100 eps``, since ``rtol |log|w||`` would loosen the control on
+        large or tiny ``w``)."""
+        return SOLVER_RTOL_FLOOR, max(rtol, atol)
 
 
 CHARTS = ("auto", "asinh", "log")
 
 
+def log_chart_applies(balanced: bool, groups: int, depth: int, sign_discontinuous: bool) -> bool:
+    """Whether no parameter can change sign, so that the log chart is valid: a balanced init run
+    as one group, depth L >= 2, a continuous algorithm (see the module docstring)."""
+    return balanced and groups == 1 and depth >= 2 and not sign_discontinuous
+
+
 def choose_chart(name: str, groups: np.ndarray, balanced: bool, depth: int,
                  sign_discontinuous: bool, delta: float) -> AsinhChart | LogChart:
-    """The chart for a run: ``auto`` is ``asinh``.
+    """The chart a run starts in.
 
-    ``log`` is opt-in: it is exact for multiplicative decays far below ``1e-90`` (l2-SAM just
-    above the collapse boundary), but a run that collapses to 0 approaches a singularity of
-    the chart and ends with status -1 (budget exhausted); use it for runs that do not collapse.
+    ``auto`` is ``log`` wherever :func:`log_chart_applies` (exact multiplicative dynamics at any
+    scale, and fewer steps; the integrator moves to the asinh chart if every parameter comes
+    near 0, to follow a collapse), else ``asinh``. ``log`` forces the log chart, also near 0
+    (a run that collapses then approaches a singularity of the chart and may end with status
+    -1); ``asinh`` forces the asinh chart.
     """
     if name not in CHARTS:
         raise ValueError(f"chart must be one of {list(CHARTS)}, got {name!r}")
     if name == "log" and sign_discontinuous:
         raise ValueError("chart 'log' cannot follow parameters through 0 (l_inf-SAM): use 'asinh'")
-    if name == "log":
+    if name == "log" or (name == "auto" and log_chart_applies(
+            balanced, groups.shape[0], depth, sign_discontinuous)):
         return LogChart(np.sign(groups))
     return AsinhChart(delta)

@@ -47,7 +47,7 @@ def get_clock(name: str) -> Clock:
 #: Chebyshev–Lobatto nodes on [0, 1] (they include 0, 1/2 and 1) and a fine grid on which the
 #: interpolant of K is integrated by the exact rule for piecewise-linear K.
 _NODES = 0.5 * (1.0 - np.cos(np.pi * np.arange(5) / 4))
-_FINE = np.linspace(0.0, 1.0, 513)
+_FINE = np.linspace(0.0, 1.0, 129)
 
 
 def _lagrange_matrix(nodes: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -62,70 +62,131 @@ def _lagrange_matrix(nodes: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 _INTERP5 = _lagrange_matrix(_NODES, _FINE)
 _INTERP3 = _lagrange_matrix(_NODES[[0, 2, 4]], _FINE)
+#: 16-point Gauss–Legendre rule on [0, 1], and the interpolants evaluated at its nodes.
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
+_GL_X, _GL_LOGW = 0.5 * (_GL_X + 1.0), np.log(0.5 * _GL_W)
+_GL5 = _lagrange_matrix(_NODES, _GL_X)
+_GL3 = _lagrange_matrix(_NODES[[0, 2, 4]], _GL_X)
+#: Largest variation of ``K`` over an interval for which the Gauss–Legendre rule is used.
+GL_SPREAD = 5.0
 
 
-def _log_exp_chords(h: float, k: np.ndarray) -> float:
-    """``log int exp(K)`` for ``K`` piecewise linear through values ``k`` on a grid of step ``h``."""
-    dk = np.abs(np.diff(k))
-    top = np.maximum(k[1:], k[:-1])
-    with np.errstate(divide="ignore"):
-        pieces = np.where(dk < 1e-12, 0.5 * (k[1:] + k[:-1]),
-                          top + np.log(-np.expm1(-np.maximum(dk, 1e-12))) - np.log(np.maximum(dk, 1e-12)))
-    best = np.max(pieces)
-    return float(best + np.log(np.sum(np.exp(pieces - best))) + np.log(h))
+def _log_exp_gauss(length: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``log int exp(K)`` per row from ``K`` at the Gauss–Legendre nodes (rows of ``k``) of
+    intervals of the given ``length`` (accurate to ~1e-12 while ``K`` varies by <= 5)."""
+    top = np.max(k, axis=1, keepdims=True)
+    return top[:, 0] + np.log(np.sum(np.exp(k - top + _GL_LOGW), axis=1)) + np.log(length)
 
 
-def _log_exp_integral(a: float, b: float, ka: float, kb: float, K: Callable[[float], float],
-                      tol: float, depth: int = 0) -> float:
-    """``log int_a^b exp(K)`` for smooth ``K``, adaptively.
+def _log_exp_chords(h: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``log int exp(K)`` per row, ``K`` piecewise linear through the values ``k[i]`` (shape
+    (M, P)) on a grid of step ``h[i]``."""
+    dk = np.abs(np.diff(k, axis=1))
+    top = np.maximum(k[:, 1:], k[:, :-1])
+    safe = np.maximum(dk, 1e-12)
+    pieces = np.where(dk < 1e-12, 0.5 * (k[:, 1:] + k[:, :-1]),
+                      top + np.log(-np.expm1(-safe)) - np.log(safe))
+    best = np.max(pieces, axis=1, keepdims=True)
+    return best[:, 0] + np.log(np.sum(np.exp(pieces - best), axis=1)) + np.log(h)
 
-    ``K`` is interpolated through 5 Chebyshev–Lobatto nodes (degree 4) and, as an error
-    estimate, through 3 of them (degree 2); each interpolant is integrated exactly as a
-    piecewise-linear exponent on 512 sub-intervals (the expensive ``K`` is evaluated only at
-    the nodes). If the two disagree by more than ``tol`` (relative, in log) the interval is
-    bisected. The exponential-chord rule is accurate both while ``K' h`` is small and once the
-    integrand is a sharp endpoint peak (``K' h >> 1``), so this converges in both regimes.
+
+#: Bisection levels of :func:`log_exp_integrals` (an interval is never split below 2^-40 of
+#: its original length).
+MAX_LEVELS = 40
+#: Intervals refined at once by :func:`log_exp_integrals`; past this, a level is accepted as is
+#: (a bound on memory: each interval costs a few arrays of 129 numbers).
+MAX_INTERVALS = 20_000
+
+
+def _interval_rule(length: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``log int exp(K)`` on intervals of ``length`` from ``K`` at the 5 nodes (rows of ``k``),
+    and an error estimate.
+
+    Where ``K`` varies by at most :data:`GL_SPREAD`, Gauss–Legendre on the interpolant;
+    elsewhere (sharp endpoint peaks) exponential chords, 128 and 64 of them combined by
+    Richardson extrapolation (their error is O(h^2)). The interpolation error is estimated by
+    the same rule on the degree-2 interpolant.
     """
-    values = np.array([ka, K(a + _NODES[1] * (b - a)), K(0.5 * (a + b)),
-                       K(a + _NODES[3] * (b - a)), kb])
-    h = (b - a) * _FINE[1]
-    fine = _log_exp_chords(h, _INTERP5 @ values)
-    coarse = _log_exp_chords(h, _INTERP3 @ values[[0, 2, 4]])
-    if abs(fine - coarse) <= tol * max(1.0, abs(fine)) or depth >= 30:
-        return fine
-    m, km = 0.5 * (a + b), values[2]
-    return float(np.logaddexp(_log_exp_integral(a, m, ka, km, K, tol, depth + 1),
-                              _log_exp_integral(m, b, km, kb, K, tol, depth + 1)))
+    gentle = (np.max(k, axis=1) - np.min(k, axis=1)) <= GL_SPREAD
+    value = np.empty(len(length))
+    error = np.empty(len(length))
+    if np.any(gentle):
+        g = k[gentle]
+        value[gentle] = _log_exp_gauss(length[gentle], g @ _GL5.T)
+        error[gentle] = np.abs(value[gentle]
+                               - _log_exp_gauss(length[gentle], g[:, [0, 2, 4]] @ _GL3.T))
+    steep = ~gentle
+    if np.any(steep):
+        s, h = k[steep], length[steep] * _FINE[1]
+        k5 = s @ _INTERP5.T
+        fine = _log_exp_chords(h, k5)
+        half = _log_exp_chords(2.0 * h, k5[:, ::2])
+        coarse = _log_exp_chords(h, s[:, [0, 2, 4]] @ _INTERP3.T)
+        err = np.maximum(np.abs(fine - half) / 3.0, np.abs(fine - coarse))
+        value[steep] = np.where(np.isfinite(err), fine + (fine - half) / 3.0, fine)
+        error[steep] = err
+    return value, error
 
 
-def log_original_time(tau: np.ndarray, log_c: Callable[[float], float],
-                      breakpoints=(), tol: float = 1e-6) -> np.ndarray:
-    """``log t(tau) = log int_0^tau exp(K)``, ``K = -log c``, for increasing ``tau`` from 0.
+def log_exp_integrals(a: np.ndarray, b: np.ndarray, K: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                      tol: float = 1e-9) -> np.ndarray:
+    """``log int_{a_i}^{b_i} exp(K)`` for many intervals at once, adaptively.
 
-    Cumulative over the intervals of ``tau`` in log space (``logaddexp``), each split at the
-    ``breakpoints`` (event times, where ``K`` may have a kink) and integrated by
-    :func:`_log_exp_integral`. Entries past the point where ``K`` exceeds
-    :data:`LOG_T_LIMIT` are ``+inf`` (``t`` is then beyond ``exp(1e100)``).
+    ``K(s, ref)`` evaluates the exponent at times ``s`` (a batch); ``ref`` holds, for each
+    time, the midpoint of the original interval it belongs to, so that the caller can take
+    one-sided values at the interval ends (where ``K`` may jump). On each interval ``K`` is
+    interpolated through 5 Chebyshev–Lobatto nodes (degree 4) and integrated by
+    :func:`_interval_rule`; intervals whose error estimate exceeds ``tol`` (relative, in log)
+    are bisected, all of one level in one batch of ``K`` evaluations, up to
+    :data:`MAX_LEVELS` levels.
     """
-    tau = np.asarray(tau, dtype=float)
-    out = np.full(tau.shape, np.inf)
-    out[0] = -np.inf
-    cuts = np.asarray(sorted(breakpoints), dtype=float)
-
-    def K(s: float) -> float:
-        return -log_c(s)
-
-    k_prev = K(tau[0])
-    for i in range(1, len(tau)):
-        a, b = tau[i - 1], tau[i]
-        edges = np.concatenate([[a], cuts[(cuts > a) & (cuts < b)], [b]])
-        ks = [k_prev] + [K(e) for e in edges[1:]]
-        if not ks[-1] <= LOG_T_LIMIT:
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    ref = 0.5 * (a + b)
+    total = np.full(a.shape, -np.inf)
+    lo, hi, owner = a, b, np.arange(a.size)
+    for level in range(MAX_LEVELS + 1):
+        if lo.size == 0:
             break
-        piece = -np.inf
-        for lo, hi, klo, khi in zip(edges[:-1], edges[1:], ks[:-1], ks[1:]):
-            if hi > lo:
-                piece = np.logaddexp(piece, _log_exp_integral(lo, hi, klo, khi, K, tol))
-        out[i] = np.logaddexp(out[i - 1], piece)
-        k_prev = ks[-1]
+        nodes = lo[:, None] + _NODES[None, :] * (hi - lo)[:, None]
+        k = K(nodes.ravel(), np.repeat(ref[owner], _NODES.size)).reshape(nodes.shape)
+        with np.errstate(invalid="ignore", over="ignore"):
+            value, error = _interval_rule(hi - lo, k)
+            done = ~(error > tol * np.maximum(1.0, np.abs(value)))
+        if level == MAX_LEVELS or lo.size > MAX_INTERVALS:
+            done[:] = True
+        np.logaddexp.at(total, owner[done], value[done])
+        split = ~done
+        mid = 0.5 * (lo[split] + hi[split])
+        lo, hi = np.concatenate([lo[split], mid]), np.concatenate([mid, hi[split]])
+        owner = np.concatenate([owner[split], owner[split]])
+    return total
+
+
+def log_original_time(grid: np.ndarray, breakpoints: np.ndarray,
+                      K: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                      tol: float = 1e-9) -> np.ndarray:
+    """``log t(tau) = log int_0^tau exp(K)``, ``K = -log c``, at the increasing times ``grid``.
+
+    The integral is cut at the grid times and at ``breakpoints`` (event times, where ``K``
+    may jump, and solver steps, within each of which the path is one polynomial); the pieces
+    are integrated together by :func:`log_exp_integrals` (``K(s, ref)`` as there) and
+    accumulated in log space. Entries from the first time where ``K`` exceeds
+    :data:`LOG_T_LIMIT` on are ``+inf`` (``t`` is then beyond ``exp(1e100)``).
+    """
+    grid = np.asarray(grid, dtype=float)
+    out = np.full(grid.shape, np.inf)
+    out[0] = -np.inf
+    inner = np.asarray(breakpoints, dtype=float)
+    inner = inner[(inner > grid[0]) & (inner < grid[-1])]
+    edges = np.unique(np.concatenate([grid, inner]))
+    if edges.size < 2:
+        return out
+    lo, hi = edges[:-1], edges[1:]
+    beyond = ~(K(hi, 0.5 * (lo + hi)) <= LOG_T_LIMIT)
+    n_ok = int(np.argmax(beyond)) if np.any(beyond) else lo.size
+    logs = log_exp_integrals(lo[:n_ok], hi[:n_ok], K, tol)
+    at_edges = np.full(edges.shape, np.inf)
+    at_edges[: n_ok + 1] = np.logaddexp.accumulate(np.concatenate([[-np.inf], logs]))
+    out[1:] = at_edges[np.searchsorted(edges, grid[1:])]
     return out

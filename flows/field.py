@@ -10,7 +10,7 @@ with ``G`` the loss-weighted mean of ``y_i x_i`` at ``theta'`` (see :mod:`flows.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field as dataclass_field
 from typing import NamedTuple
 
 import numpy as np
@@ -34,7 +34,7 @@ class Problem:
     multiplicity: np.ndarray
     clock: Clock
     chart: AsinhChart | LogChart = AsinhChart()
-    shape: tuple = field(init=False)
+    shape: tuple = dataclass_field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", (len(self.multiplicity), self.data.d))
@@ -105,19 +105,53 @@ def chart_rhs(z: np.ndarray, problem: Problem, held: np.ndarray,
     return np.append(dz.ravel(), np.exp(log_speed))
 
 
-def one_sided_velocity(theta: SignedLog, problem: Problem, sign_pattern: np.ndarray,
+class ReferenceField:
+    """The field of ``problem`` through the functions above, one point at a time.
+
+    The same interface as :class:`flows.kernel.FusedField` (which computes the same numbers
+    in fused array operations); ``simulate(..., backend="reference")`` integrates with this
+    one, and the tests compare the two.
+    """
+
+    def __init__(self, problem: Problem):
+        self.problem = problem
+
+    def pattern_signs(self, sign_pattern: np.ndarray | None) -> np.ndarray | None:
+        """What :meth:`velocity` takes for a frozen sign pattern (here: the pattern itself)."""
+        return sign_pattern
+
+    def velocity(self, theta: SignedLog, pattern_signs: np.ndarray | None = None) -> Velocity:
+        """``F`` and ``log c`` at one point ``theta`` (shape (G, d))."""
+        return rescaled_velocity(theta, self.problem, pattern_signs)
+
+    def log_c(self, theta: SignedLog, pattern_signs: np.ndarray | None = None) -> np.ndarray:
+        """``log c(theta')`` for a batch ``theta`` of shape (..., G, d)."""
+        sign = theta.sign.reshape((-1,) + self.problem.shape)
+        log_abs = theta.log_abs.reshape(sign.shape)
+        out = [perturbed_log_c(SignedLog(s, l), self.problem, pattern_signs)
+               for s, l in zip(sign, log_abs)]
+        return np.array(out).reshape(theta.sign.shape[:-2])
+
+    def chart_rhs(self, z: np.ndarray, held: np.ndarray,
+                  pattern_signs: np.ndarray | None = None) -> np.ndarray:
+        """``d(z, tau)/ds`` (see :func:`chart_rhs`)."""
+        return chart_rhs(z, self.problem, held, pattern_signs)
+
+
+def one_sided_velocity(theta: SignedLog, field, sign_pattern: np.ndarray,
                        index: tuple[int, int], side: float) -> float:
     """``F`` of entry ``index`` (whose value is 0) on the side ``sign = side`` of 0.
 
     The one-sided limits of a field that jumps where the entry changes sign (l_inf-SAM):
-    the entry slides at 0 when ``F(+0) < 0 < F(-0)`` (Filippov).
+    the entry slides at 0 when ``F(+0) < 0 < F(-0)`` (Filippov). ``field`` is a
+    :class:`ReferenceField` or a :class:`flows.kernel.FusedField`.
     """
     pattern = sign_pattern.copy()
     pattern[index] = side
     log_abs = theta.log_abs.copy()
     log_abs[index] = -np.inf
-    vel = rescaled_velocity(SignedLog(np.where(np.isneginf(log_abs), 0.0, theta.sign), log_abs),
-                            problem, pattern)
+    vel = field.velocity(SignedLog(np.where(np.isneginf(log_abs), 0.0, theta.sign), log_abs),
+                         field.pattern_signs(pattern))
     return float(vel.dtheta.sign[index] * np.exp(min(vel.dtheta.log_abs[index], 700.0)))
 
 

@@ -91,15 +91,26 @@ def product_of_layers(x: SignedLog, multiplicity: np.ndarray) -> SignedLog:
     return SignedLog(out_sign, np.where(out_sign == 0, -np.inf, out_log))
 
 
-def log_norm2(log_abs: np.ndarray, weights: np.ndarray | None = None) -> float:
-    """``log sqrt(sum_i weights_i * exp(2 log_abs_i))`` by log-sum-exp; -inf for a zero vector."""
+def log_norm2(log_abs: np.ndarray, weights: np.ndarray | None = None,
+              axis: int | tuple[int, ...] | None = None):
+    """``log sqrt(sum_i weights_i * exp(2 log_abs_i))`` by log-sum-exp; -inf for a zero vector.
+
+    With ``axis`` (e.g. ``(-2, -1)`` for a batch of parameter arrays) the reduction runs over
+    those axes only and an array is returned (the reduced axes kept with size 1); without it,
+    over everything, and a float is returned.
+    """
     two = 2.0 * np.asarray(log_abs, dtype=float)
     if weights is not None:
-        two = two + np.log(np.broadcast_to(weights, two.shape))
-    top = np.max(two)
-    if not np.isfinite(top):
-        return float(top) / 2.0 if top == np.inf else -np.inf
-    return 0.5 * (top + float(np.log(np.sum(np.exp(two - top)))))
+        with np.errstate(divide="ignore"):
+            two = two + np.log(np.broadcast_to(weights, two.shape))
+    top = np.max(two, axis=axis, keepdims=True)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = np.sum(np.exp(two - safe), axis=axis, keepdims=True)
+        out = np.where(np.isfinite(top), 0.5 * (safe + np.log(total)), top / 2.0)
+    if axis is None:
+        return float(out.reshape(()))
+    return out
 
 
 def add_float(x: SignedLog, eps: np.ndarray) -> SignedLog:

@@ -1,0 +1,185 @@
+"""The fused field: the numbers of :mod:`flows.field` in a few array operations, for a batch.
+
+:mod:`flows.field` evaluates the field one point at a time through small, separately tested
+signed-log helpers; it is the reference. :class:`FusedField` computes the same quantities
+(perturbed point, clock factor ``log c``, rescaled field ``F``, chart velocity) with the steps
+merged and for any number of points at once: parameter arrays have shape ``(..., G, d)``, the
+leading axes a batch. Two uses:
+
+* one point per call inside ``solve_ivp`` (cheap: about a quarter of the reference's numpy
+  calls, and the constant parts, such as the direction ``G = mu`` of a single example or the
+  sign products of a frozen l_inf-SAM sign pattern, computed once per problem or segment);
+* thousands of points per call for the quadrature of the original time and for assembling a
+  trajectory.
+
+The arithmetic is the reference's (signed-log products, log-sum-exp weights, the algorithm
+table's perturbations, :func:`~flows.signedlog.add_float`), so both agree to rounding; the
+tests compare them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .algorithms import LossGradient
+from .field import Problem, Velocity
+from .signedlog import SignedLog, add_float
+
+
+def _signed(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sign x, log|x|)`` of an ordinary float array."""
+    with np.errstate(divide="ignore"):
+        return np.sign(x), np.log(np.abs(x))
+
+
+class FusedField:
+    """The field of ``problem`` for batches of points (see the module docstring).
+
+    Parameters
+    ----------
+    problem : the flow (data, algorithm, hyper-parameters, loss, layer groups, clock, chart).
+    """
+
+    def __init__(self, problem: Problem):
+        self.problem = problem
+        self.features = np.ascontiguousarray(problem.data.signed_features)  # (n, d)
+        self.n = problem.data.n
+        self.multiplicity = np.asarray(problem.multiplicity)
+        self.groups = len(self.multiplicity)
+        self.depth = int(self.multiplicity.sum())
+        if self.groups > 1 and np.any(self.multiplicity != 1):
+            raise ValueError("FusedField needs one group of multiplicity L or L groups of 1")
+        self.log_n = float(np.log(self.n))
+        if self.n == 1:  # a single example: p = 1 and the direction G = y x is constant
+            self.direction = _signed(self.features[0])
+
+    # ------------------------------------------------------------------ network
+
+    def product_of_layers(self, sign: np.ndarray, log_abs: np.ndarray) -> SignedLog:
+        """``beta = prod_l w^(l)``: (..., G, d) -> (..., d)."""
+        if self.groups == 1:
+            m = self.depth
+            out_sign = sign[..., 0, :] ** m
+            out_log = m * log_abs[..., 0, :]
+        else:
+            out_sign = np.prod(sign, axis=-2)
+            out_log = np.sum(log_abs, axis=-2)
+        return SignedLog(out_sign, np.where(out_sign == 0, -np.inf, out_log))
+
+    def leave_one_out(self, sign: np.ndarray, log_abs: np.ndarray) -> SignedLog:
+        """``prod_{k != l} w^(k)`` per group, without division (exact zeros stay exact)."""
+        if self.groups == 1:
+            m = self.depth
+            if m == 1:
+                return SignedLog(np.ones_like(sign), np.zeros_like(log_abs))
+            return SignedLog(sign ** (m - 1), (m - 1) * log_abs)
+        if self.groups == 2:
+            out_sign, out_log = sign[..., ::-1, :], log_abs[..., ::-1, :]
+        else:
+            out_sign = _exclusive(sign, np.multiply, 1.0)
+            out_log = _exclusive(log_abs, np.add, 0.0)
+        return SignedLog(out_sign, np.where(out_sign == 0, -np.inf, out_log))
+
+    def margins(self, beta: SignedLog) -> np.ndarray:
+        """Margins ``m_i = <beta, y_i x_i>`` (..., n) as floats (+-inf beyond float64)."""
+        return self._margins(beta)[0]
+
+    def _margins(self, beta: SignedLog) -> tuple[np.ndarray, np.ndarray]:
+        """Margins as floats and scaled by ``exp(-max_j log|beta_j|)`` (exact zeros kept)."""
+        top = np.max(beta.log_abs, axis=-1, keepdims=True)
+        safe = np.where(np.isfinite(top), top, 0.0)
+        scaled = (beta.sign * np.exp(beta.log_abs - safe)) @ self.features.T
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.where(scaled == 0, 0.0, scaled * np.exp(safe)), scaled
+
+    def weights(self, beta: SignedLog) -> tuple[np.ndarray | None, np.ndarray]:
+        """Example weights ``p`` (..., n) and ``log c`` (...) from the predictor.
+
+        As :func:`flows.model.loss_weights`: margins ``m = exp(M) (A beta~)`` with
+        ``M = max_j log|beta_j|``; when every ``|l'(m_i)|`` underflows the weights concentrate
+        on the smallest scaled margins and ``log c = -inf``. ``p`` is None for one example.
+        """
+        m, scaled = self._margins(beta)
+        log_w = self.problem.loss.log_abs_derivative(m)
+        if self.n == 1:
+            return None, log_w[..., 0]
+        w_top = np.max(log_w, axis=-1, keepdims=True)
+        degenerate = np.isneginf(w_top)
+        w_safe = np.where(degenerate, 0.0, w_top)
+        e = np.exp(log_w - w_safe)
+        total = np.sum(e, axis=-1, keepdims=True)
+        log_c = np.where(degenerate, -np.inf, w_safe + np.log(total))[..., 0] - self.log_n
+        p = e / total
+        if np.any(degenerate):
+            smallest = scaled == np.min(scaled, axis=-1, keepdims=True)
+            p = np.where(degenerate, smallest / np.sum(smallest, axis=-1, keepdims=True), p)
+        return p, log_c
+
+    def evaluate(self, sign: np.ndarray,
+                 log_abs: np.ndarray) -> tuple[SignedLog, np.ndarray, SignedLog]:
+        """Direction ``G`` (..., d), ``log c`` (...) and leave-one-out products at ``theta``."""
+        p, log_c = self.weights(self.product_of_layers(sign, log_abs))
+        direction = self.direction if p is None else _signed(p @ self.features)
+        return SignedLog(*direction), log_c, self.leave_one_out(sign, log_abs)
+
+    # ------------------------------------------------------------------ field
+
+    def pattern_signs(self, sign_pattern: np.ndarray | None) -> np.ndarray | None:
+        """Sign of ``prod_{k != l}`` of a frozen sign pattern (constant over a segment)."""
+        if sign_pattern is None:
+            return None
+        return self.leave_one_out(sign_pattern, np.zeros(sign_pattern.shape)).sign
+
+    def perturbed_point(self, sign: np.ndarray, log_abs: np.ndarray,
+                        pattern_signs: np.ndarray | None = None) -> SignedLog:
+        """``theta' = theta + eps(theta)`` (see :func:`flows.field.perturbed_point`);
+        ``pattern_signs`` from :meth:`pattern_signs`."""
+        algorithm = self.problem.algorithm
+        if not algorithm.perturbs:
+            return SignedLog(sign, log_abs)
+        direction, log_c, loo = self.evaluate(sign, log_abs)
+        d_sign = direction.sign[..., None, :]
+        grad_sign = -d_sign * (loo.sign if pattern_signs is None else pattern_signs)
+        grad = LossGradient(SignedLog(grad_sign, direction.log_abs[..., None, :] + loo.log_abs),
+                            np.asarray(log_c)[..., None, None])
+        eps = algorithm.perturb(grad, self.multiplicity, self.problem.hyperparameters)
+        finite = np.all(np.isfinite(eps), axis=(-2, -1), keepdims=True)
+        if not np.all(finite):
+            eps = np.where(finite, eps, np.nan)
+        return add_float(SignedLog(sign, log_abs), eps)
+
+    def velocity(self, theta: SignedLog, pattern_signs: np.ndarray | None = None) -> Velocity:
+        """``F = G(theta') prod_{k != l} theta'^(k)`` and ``log c(theta')``."""
+        point = self.perturbed_point(theta.sign, theta.log_abs, pattern_signs)
+        direction, log_c, loo = self.evaluate(point.sign, point.log_abs)
+        sign = direction.sign[..., None, :] * loo.sign
+        log_abs = direction.log_abs[..., None, :] + loo.log_abs
+        invalid = np.isnan(np.sum(point.log_abs, axis=(-2, -1), keepdims=True))
+        if np.any(invalid):  # a non-finite perturbation: the solver must see NaN, as with
+            sign = np.where(invalid, np.nan, sign)  # the reference field
+            log_abs = np.where(invalid, np.nan, log_abs)
+        return Velocity(SignedLog(sign, log_abs), log_c)
+
+    def log_c(self, theta: SignedLog, pattern_signs: np.ndarray | None = None) -> np.ndarray:
+        """``log c(theta')`` (...): the clock factor at the perturbed point."""
+        point = self.perturbed_point(theta.sign, theta.log_abs, pattern_signs)
+        return self.weights(self.product_of_layers(point.sign, point.log_abs))[1]
+
+    def chart_rhs(self, z: np.ndarray, held: np.ndarray,
+                  pattern_signs: np.ndarray | None = None) -> np.ndarray:
+        """``d(z, tau)/ds`` for one flat chart state ``z`` (see :func:`flows.field.chart_rhs`)."""
+        problem = self.problem
+        z = z.reshape(problem.shape)
+        vel = self.velocity(problem.chart.state(z), pattern_signs)
+        log_speed = problem.clock.log_speed(vel.log_c)
+        dw = SignedLog(vel.dtheta.sign, vel.dtheta.log_abs + log_speed)
+        dz = np.where(held, 0.0, problem.chart.velocity(dw, z))
+        return np.append(dz.ravel(), np.exp(log_speed))
+
+
+def _exclusive(a: np.ndarray, op: np.ufunc, neutral: float) -> np.ndarray:
+    """``op``-products over all rows but one along axis -2 (prefix times suffix)."""
+    prefix = np.full_like(a, neutral)
+    suffix = np.full_like(a, neutral)
+    prefix[..., 1:, :] = op.accumulate(a[..., :-1, :], axis=-2)
+    suffix[..., :-1, :] = op.accumulate(a[..., :0:-1, :], axis=-2)[..., ::-1, :]
+    return op(prefix, suffix)

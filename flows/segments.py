@@ -1,0 +1,147 @@
+"""The integrated path: segments between events, each a chain of solver steps with dense output.
+
+A :class:`Segment` covers ``[start, end]`` in the run's clock ``s``, in one *mode* (chart,
+entries held at 0, frozen sign pattern); within it the state ``(z, tau)`` is the solver's
+dense output, one polynomial per step. :class:`Path` samples states at any times, in
+signed-log form (so segments integrated in different charts are read the same way), one
+batch per segment.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .charts import AsinhChart, LogChart
+from .signedlog import SignedLog
+
+
+@dataclass
+class Mode:
+    """What changes at events.
+
+    Attributes
+    ----------
+    chart : the chart the state is integrated in.
+    held : (G, d) entries held at 0 (l_inf-SAM sliding, or everything after a collapse).
+    sign_pattern : (G, d) parameter signs frozen inside ``sign(grad L)`` (sign-discontinuous
+        algorithms only), else None.
+    collapsed : theta has collapsed to 0 for good.
+    near_zero : after the run left the log chart because every parameter came near 0: the
+        flat indices of the parameters whose reaching 0 is the collapse (those within
+        ``e^-30`` of the largest; the others are far below any tolerance), else None.
+    """
+
+    chart: AsinhChart | LogChart
+    held: np.ndarray
+    sign_pattern: np.ndarray | None = None
+    collapsed: bool = False
+    near_zero: np.ndarray | None = None
+
+    def copy(self) -> "Mode":
+        """An independent copy (the arrays are mutated by event handlers)."""
+        return Mode(self.chart, self.held.copy(),
+                    None if self.sign_pattern is None else self.sign_pattern.copy(),
+                    self.collapsed, self.near_zero)
+
+
+Interpolant = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass
+class Segment:
+    """Dense output over ``[start, end]``: step boundaries ``ts`` and one interpolant per step.
+
+    ``interpolants[k]`` maps times in ``[ts[k], ts[k+1]]`` to states ``(n_state, len(s))``
+    (chart coordinates, then ``tau``).
+    """
+
+    mode: Mode
+    ts: np.ndarray
+    interpolants: list[Interpolant]
+
+    @property
+    def start(self) -> float:
+        """First time covered."""
+        return float(self.ts[0])
+
+    @property
+    def end(self) -> float:
+        """Last time covered."""
+        return float(self.ts[-1])
+
+    @classmethod
+    def frozen(cls, mode: Mode, start: float, end: float, y: np.ndarray,
+               tau_rate: float) -> "Segment":
+        """A segment where ``z`` does not move and only ``tau`` advances at ``tau_rate``."""
+        y = y.copy()
+
+        def constant(s: np.ndarray) -> np.ndarray:
+            out = np.repeat(y[:, None], len(s), axis=1)
+            out[-1] = y[-1] + tau_rate * (s - start)
+            return out
+
+        return cls(mode, np.array([start, end]), [constant])
+
+    def raw(self, s: np.ndarray) -> np.ndarray:
+        """States ``(len(s), n_state)`` at times ``s`` within the segment."""
+        out = np.empty((len(s), 0))
+        step = np.clip(np.searchsorted(self.ts, s, side="right") - 1, 0, len(self.interpolants) - 1)
+        for k in np.unique(step):
+            rows = step == k
+            values = self.interpolants[k](s[rows]).T
+            if out.shape[1] == 0:
+                out = np.empty((len(s), values.shape[1]))
+            out[rows] = values
+        return out
+
+    def sample(self, s: np.ndarray, shape: tuple[int, int]) -> tuple[SignedLog, np.ndarray]:
+        """Parameters (signed-log, ``(len(s), G, d)``) and ``tau`` at times ``s``."""
+        states = self.raw(np.asarray(s, dtype=float))
+        z = states[:, :-1].reshape((len(s),) + shape)
+        theta = self.mode.chart.state(z)
+        held = self.mode.held
+        if np.any(held):
+            theta = SignedLog(np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs))
+        return theta, states[:, -1]
+
+
+@dataclass
+class Path:
+    """The segments of a run, in order."""
+
+    shape: tuple[int, int]
+    segments: list[Segment] = field(default_factory=list)
+
+    @property
+    def end(self) -> float:
+        """Last time covered (0 before the first segment)."""
+        return self.segments[-1].end if self.segments else 0.0
+
+    def breakpoints(self) -> np.ndarray:
+        """Every step boundary of every segment (where the dense output changes polynomial)."""
+        return np.unique(np.concatenate([seg.ts for seg in self.segments]))
+
+    def segment_of(self, s: np.ndarray) -> np.ndarray:
+        """Index of the segment covering each time (the earlier one at a shared boundary)."""
+        ends = np.array([seg.end for seg in self.segments])
+        return np.minimum(np.searchsorted(ends, s, side="left"), len(ends) - 1)
+
+    def sample(self, s: np.ndarray,
+               which: np.ndarray | None = None) -> tuple[SignedLog, np.ndarray, np.ndarray]:
+        """Parameters ``(len(s), G, d)``, ``tau`` and the segment index at times ``s``.
+
+        ``which`` chooses the segment of each time (default :meth:`segment_of`); the caller
+        passes it to take one-sided values at event times.
+        """
+        s = np.asarray(s, dtype=float)
+        which = self.segment_of(s) if which is None else np.asarray(which)
+        sign = np.empty((len(s),) + self.shape)
+        log_abs = np.empty_like(sign)
+        tau = np.empty(len(s))
+        for i in np.unique(which):
+            rows = which == i
+            theta, tau[rows] = self.segments[i].sample(s[rows], self.shape)
+            sign[rows], log_abs[rows] = theta
+        return SignedLog(sign, log_abs), tau, which

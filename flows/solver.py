@@ -1,0 +1,100 @@
+"""One integration segment: steps of a scipy ``OdeSolver`` up to the first terminal event.
+
+This is ``scipy.integrate.solve_ivp`` reduced to what the engine needs, written out so that
+the engine keeps control between steps: a budget of field evaluations checked after every
+step (a run that exhausts it keeps every step it completed), and the dense output of each
+step kept for sampling and for the original-time quadrature. Events are located as
+``solve_ivp`` does: a sign change of ``g(s, y)`` over a step (respecting ``direction``),
+then ``brentq`` on the step's interpolant.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy.integrate import DOP853, LSODA, RK23, RK45, BDF, Radau
+from scipy.optimize import brentq
+
+METHODS = {"DOP853": DOP853, "RK45": RK45, "RK23": RK23, "Radau": Radau, "BDF": BDF,
+           "LSODA": LSODA}
+
+EPS = np.finfo(float).eps
+
+
+@dataclass
+class SegmentResult:
+    """What one segment produced.
+
+    Attributes
+    ----------
+    ts : step boundaries (``ts[0]`` the start, ``ts[-1]`` where the segment ended).
+    interpolants : one dense output per step.
+    y : the state at ``ts[-1]``.
+    event : index of the terminal event that ended the segment, or None.
+    status : 'end' (reached ``s_end``), 'event', 'failed' (solver failure or non-finite
+        state) or 'budget' (``max_nfev`` spent).
+    message : the solver's message on failure.
+    nfev : field evaluations spent.
+    """
+
+    ts: list[float]
+    interpolants: list = field(default_factory=list)
+    y: np.ndarray | None = None
+    event: int | None = None
+    status: str = "end"
+    message: str = ""
+    nfev: int = 0
+
+
+def _active(g_old: np.ndarray, g_new: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """Indices of events whose function changed sign over a step in the watched direction."""
+    up = (g_old <= 0) & (g_new >= 0)
+    down = (g_old >= 0) & (g_new <= 0)
+    hit = (up & (direction > 0)) | (down & (direction < 0)) | ((up | down) & (direction == 0))
+    return np.flatnonzero(hit)
+
+
+def integrate_segment(rhs: Callable[[float, np.ndarray], np.ndarray], s0: float,
+                      y0: np.ndarray, s_end: float, events: Sequence, method: str,
+                      rtol: float, atol: np.ndarray, budget: int) -> SegmentResult:
+    """Step from ``(s0, y0)`` towards ``s_end`` until a terminal event, the end or the budget.
+
+    Parameters
+    ----------
+    rhs : ``f(s, y)``.
+    events : callables ``g(s, y)`` with a ``direction`` attribute (all terminal).
+    method : a key of :data:`METHODS`.
+    rtol, atol : tolerances as in ``solve_ivp``.
+    budget : field evaluations allowed for this segment.
+    """
+    solver = METHODS[method](rhs, s0, y0, s_end, rtol=rtol, atol=atol)
+    out = SegmentResult(ts=[s0], y=y0.copy())
+    direction = np.array([getattr(e, "direction", 0.0) for e in events])
+    g_old = np.array([e(s0, y0) for e in events])
+    while solver.status == "running":
+        message = solver.step()
+        out.nfev = solver.nfev
+        if solver.status == "failed" or not np.all(np.isfinite(solver.y)):
+            out.status, out.message = "failed", message or "the state left the float range"
+            return out
+        interpolant = solver.dense_output()
+        g_new = np.array([e(solver.t, solver.y) for e in events])
+        hits = _active(g_old, g_new, direction) if len(events) else []
+        if len(hits):
+            roots = [brentq(lambda s, e=events[i]: e(s, interpolant(s)), solver.t_old, solver.t,
+                            xtol=4 * EPS, rtol=4 * EPS) for i in hits]
+            first = int(np.argmin(roots))
+            s_hit = roots[first]
+            out.ts.append(s_hit)
+            out.interpolants.append(interpolant)
+            out.y, out.event, out.status = interpolant(s_hit), int(hits[first]), "event"
+            return out
+        out.ts.append(solver.t)
+        out.interpolants.append(interpolant)
+        out.y = solver.y.copy()
+        g_old = g_new
+        if solver.nfev > budget and solver.status == "running":
+            out.status = "budget"
+            return out
+    return out

@@ -1,0 +1,174 @@
+"""The fast paths against the general path.
+
+* ``backend="numpy"`` (the fused, batched field of :mod:`flows.kernel`, the default) against
+  ``backend="reference"`` (the point-by-point field of :mod:`flows.field`): the same solver on
+  fields that agree to rounding, so paths agree to ~1e-9 in log|beta| and events coincide.
+* ``chart="auto"`` (the log chart for balanced continuous runs) against ``chart="asinh"``:
+  different coordinates, each integrated to rtol 1e-10, so paths agree to ~1e-7.
+* The fused field itself against the reference at random points (every algorithm, clock,
+  depth, single and multi-example data, frozen sign patterns).
+* The batched quadrature of the original time against closed forms.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from flows import Dataset, simulate, single_example
+from flows.algorithms import ALGORITHMS, get_algorithm, resolve_hyperparameters
+from flows.charts import AsinhChart
+from flows.clocks import get_clock, log_exp_integrals, log_original_time
+from flows.field import Problem, ReferenceField, chart_rhs
+from flows.kernel import FusedField
+from flows.model import LOSSES
+
+HP = dict(rho=0.3, sigma=0.2, rho_max=0.5)
+
+
+def blobs(n: int = 12, d: int = 3, seed: int = 0) -> Dataset:
+    """Random data separated by a positive predictor (labels from ``w > 0``), so that balanced
+    positive inits at even depth, which keep beta >= 0, can separate them."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return Dataset(X, np.sign(X @ np.abs(rng.normal(size=d))))
+
+
+def finite_gap(a: np.ndarray, b: np.ndarray) -> float:
+    """max |a - b| where both are finite; inf if they are not finite at the same places."""
+    if a.shape != b.shape or np.any(np.isfinite(a) != np.isfinite(b)):
+        return np.inf
+    both = np.isfinite(a)
+    return float(np.max(np.abs(a[both] - b[both]), initial=0.0))
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_fused_field_equals_reference_at_random_points(algorithm, loss):
+    """chart_rhs of both implementations at random chart states (with exact zeros, huge and
+    tiny entries): equal to 1e-12 relative, for 1..3 layers, reduced and full, both clocks.
+    (Huge parameters only with the logistic loss: with the exponential loss a margin of
+    -1e7 already makes the loss weight overflow, where the reference returns NaN.)"""
+    rng = np.random.default_rng(7)
+    for data in (single_example([1.0, 2.0, 3.0, 4.0, 5.0]), blobs()):
+        hp = resolve_hyperparameters(algorithm, HP)
+        for mult in ([1], [2], [3], [1, 1], [1, 1, 1]):
+            for clock in ("rescaled", "original"):
+                problem = Problem(data, get_algorithm(algorithm), hp, LOSSES[loss],
+                                  np.array(mult), get_clock(clock), AsinhChart())
+                fused = FusedField(problem)
+                for k in range(4):
+                    scale = (300.0 if k == 3 else 3.0) if loss == "logistic" else 0.3
+                    z = rng.normal(size=problem.shape) * scale
+                    if k == 1:
+                        z[0, 0] = 0.0
+                    held = np.zeros(problem.shape, dtype=bool)
+                    pattern = (np.sign(rng.normal(size=problem.shape))
+                               if get_algorithm(algorithm).sign_discontinuous else None)
+                    want = chart_rhs(z.ravel(), problem, held, pattern)
+                    got = fused.chart_rhs(z.ravel(), held, fused.pattern_signs(pattern))
+                    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+
+
+def test_fused_log_c_batch_equals_pointwise():
+    """A batch of points gives the numbers of one call per point (reference field)."""
+    rng = np.random.default_rng(3)
+    data = blobs(8, 4)
+    for algorithm in ("l2-sam", "le-sam", "usam"):
+        problem = Problem(data, get_algorithm(algorithm), resolve_hyperparameters(algorithm, HP),
+                          LOSSES["logistic"], np.ones(2, dtype=int), get_clock("rescaled"),
+                          AsinhChart())
+        theta = AsinhChart().state(rng.normal(size=(6, 2, 4)) * 4)
+        np.testing.assert_allclose(FusedField(problem).log_c(theta),
+                                   ReferenceField(problem).log_c(theta), rtol=1e-13)
+
+
+CASES = {
+    "l2-sam L2 one example": (single_example([1, 2, 3, 4, 5]), "l2-sam", 2, 0.4, 6.0),
+    "l2-sam L3 blobs": (blobs(), "l2-sam", 3, 0.5, 3.0),
+    "gd L2 blobs original": (blobs(), "gd", 2, 0.3, 4.0),
+    "le-sam L2 blobs": (blobs(), "le-sam", 2, 0.5, 3.0),
+    "usam L1 blobs": (blobs(), "usam", 1, 0.5, 3.0),
+    "linf-sam L2 sliding": (single_example([1, 2, 3]), "linf-sam", 2, np.array([0.2, 0.5, 0.9]),
+                            3.0),
+    "l2-sam collapse": (single_example([1, 2, 3, 4, 5]), "l2-sam", 2, 0.3, 2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_numpy_backend_equals_reference_backend(name):
+    """Same path to 1e-9 in log|beta| (where finite), same events at the same times (1e-9),
+    same status."""
+    data, algorithm, depth, alpha, t_max = CASES[name]
+    clock = "original" if "original" in name else "rescaled"
+    kw = dict(rho=0.5, sigma=0.3, rho_max=0.5, t_max=t_max, n_points=31, clock=clock,
+              original_time=False)
+    fast = simulate(data, algorithm, depth, alpha, **kw)
+    ref = simulate(data, algorithm, depth, alpha, backend="reference", **kw)
+    assert fast.status == ref.status == 0, (fast.message, ref.message)
+    assert [(e.kind, e.entry) for e in fast.events] == [(e.kind, e.entry) for e in ref.events]
+    np.testing.assert_allclose([e.tau for e in fast.events], [e.tau for e in ref.events],
+                               rtol=1e-9, atol=1e-12)
+    assert finite_gap(fast.log_abs_beta, ref.log_abs_beta) <= 1e-9
+    np.testing.assert_array_equal(fast.sign_beta, ref.sign_beta)
+
+
+@pytest.mark.parametrize("algorithm,alpha", [("l2-sam", 0.4), ("l2-sam", 0.3), ("gd", 0.2),
+                                             ("le-sam", 0.4), ("usam", 0.4)])
+@pytest.mark.parametrize("depth", [2, 3])
+def test_log_chart_equals_asinh_chart(algorithm, alpha, depth):
+    """The automatic log chart (balanced runs) and the asinh chart give the same path: 1e-6 in
+    log|beta| up to 90% of the run or of the time to collapse (next to a blow-up or a collapse
+    the path is arbitrarily sensitive), the same events at the same times to 1e-8 (for
+    alpha = 0.3 the L = 2 l2-SAM run collapses, at L = 3 the runs blow up)."""
+    data = single_example([1.0, 2.0, 3.0, 4.0, 5.0])
+    kw = dict(rho=1.0, sigma=0.5, rho_max=1.0, t_max=2.9, n_points=59, original_time=False)
+    auto = simulate(data, algorithm, depth, alpha, **kw)
+    asinh = simulate(data, algorithm, depth, alpha, chart="asinh", **kw)
+    assert auto.status == asinh.status
+    assert [e.kind for e in auto.events] == [e.kind for e in asinh.events]
+    np.testing.assert_allclose([e.tau for e in auto.events], [e.tau for e in asinh.events],
+                               rtol=1e-8)
+    end = min(auto.tau[-1], asinh.tau[-1], auto.collapse_time or np.inf)
+    early = auto.tau[: len(asinh.tau)] <= 0.9 * end
+    assert finite_gap(auto.log_abs_beta[early], asinh.log_abs_beta[early]) <= 1e-6
+
+
+def test_log_exp_integrals_closed_forms():
+    """Linear exponent: log int_a^b exp(k s) ds = k a + log(expm1(k (b - a)) / k), from gentle
+    slopes to a sharp endpoint peak (k (b - a) = 1e6); quadratic: against the error function."""
+    from scipy.special import erf
+
+    a = np.array([0.0, 0.0, 1.0, 0.0, 2.0])
+    b = np.array([1.0, 1e-3, 3.0, 3.0, 2.5])
+    slope = np.array([1e-3, 5.0, -40.0, 1e6, 0.0])
+    mids = 0.5 * (a + b)
+
+    def K(s, ref):
+        owner = np.argmin(np.abs(ref[:, None] - mids[None, :]), axis=1)
+        return slope[owner] * s
+
+    got = log_exp_integrals(a, b, K)
+    want = np.log(b - a)
+    moving = (slope != 0) & (slope * (b - a) < 700)
+    want[moving] = (slope * a + np.log(np.expm1(slope * (b - a)) / slope))[moving]
+    want[3] = 3e6 - np.log(1e6)  # e^{k b} / k dominates
+    np.testing.assert_allclose(got, want, rtol=1e-7)
+
+    got = log_exp_integrals(np.array([0.0]), np.array([2.0]), lambda s, ref: -s ** 2)
+    assert got[0] == pytest.approx(np.log(np.sqrt(np.pi) / 2 * erf(2.0)), rel=1e-7)
+
+
+def test_log_original_time_cumulative_and_limit():
+    """Cumulative over the grid, cut at breakpoints (a jump of K there), +inf past 1e100."""
+    grid = np.linspace(0.0, 2.0, 5)
+
+    def K(s, ref):  # K = 0 before 1.3, 2 after (a jump at the breakpoint 1.3)
+        return np.where(ref < 1.3, 0.0, 2.0) + 0.0 * s
+
+    got = log_original_time(grid, np.array([1.3]), K)
+    t = np.array([0.0, 0.5, 1.0, 1.3 + np.exp(2.0) * 0.2, 1.3 + np.exp(2.0) * 0.7])
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(got[1:], np.log(t[1:]), rtol=1e-10, atol=1e-14)
+    assert got[0] == -np.inf
+    huge = log_original_time(grid, np.array([]), lambda s, ref: np.where(s > 1.2, 1e200, 0.0))
+    assert np.all(np.isinf(huge[-2:])) and np.all(np.isfinite(huge[1:3]))
