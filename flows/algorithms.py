@@ -1,9 +1,10 @@
 """The algorithm table: each algorithm is gradient descent at a perturbed point ``theta + eps(theta)``.
 
-SPEC §2. Adding a SAM variant means adding one :class:`Algorithm` to :data:`ALGORITHMS`.
-Every perturbation receives ``grad L(theta)`` as a :class:`LossGradient` (a bounded direction
-part and the log of the positive loss factor, so that neither rounding nor overflow touches
-the direction) and the multiplicity of each parameter row (norms run over all parameters).
+``docs/theory.md`` (algorithms). Adding a SAM variant means adding one :class:`Algorithm` to
+:data:`ALGORITHMS`. Every perturbation receives ``grad L(theta)`` summarised as a
+:class:`GradientSummary` (its unit direction, its signs and the log of its norm, so that
+neither rounding nor overflow touches the direction: the norm may be ``exp(-1e18)``); the
+field implementations (:mod:`flows.field`, :mod:`flows.kernel`) build the summary.
 """
 from __future__ import annotations
 
@@ -12,74 +13,53 @@ from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
 
-from .signedlog import SignedLog, log_norm2
 
+class GradientSummary(NamedTuple):
+    """``grad L(theta)`` as the perturbations need it.
 
-class LossGradient(NamedTuple):
-    """``grad L = exp(log_c) * scaled`` with ``scaled = -G * prod_{k != l} w^(k)`` (signed-log).
-
-    ``c`` (the mean ``|l'|``) is a positive scalar: it does not change the direction, and it is
-    kept apart because ``log c`` is about ``-margin``, which may be ``-1e18`` or beyond.
-    For a batch of points (arrays of shape ``(B, G, d)``), ``log_c`` has shape ``(B, 1, 1)``.
+    Attributes
+    ----------
+    unit : ``grad L / ||grad L||_2`` (shape (..., G, d); the norm over all L*d parameters,
+        each group counted with its multiplicity; 0 where ``grad L = 0``).
+    sign : ``sign(grad L)`` (with a frozen sign pattern for l_inf-SAM, see
+        :func:`flows.field.perturbed_point`).
+    log_norm : ``log ||grad L||_2`` (shape (..., 1, 1) or a float; -inf where ``grad L = 0``).
     """
 
-    scaled: SignedLog
-    log_c: float | np.ndarray
+    unit: np.ndarray
+    sign: np.ndarray
+    log_norm: np.ndarray | float
 
 
-Perturbation = Callable[[LossGradient, np.ndarray, Mapping[str, float]], np.ndarray]
+Perturbation = Callable[[GradientSummary, Mapping[str, float]], np.ndarray]
 
 
-def _unit_direction(grad: LossGradient,
-                    multiplicity: np.ndarray) -> tuple[np.ndarray, np.ndarray | float]:
-    """``grad L / ||grad L||_2`` (0 where ``grad L = 0``) and ``log ||grad L||_2``.
-
-    The norm runs over the last two axes (layer groups, weighted by their multiplicity, and
-    coordinates); leading axes, if any, are a batch of parameter points.
-    """
-    log_abs = grad.scaled.log_abs
-    weights = np.asarray(multiplicity, dtype=float)[:, None]
-    log_norm = log_norm2(log_abs, weights, axis=(-2, -1))
-    with np.errstate(invalid="ignore"):
-        unit = np.where(np.isneginf(log_norm), 0.0,
-                        grad.scaled.sign * np.exp(log_abs - log_norm))
-    log_grad_norm = log_norm + grad.log_c
-    if np.ndim(log_abs) == 2:
-        return unit, float(log_grad_norm.reshape(()))
-    return unit, log_grad_norm
-
-
-def no_perturbation(grad: LossGradient, multiplicity: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
+def no_perturbation(grad: GradientSummary, hp: Mapping[str, float]) -> np.ndarray:
     """``eps = 0`` (gradient descent)."""
-    return np.zeros_like(grad.scaled.log_abs)
+    return np.zeros_like(grad.unit)
 
 
-def l2_perturbation(grad: LossGradient, multiplicity: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
+def l2_perturbation(grad: GradientSummary, hp: Mapping[str, float]) -> np.ndarray:
     """``eps = rho grad L / ||grad L||_2`` (0 where ``grad L = 0``)."""
-    unit, _ = _unit_direction(grad, multiplicity)
-    return hp["rho"] * unit
+    return hp["rho"] * grad.unit
 
 
-def linf_perturbation(grad: LossGradient, multiplicity: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
+def linf_perturbation(grad: GradientSummary, hp: Mapping[str, float]) -> np.ndarray:
     """``eps = rho sign(grad L)`` elementwise (``sign 0 = 0``)."""
-    return hp["rho"] * grad.scaled.sign
+    return hp["rho"] * grad.sign
 
 
-def unnormalized_perturbation(grad: LossGradient, multiplicity: np.ndarray,
-                              hp: Mapping[str, float]) -> np.ndarray:
+def unnormalized_perturbation(grad: GradientSummary, hp: Mapping[str, float]) -> np.ndarray:
     """``eps = rho grad L`` (USAM); may overflow, which the integrator reports."""
-    with np.errstate(over="ignore"):
-        return hp["rho"] * grad.scaled.sign * np.exp(grad.scaled.log_abs + grad.log_c)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return hp["rho"] * np.exp(grad.log_norm) * grad.unit
 
 
-def loss_equilibrated_perturbation(grad: LossGradient, multiplicity: np.ndarray,
-                                   hp: Mapping[str, float]) -> np.ndarray:
+def loss_equilibrated_perturbation(grad: GradientSummary, hp: Mapping[str, float]) -> np.ndarray:
     """LE-SAM: ``eps = rho_t grad L / ||grad L||``, ``rho_t = min(sigma / (||grad L|| + varrho), rho_max)``."""
-    unit, log_norm = _unit_direction(grad, multiplicity)
     with np.errstate(over="ignore"):
-        grad_norm = np.exp(log_norm)
-    radius = np.minimum(hp["sigma"] / (grad_norm + hp["varrho"]), hp["rho_max"])
-    return radius * unit
+        grad_norm = np.exp(grad.log_norm)
+    return np.minimum(hp["sigma"] / (grad_norm + hp["varrho"]), hp["rho_max"]) * grad.unit
 
 
 @dataclass(frozen=True)

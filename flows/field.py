@@ -15,12 +15,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .algorithms import Algorithm, LossGradient
+from .algorithms import Algorithm, GradientSummary
 from .clocks import Clock
 from .data import Dataset
 from .model import Loss, evaluate, loss_weights, margin_gradient, margins
 from .charts import AsinhChart, LogChart
-from .signedlog import SignedLog, add_float, leave_one_out, product_of_layers
+from .signedlog import SignedLog, add_float, leave_one_out, log_norm2, product_of_layers
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,6 +47,23 @@ class Velocity(NamedTuple):
     log_c: float
 
 
+def gradient_summary(scaled: SignedLog, log_c, multiplicity: np.ndarray) -> GradientSummary:
+    """The :class:`~flows.algorithms.GradientSummary` of ``grad L = exp(log_c) * scaled``.
+
+    ``scaled`` (signed-log, shape (..., G, d)) is ``-G * prod_{k != l} w^(k)`` with the signs
+    of ``grad L``; ``log_c`` a float or an array of shape (..., 1, 1). The norm runs over the
+    last two axes, each group counted ``multiplicity`` times, in log-sum-exp form.
+    """
+    weights = np.asarray(multiplicity, dtype=float)[:, None]
+    log_norm = log_norm2(scaled.log_abs, weights, axis=(-2, -1))
+    with np.errstate(invalid="ignore"):
+        unit = np.where(np.isneginf(log_norm), 0.0, scaled.sign * np.exp(scaled.log_abs - log_norm))
+    log_grad_norm = log_norm + log_c
+    if np.ndim(scaled.log_abs) == 2:
+        log_grad_norm = float(log_grad_norm.reshape(()))
+    return GradientSummary(unit, scaled.sign, log_grad_norm)
+
+
 def perturbed_point(theta: SignedLog, problem: Problem,
                     sign_pattern: np.ndarray | None = None) -> SignedLog:
     """``theta' = theta + eps(theta)`` with ``eps`` from the algorithm table.
@@ -65,8 +82,8 @@ def perturbed_point(theta: SignedLog, problem: Problem,
         pattern_products = leave_one_out(SignedLog(sign_pattern, theta.log_abs),
                                           problem.multiplicity).sign
         sign = -ev.direction.sign * pattern_products
-    grad = LossGradient(SignedLog(sign, mg.log_abs), ev.log_c)
-    eps = problem.algorithm.perturb(grad, problem.multiplicity, problem.hyperparameters)
+    grad = gradient_summary(SignedLog(sign, mg.log_abs), ev.log_c, problem.multiplicity)
+    eps = problem.algorithm.perturb(grad, problem.hyperparameters)
     if not np.all(np.isfinite(eps)):
         # a non-finite perturbation makes the field NaN: the solver rejects the step (and
         # reports a failure if it cannot avoid the point); iterate flags it as an overflow

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .algorithms import LossGradient
-from .field import Problem, Velocity
+from .algorithms import GradientSummary
+from .charts import LogChart
+from .field import Problem, Velocity, gradient_summary
 from .signedlog import SignedLog, add_float
 
 
@@ -139,9 +140,9 @@ class FusedField:
         direction, log_c, loo = self.evaluate(sign, log_abs)
         d_sign = direction.sign[..., None, :]
         grad_sign = -d_sign * (loo.sign if pattern_signs is None else pattern_signs)
-        grad = LossGradient(SignedLog(grad_sign, direction.log_abs[..., None, :] + loo.log_abs),
-                            np.asarray(log_c)[..., None, None])
-        eps = algorithm.perturb(grad, self.multiplicity, self.problem.hyperparameters)
+        grad = gradient_summary(SignedLog(grad_sign, direction.log_abs[..., None, :] + loo.log_abs),
+                                np.asarray(log_c)[..., None, None], self.multiplicity)
+        eps = algorithm.perturb(grad, self.problem.hyperparameters)
         finite = np.all(np.isfinite(eps), axis=(-2, -1), keepdims=True)
         if not np.all(finite):
             eps = np.where(finite, eps, np.nan)
@@ -166,14 +167,93 @@ class FusedField:
 
     def chart_rhs(self, z: np.ndarray, held: np.ndarray,
                   pattern_signs: np.ndarray | None = None) -> np.ndarray:
-        """``d(z, tau)/ds`` for one flat chart state ``z`` (see :func:`flows.field.chart_rhs`)."""
+        """``d(z, tau)/ds`` for one flat chart state ``z`` (see :func:`flows.field.chart_rhs`).
+
+        In ordinary floats (:meth:`_float_rhs`) while every quantity is far inside the float64
+        range, in signed-log arithmetic otherwise.
+        """
         problem = self.problem
         z = z.reshape(problem.shape)
-        vel = self.velocity(problem.chart.state(z), pattern_signs)
+        theta = problem.chart.state(z)
+        fast = self._float_rhs(theta, z, held, pattern_signs)
+        if fast is not None:
+            return fast
+        vel = self.velocity(theta, pattern_signs)
         log_speed = problem.clock.log_speed(vel.log_c)
         dw = SignedLog(vel.dtheta.sign, vel.dtheta.log_abs + log_speed)
         dz = np.where(held, 0.0, problem.chart.velocity(dw, z))
         return np.append(dz.ravel(), np.exp(log_speed))
+
+    # ------------------------------------------------------------------ float fast path
+
+    def _in_float_range(self, log_abs: np.ndarray) -> bool:
+        """Whether plain floats represent every quantity of the field at ``|w| = exp(log_abs)``.
+
+        The largest ``|w|^L`` within ``exp(+-FLOAT_RANGE)`` (margins, norms and loss weights
+        far from overflow and underflow) and the smallest ``|w|^L`` above
+        ``exp(-4 FLOAT_RANGE)`` (products of L parameters stay normal floats); no exact zeros.
+        """
+        top, bottom = self.depth * log_abs.max(), self.depth * log_abs.min()
+        return bool(-FLOAT_RANGE < top < FLOAT_RANGE and bottom > -4.0 * FLOAT_RANGE)
+
+    def _float_evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+        """Direction ``G`` (d,), ``log c`` and leave-one-out products at a float ``theta``."""
+        if self.groups == 1:
+            m = self.depth
+            beta = theta[0] ** m
+            loo = theta ** (m - 1)
+        else:
+            beta = np.prod(theta, axis=0)
+            loo = theta[::-1].copy() if self.groups == 2 else _exclusive(theta, np.multiply, 1.0)
+        log_w = self.problem.loss.log_abs_derivative(self.features @ beta)
+        if self.n == 1:
+            return self.features[0], float(log_w[0]), loo
+        top = log_w.max()
+        e = np.exp(log_w - top)
+        total = e.sum()
+        return (e / total) @ self.features, float(top + np.log(total)) - self.log_n, loo
+
+    def _float_rhs(self, theta: SignedLog, z: np.ndarray, held: np.ndarray,
+                   pattern_signs: np.ndarray | None) -> np.ndarray | None:
+        """:meth:`chart_rhs` in plain float64 arithmetic, or None outside its range.
+
+        The same formulas as the signed-log path: ``eps`` from the algorithm table on the
+        gradient summary, ``theta' = theta + eps``, ``F = G(theta') prod_{k != l} theta'``,
+        then the chart velocity; correctly rounded float operations on numbers far from
+        overflow and underflow lose nothing against the signed-log form.
+        """
+        if not self._in_float_range(theta.log_abs):
+            return None
+        problem = self.problem
+        w = theta.sign * np.exp(theta.log_abs)
+        point = w
+        if problem.algorithm.perturbs:
+            direction, log_c, loo = self._float_evaluate(w)
+            g = direction * loo  # -grad L / c
+            norm = np.sqrt(np.sum(self.multiplicity[:, None] * g * g))
+            if not norm > 0:
+                return None
+            sign = -np.sign(direction) * pattern_signs if pattern_signs is not None else -np.sign(g)
+            unit = sign * (np.abs(g) / norm)
+            eps = problem.algorithm.perturb(
+                GradientSummary(unit, sign, float(np.log(norm) + log_c)),
+                problem.hyperparameters)
+            point = w + eps
+            with np.errstate(divide="ignore", invalid="ignore"):
+                if not self._in_float_range(np.log(np.abs(point))):
+                    return None
+        direction, log_c, loo = self._float_evaluate(point)
+        speed = float(np.exp(problem.clock.log_speed(log_c)))
+        field = speed * direction * loo
+        if isinstance(problem.chart, LogChart):
+            dz = field / w
+        else:
+            dz = field / (problem.chart.delta * np.cosh(z))
+        return np.append(np.where(held, 0.0, dz).ravel(), speed)
+
+
+#: See :meth:`FusedField._in_float_range` (float64 spans about ``exp(+-708)``).
+FLOAT_RANGE = 150.0
 
 
 def _exclusive(a: np.ndarray, op: np.ufunc, neutral: float) -> np.ndarray:
