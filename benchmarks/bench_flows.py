@@ -1,288 +1,531 @@
 #!/usr/bin/env python
-"""Speed and accuracy of ``flows.simulate`` against plain alternatives, on one problem.
+"""Speed and accuracy of ``flows.simulate``, each timing next to a baseline from the same run.
 
 Run on demand (not a pytest test)::
 
-    python benchmarks/bench_flows.py [--quick]
+    python benchmarks/bench_flows.py            # full, ~3 min; writes benchmarks/results.md
+    python benchmarks/bench_flows.py --quick    # smoke version, < 40 s; stdout only
 
-Problem: the single example D_mu, mu = (1, 2, 3, 4, 5), l2-SAM with rho = 1, balanced
-init alpha = 0.4, depth L = 2, rescaled clock, tau in [0, 10]::
+Parts (every table is printed as Markdown and, in a full run, written to ``results.md``):
 
-    eps(theta) = -rho grad_m(theta) / ||grad_m(theta)||   (norm over all L*d parameters)
-    dtheta/dtau = grad_m(theta + eps(theta)),   grad_{w^(l)} m = mu * prod_{k != l} w^(k)
+1. Single example D_mu, mu = (1..5), l2-SAM, L = 2, rho = 1, alpha = 0.4, rescaled clock,
+   tau in [0, 10], 101 output times. Accuracy = max over times and coordinates of
+   |log|beta| - log|beta_ref||, against an independent reference: the reduced system of SPEC §4
+   in log coordinates, ``u_j = log a_j``, ``du_j/dtau = mu_j (1 - rho mu_j / N)``,
+   ``N = (2 sum_k mu_k^2 e^{2 u_k})^{1/2}``, scipy DOP853 at rtol 1e-13 (shares no code with
+   ``flows``; self-checked against rtol 1e-11 and against ``simulate(rtol=1e-13)``). Compared:
+   ``simulate`` (default call, which also computes log t; ``original_time=False``;
+   ``backend="reference"``, the old point-by-point field; several rtols) and scipy RK45 on the
+   full theta in linear coordinates (plain numpy field, atol 1e-30, several rtols).
+2. Multi-sample: n = 40, d = 10, X ~ N(0, 1), y = sign(X w), w = |N(0, 1)| (fixed seed),
+   l2-SAM rho = 0.1 and GD, L = 2, alpha = 0.4, original clock, t in [0, 10], 101 outputs.
+   Reference: ``simulate(rtol=1e-13)`` itself (self-referenced), checked against RK45 at
+   rtol 1e-12. RK45 runs on the full theta with the exact l2-SAM field in plain numpy.
+3. fig5-type runs (collapse for alpha <= 0.345): time and nfev, new engine against the old one
+   (``backend="reference", chart="asinh"``).
+4. ``analysis.regimes.leader_phase_diagram`` on a 100 x 100 grid (10 x 20 with ``--quick``),
+   against an old-engine estimate from every 20th (5th) row, extrapolated linearly.
+5. numba: not implemented, said so.
 
-Compared, all against the same reference, on log|beta_j| at the 101 times tau = 0, 0.1, ..., 10:
-
-* reference: an independent solve of the reduced system of SPEC §4 in log coordinates,
-  u_j = log a_j, du_j/dtau = mu_j (1 - rho mu_j / N), N = (2 sum_k mu_k^2 e^{2 u_k})^{1/2},
-  with scipy DOP853 at rtol = 1e-13, atol = 1e-14 (log|beta_j| = 2 u_j). It shares no code with
-  ``flows``. Its own error is estimated against the same solve at rtol = 1e-11 and against
-  ``flows.simulate(rtol=1e-13)``.
-* ``flows.simulate``: defaults (DOP853, rtol 1e-10, asinh chart) and other rtol values. The time
-  is the whole call, which also computes log of the original time (an adaptive quadrature).
-* (a) discrete l2-SAM in the rescaled clock, theta_{k+1} = theta_k + h grad_m(theta_k + eps),
-  plain numpy on the full (L, d) theta, several step sizes h (first order in h).
-* (b) ``scipy.integrate.solve_ivp`` RK45 on the full theta (an L*d vector) in linear
-  coordinates, atol = 1e-30 (pure relative control: no coordinate goes below 0.1 here),
-  outputs at the 101 times through ``t_eval`` (RK45's dense output), several rtol values.
-
-Each configuration: wall time = best of 3 repetitions (time.perf_counter), and the max over the
-101 times and 5 coordinates of |log|beta| - log|beta_ref||. Then, at equal accuracy (max error
-<= 1e-6), the cheapest configuration of each method and the time ratios against simulate.
+Timings: best of 3 calls (time.perf_counter), except that no further call starts once
+``REP_BUDGET`` seconds were spent on a configuration (the slow old-engine baselines then get
+1 or 2 calls and the phase diagram one; the ``reps`` column says how many calls were made).
 """
 from __future__ import annotations
 
 import argparse
+import datetime
+import os
 import platform
+import subprocess
 import sys
 import time
-from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Callable
 from unittest import mock
 
 import numpy as np
 import scipy
 from scipy.integrate import solve_ivp
+from scipy.special import expit
 
-import flows
-from flows import simulate, single_example
+import analysis.regimes as regimes
+from flows import Dataset, simulate, single_example
 
 MU = np.arange(1.0, 6.0)
-RHO = 1.0
-ALPHA = 0.4
 DEPTH = 2
-T_MAX = 10.0
+ALPHA = 0.4
 N_TIMES = 101
-TIMES = np.linspace(0.0, T_MAX, N_TIMES)
-TARGET = 1e-6
+TARGET = 1e-6  # max error in log|beta| for "equal accuracy"
 REPS = 3
-#: Secondary error column: times tau <= T_HALF only (see the diagnosis printed at the end).
-T_HALF = 3.5
+REP_BUDGET = 8.0  # seconds: no further repetition once a configuration has used this much
+RESULTS = Path(__file__).resolve().parent / "results.md"
 
 
-# --------------------------------------------------------------------------- helpers
+# --------------------------------------------------------------------------- report
 
 
-def best_of(fn, reps=REPS):
-    """(best wall time over ``reps`` calls, result of the last call)."""
-    best, result = np.inf, None
-    for _ in range(reps):
+class Report:
+    """Markdown lines, echoed to stdout as they come and kept for ``results.md``."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, text: str = "") -> None:
+        """A paragraph (or heading) line."""
+        print(text, flush=True)
+        self.lines.append(text)
+
+    def table(self, header: list[str], rows: list[list[str]]) -> None:
+        """A Markdown table followed by an empty line."""
+        for cells in (header, ["---"] * len(header), *rows):
+            self.add("| " + " | ".join(cells) + " |")
+        self.add()
+
+    def write(self, path: Path) -> None:
+        path.write_text("\n".join(self.lines) + "\n", encoding="utf-8")
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f}"
+
+
+def sci(value: float) -> str:
+    return f"{value:.1e}"
+
+
+# --------------------------------------------------------------------------- timing
+
+
+@dataclass(frozen=True)
+class Timed:
+    """Best wall time over ``reps`` calls, and the value of the last call."""
+
+    seconds: float
+    reps: int
+    value: object
+
+
+def best_of(fn: Callable[[], object], reps: int = REPS, budget: float = REP_BUDGET) -> Timed:
+    """Time ``fn`` up to ``reps`` times; stop repeating once ``budget`` seconds are spent."""
+    best, spent, done, value = np.inf, 0.0, 0, None
+    while done < reps and (done == 0 or spent < budget):
         start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+        value = fn()
+        elapsed = time.perf_counter() - start
+        best, spent, done = min(best, elapsed), spent + elapsed, done + 1
+    return Timed(best, done, value)
 
 
-def max_error(log_beta: np.ndarray, ref: np.ndarray, upto: float = T_MAX) -> float:
-    """max |Delta log|beta|| over coordinates and the times <= ``upto`` (inf if NaN / bad shape)."""
+@dataclass(frozen=True)
+class Row:
+    """One configuration: method group, configuration, timing, accuracy, work, status."""
+
+    method: str
+    config: str
+    timed: Timed
+    error: float
+    nfev: int
+    status: int
+
+    def cells(self, baseline: float) -> list[str]:
+        return [self.method, self.config, ms(self.timed.seconds),
+                f"{self.timed.seconds / baseline:.2f}x", sci(self.error), str(self.nfev),
+                str(self.status), str(self.timed.reps)]
+
+
+ROW_HEADER = ["method", "configuration", "time [ms]", "/ baseline", "max err", "nfev",
+              "status", "reps"]
+
+
+def measure(method: str, config: str, fn: Callable, ref: np.ndarray) -> Row:
+    """Time ``fn() -> (log|beta|, nfev, status)`` and measure its error against ``ref``."""
+    timed = best_of(fn)
+    log_beta, nfev, status = timed.value
+    return Row(method, config, timed, max_error(log_beta, ref), nfev, status)
+
+
+def max_error(log_beta: np.ndarray, ref: np.ndarray) -> float:
+    """max |Delta log|beta|| over times and coordinates (inf if NaN or a shape mismatch)."""
     if log_beta.shape != ref.shape or not np.all(np.isfinite(log_beta)):
         return np.inf
-    keep = TIMES <= upto + 1e-12
-    return float(np.max(np.abs(log_beta[keep] - ref[keep])))
+    return float(np.max(np.abs(log_beta - ref)))
 
 
-# --------------------------------------------------------------------------- reference
+def cheapest(rows: list[Row], method: str) -> Row | None:
+    """The fastest row of ``method`` with status 0 and max error <= TARGET."""
+    ok = [r for r in rows if r.method == method and r.status == 0 and r.error <= TARGET]
+    return min(ok, key=lambda r: r.timed.seconds) if ok else None
 
 
-def reduced_log_rhs(_tau, u):
-    """du/dtau for u = log a (balanced L = 2 l2-SAM), N in log space."""
+def report_rows(report: Report, rows: list[Row], baseline: Row, methods: list[str]) -> None:
+    """The configuration table, then the cheapest configuration of each method."""
+    report.add(f"Ratios are time / time({baseline.method}, {baseline.config}).")
+    report.add()
+    report.table(ROW_HEADER, [r.cells(baseline.timed.seconds) for r in rows])
+    report.add(f"Cheapest configuration with status 0 and max error <= {TARGET:.0e}:")
+    report.add()
+    best = [(m, cheapest(rows, m)) for m in methods]
+    report.table(["method", "configuration", "time [ms]", "max err"],
+                 [[m, r.config, ms(r.timed.seconds), sci(r.error)] if r else
+                  [m, "none reaches the target", "-", "-"] for m, r in best])
+
+
+def ratio(slow: Row | None, fast: Row | None) -> float:
+    """time(slow) / time(fast), NaN if either is missing."""
+    return slow.timed.seconds / fast.timed.seconds if slow and fast else np.nan
+
+
+# --------------------------------------------------------------------------- shared runners
+
+
+def rk45_log_beta(field: Callable[[np.ndarray], np.ndarray], theta0: np.ndarray, t_max: float,
+                  rtol: float) -> tuple[np.ndarray, int, int]:
+    """scipy RK45 on the flat (2, d) theta in linear coordinates (atol 1e-30: pure relative
+    control); log|beta| at the ``N_TIMES`` output times (NaN on failure), nfev, status."""
+    shape = theta0.shape
+    sol = solve_ivp(lambda _t, y: field(y.reshape(shape)).ravel(), (0.0, t_max), theta0.ravel(),
+                    method="RK45", rtol=rtol, atol=1e-30,
+                    t_eval=np.linspace(0.0, t_max, N_TIMES))
+    if sol.status != 0:
+        return np.full((N_TIMES, shape[1]), np.nan), sol.nfev, sol.status
+    theta = sol.y.T.reshape(N_TIMES, *shape)
+    return np.sum(np.log(np.abs(theta)), axis=1), sol.nfev, sol.status
+
+
+def simulate_log_beta(data: Dataset, algorithm: str, **kw) -> tuple[np.ndarray, int, int]:
+    """``simulate`` at L = 2, alpha = 0.4, ``N_TIMES`` outputs: log|beta|, nfev, status."""
+    traj = simulate(data, algorithm, DEPTH, ALPHA, n_points=N_TIMES, **kw)
+    return traj.log_abs_beta, traj.nfev, traj.status
+
+
+# --------------------------------------------------------------------------- 1. single example
+
+RHO_1, TAU_MAX = 1.0, 10.0
+
+
+def reduced_log_rhs(_tau: float, u: np.ndarray) -> np.ndarray:
+    """du/dtau for u = log a (balanced L = 2 l2-SAM, single example), N in log space."""
     log_n = 0.5 * np.log(2.0) + 0.5 * np.logaddexp.reduce(2.0 * np.log(MU) + 2.0 * u)
-    return MU * (1.0 - RHO * MU * np.exp(-log_n))
+    return MU * (1.0 - RHO_1 * MU * np.exp(-log_n))
 
 
-def reference(rtol=1e-13, atol=1e-14) -> np.ndarray:
-    """log|beta| (101, d) from the reduced system in log coordinates (DOP853)."""
-    u0 = np.full(MU.size, np.log(ALPHA))
-    sol = solve_ivp(reduced_log_rhs, (0.0, T_MAX), u0, method="DOP853", rtol=rtol, atol=atol,
-                    t_eval=TIMES)
+def single_reference(rtol: float) -> np.ndarray:
+    """log|beta| (N_TIMES, d) from the reduced system in log coordinates (DOP853)."""
+    sol = solve_ivp(reduced_log_rhs, (0.0, TAU_MAX), np.full(MU.size, np.log(ALPHA)),
+                    method="DOP853", rtol=rtol, atol=1e-14,
+                    t_eval=np.linspace(0.0, TAU_MAX, N_TIMES))
     assert sol.status == 0, sol.message
     return DEPTH * sol.y.T
 
 
-# --------------------------------------------------------------------------- plain numpy field
+def single_sam_field(theta: np.ndarray) -> np.ndarray:
+    """dtheta/dtau = grad m(theta + eps), eps = -rho grad m / ||grad m||, where for L = 2
+    grad_{w1} m = mu w2 and grad_{w2} m = mu w1."""
+    g = MU * theta[::-1]
+    return MU * (theta - RHO_1 * g / np.sqrt(np.sum(g * g)))[::-1]
 
 
-def margin_grad(theta: np.ndarray) -> np.ndarray:
-    """grad_{w^(l)} m = mu * prod_{k != l} w^(k) for theta of shape (L, d) (no division)."""
-    if theta.shape[0] == 2:
-        return MU * theta[::-1]
-    ones = np.ones((1, theta.shape[1]))
-    prefix = np.cumprod(np.vstack([ones, theta[:-1]]), axis=0)
-    suffix = np.cumprod(np.vstack([ones, theta[:0:-1]]), axis=0)[::-1]
-    return MU * prefix * suffix
+def single_configs(data: Dataset, quick: bool) -> list[tuple[str, str, Callable]]:
+    """(method, configuration, call) for part 1; the first one is the baseline."""
+    sim = partial(simulate_log_beta, data, "l2-sam", rho=RHO_1, t_max=TAU_MAX)
+    configs = [("simulate", "default (rtol 1e-10, log t)", sim),
+               ("simulate, no log t", "original_time=False", partial(sim, original_time=False)),
+               ("simulate, old field", 'backend="reference"', partial(sim, backend="reference"))]
+    for rtol in ([1e-6] if quick else [1e-6, 1e-8, 1e-12]):
+        configs.append(("simulate", f"rtol {rtol:.0e}", partial(sim, rtol=rtol)))
+        configs.append(("simulate, no log t", f"rtol {rtol:.0e}, original_time=False",
+                        partial(sim, rtol=rtol, original_time=False)))
+    theta0 = np.full((DEPTH, MU.size), ALPHA)
+    for rtol in [1e-4, 1e-8] if quick else [10.0 ** -k for k in range(3, 13)]:
+        configs.append(("RK45 full theta", f"rtol {rtol:.0e}",
+                        partial(rk45_log_beta, single_sam_field, theta0, TAU_MAX, rtol)))
+    return configs
 
 
-def sam_field(theta: np.ndarray) -> np.ndarray:
-    """dtheta/dtau = grad_m(theta + eps), eps = -rho grad_m / ||grad_m|| (all parameters)."""
-    g = margin_grad(theta)
-    return margin_grad(theta - RHO * g / np.sqrt(np.sum(g * g)))
+def part_single(report: Report, quick: bool) -> dict:
+    """Part 1; returns the summary ratios."""
+    report.add("## 1. Single example: D_mu, mu = (1..5), l2-SAM, rho = 1, alpha = 0.4, L = 2")
+    report.add()
+    report.add(f"Rescaled clock, tau in [0, {TAU_MAX:g}], {N_TIMES} output times; error = max "
+               "over times and coordinates of |log|beta| - log|beta_ref||.")
+    report.add()
+    data = single_example(MU)
+    timed_ref = best_of(lambda: single_reference(1e-13))
+    ref = timed_ref.value
+    sim_13, _, status_13 = simulate_log_beta(data, "l2-sam", rho=RHO_1, t_max=TAU_MAX, rtol=1e-13)
+    report.add("Reference: reduced system (SPEC §4) in log coordinates, scipy DOP853 rtol 1e-13, "
+               f"atol 1e-14 ({ms(timed_ref.seconds)} ms); independent of `flows`.")
+    report.add()
+    report.table(["self-check", "max difference"], [
+        ["reference(rtol 1e-13) vs reference(rtol 1e-11)", sci(max_error(single_reference(1e-11), ref))],
+        [f"reference vs simulate(rtol 1e-13) (status {status_13})", sci(max_error(sim_13, ref))]])
+    rows = [measure(m, c, fn, ref) for m, c, fn in single_configs(data, quick)]
+    methods = ["simulate", "simulate, no log t", "simulate, old field", "RK45 full theta"]
+    report_rows(report, rows, rows[0], methods)
+    rk, default = cheapest(rows, "RK45 full theta"), rows[0]
+    old = next(r for r in rows if r.method == "simulate, old field")
+    return {"rk_over_default": ratio(rk, default) if default.error <= TARGET else np.nan,
+            "rk_over_no_log_t": ratio(rk, cheapest(rows, "simulate, no log t")),
+            "old_field_over_default": ratio(old, default),
+            "failures": [r for r in rows if r.status != 0]}
 
 
-def discrete_sam(h: float) -> tuple[np.ndarray, int]:
-    """(a): theta_{k+1} = theta_k + h F(theta_k); log|beta| at TIMES and the number of steps."""
-    per_output = int(round((TIMES[1] - TIMES[0]) / h))
-    assert abs(per_output * h - (TIMES[1] - TIMES[0])) < 1e-12, "h must divide the output step"
-    theta = np.full((DEPTH, MU.size), ALPHA)
-    out = np.empty((N_TIMES, MU.size))
-    out[0] = np.sum(np.log(np.abs(theta)), axis=0)
-    for i in range(1, N_TIMES):
-        for _ in range(per_output):
-            theta = theta + h * sam_field(theta)
-        out[i] = np.sum(np.log(np.abs(theta)), axis=0)
-    return out, per_output * (N_TIMES - 1)
+# --------------------------------------------------------------------------- 2. multi-sample
+
+N_SAMPLES, DIM, SEED = 40, 10, 0
+RHO_2, T_MAX_2 = 0.1, 10.0
 
 
-def rk45_full(rtol: float) -> tuple[np.ndarray, int]:
-    """(b): solve_ivp RK45 on the flat L*d theta, linear coordinates."""
-    shape = (DEPTH, MU.size)
-    y0 = np.full(DEPTH * MU.size, ALPHA)
-    sol = solve_ivp(lambda _t, y: sam_field(y.reshape(shape)).ravel(), (0.0, T_MAX), y0,
-                    method="RK45", rtol=rtol, atol=1e-30, t_eval=TIMES)
-    if sol.status != 0:
-        return np.full((N_TIMES, MU.size), np.nan), sol.nfev
-    theta = sol.y.T.reshape(N_TIMES, *shape)
-    return np.sum(np.log(np.abs(theta)), axis=1), sol.nfev
+def separable_data(seed: int = SEED) -> Dataset:
+    """X ~ N(0, 1) of shape (40, 10), y = sign(X w) with w = |N(0, 1)| (a positive predictor,
+    so balanced positive inits at L = 2 can separate the data)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((N_SAMPLES, DIM))
+    y = np.sign(X @ np.abs(rng.standard_normal(DIM)))
+    assert np.all(y != 0)
+    return Dataset(X, y)
 
 
-def run_simulate(data, **kw) -> tuple[np.ndarray, int]:
-    traj = simulate(data, "l2-sam", DEPTH, ALPHA, rho=RHO, t_max=T_MAX, n_points=N_TIMES, **kw)
-    assert traj.status == 0, traj.message
-    assert np.allclose(traj.t, TIMES)
-    return traj.log_abs_beta, traj.nfev
+def loss_grad(theta: np.ndarray, signed_x: np.ndarray) -> np.ndarray:
+    """grad of the mean logistic loss at theta = (w1, w2): g = (1/n) sum_i l'(m_i) y_i x_i with
+    l'(m) = -1 / (1 + e^m), m_i = y_i <w1 w2, x_i>; grad_{w1} = g w2, grad_{w2} = g w1."""
+    g = -(expit(-(signed_x @ (theta[0] * theta[1]))) @ signed_x) / signed_x.shape[0]
+    return g * theta[::-1]
 
 
-@contextmanager
-def without_original_time():
-    """Diagnostic only: replace the log-original-time quadrature inside simulate by zeros."""
-    with mock.patch("flows.integrate.log_original_time",
-                    lambda tau, log_c, *a, **k: np.zeros_like(np.asarray(tau, dtype=float))):
-        yield
+def multi_field(theta: np.ndarray, signed_x: np.ndarray, rho: float) -> np.ndarray:
+    """dtheta/dt = -grad L(theta + eps), eps = rho grad L / ||grad L|| (0 for rho = 0: GD)."""
+    if rho > 0:
+        g = loss_grad(theta, signed_x)
+        theta = theta + rho * g / np.sqrt(np.sum(g * g))
+    return -loss_grad(theta, signed_x)
+
+
+def multi_configs(sim: Callable, rk45: Callable, quick: bool) -> list[tuple[str, str, Callable]]:
+    """(method, configuration, call) for part 2 from ``sim(**kw)`` and ``rk45(rtol)``; the
+    first one is the baseline."""
+    configs = [("simulate", "default (rtol 1e-10)", sim)]
+    for rtol in [1e-6, 1e-8] if quick else [1e-6, 1e-7, 1e-8]:
+        configs.append(("simulate", f"rtol {rtol:.0e}", partial(sim, rtol=rtol)))
+    for rtol in [1e-6, 1e-8] if quick else [1e-4, 1e-6, 1e-7, 1e-8, 1e-10, 1e-12]:
+        configs.append(("RK45 full theta", f"rtol {rtol:.0e}", partial(rk45, rtol)))
+    return configs
+
+
+def part_multi(report: Report, quick: bool) -> dict:
+    """Part 2 (l2-SAM rho = 0.1, then GD); returns the summary ratios."""
+    report.add(f"## 2. Multi-sample: n = {N_SAMPLES}, d = {DIM} (seed {SEED}), L = 2, "
+               "alpha = 0.4, original clock")
+    report.add()
+    report.add(f"t in [0, {T_MAX_2:g}], {N_TIMES} outputs. The reference is `simulate(rtol=1e-13)` "
+               "itself (self-referenced); the independent check is its distance to RK45 on the "
+               "full theta at rtol 1e-12 (plain numpy field, shares no code with `flows`).")
+    report.add()
+    data = separable_data()
+    out = {"failures": []}
+    for algorithm, rho in (("l2-sam", RHO_2), ("gd", 0.0)):
+        sim = partial(simulate_log_beta, data, algorithm, t_max=T_MAX_2, clock="original",
+                      **({"rho": rho} if rho > 0 else {}))
+        field = partial(multi_field, signed_x=data.y[:, None] * data.X, rho=rho)
+        rk45 = partial(rk45_log_beta, field, np.full((DEPTH, data.d), ALPHA), T_MAX_2)
+        ref, _, ref_status = sim(rtol=1e-13)
+        check, _, _ = rk45(1e-12)
+        configs = multi_configs(sim, rk45, quick)
+        name = algorithm + (f", rho = {rho:g}" if rho > 0 else "")
+        report.add(f"### {name}")
+        report.add()
+        report.add(f"Reference status {ref_status}; |simulate(rtol 1e-13) - RK45(rtol 1e-12)|_max "
+                   f"= {sci(max_error(check, ref))}.")
+        report.add()
+        rows = [measure(m, c, fn, ref) for m, c, fn in configs]
+        report_rows(report, rows, rows[0], ["simulate", "RK45 full theta"])
+        out[algorithm] = ratio(cheapest(rows, "RK45 full theta"), cheapest(rows, "simulate"))
+        out["failures"] += [r for r in rows if r.status != 0]
+    return out
+
+
+# --------------------------------------------------------------------------- 3. collapse runs
+
+COLLAPSE_ALPHAS, OTHER_ALPHAS = (0.08, 0.2, 0.3, 0.345), (0.35, 0.5, 1.0)
+OLD_ENGINE = {"backend": "reference", "chart": "asinh"}
+COLLAPSE_TARGET = 0.050  # seconds per collapse run
+
+
+def fig5_run(alpha: float, **kw):
+    """The fig5-type run at ``alpha`` (rescaled clock, tau in [0, 6], 241 outputs)."""
+    return simulate(single_example(MU), "l2-sam", depth=2, alpha=alpha, rho=1.0, t_max=6.0,
+                    n_points=241, original_time=False, rtol=1e-8, **kw)
+
+
+def describe_run(timed: Timed) -> list[str]:
+    """time, nfev, status, collapse tau of a timed fig5 run."""
+    traj = timed.value
+    tau = traj.collapse_time
+    return [ms(timed.seconds), str(traj.nfev), str(traj.status),
+            "-" if tau is None else f"{tau:.6f}", str(timed.reps)]
+
+
+def part_collapse(report: Report, quick: bool) -> dict:
+    """Part 3; returns the slowest collapse run and the speed-ups."""
+    alphas = (0.3, 0.5) if quick else COLLAPSE_ALPHAS + OTHER_ALPHAS
+    report.add("## 3. fig5-type runs: l2-SAM, mu = (1..5), L = 2, rho = 1, tau in [0, 6], "
+               "241 outputs, rtol 1e-8, original_time=False")
+    report.add()
+    report.add('Old engine = `backend="reference", chart="asinh"`. Collapse expected for '
+               f"alpha <= 0.345; target <= {COLLAPSE_TARGET * 1e3:.0f} ms per collapse run.")
+    report.add()
+    rows, slowest, speedups, failures = [], 0.0, [], []
+    for alpha in alphas:
+        new, old = best_of(partial(fig5_run, alpha)), best_of(partial(fig5_run, alpha, **OLD_ENGINE))
+        rows.append([f"{alpha:g}", *describe_run(new), *describe_run(old),
+                     f"{old.seconds / new.seconds:.1f}x"])
+        speedups.append(old.seconds / new.seconds)
+        failures += [f"alpha {alpha:g}: {t.value.message}" for t in (new, old) if t.value.status]
+        if new.value.collapse_time is not None:
+            slowest = max(slowest, new.seconds)
+    report.table(["alpha", "new [ms]", "nfev", "status", "collapse tau", "reps",
+                  "old [ms]", "old nfev", "old status", "old collapse tau", "old reps",
+                  "old / new"], rows)
+    return {"slowest_collapse": slowest, "speedups": speedups, "failures": failures}
+
+
+# --------------------------------------------------------------------------- 4. phase diagram
+
+PHASE_TAU_MAX, PHASE_TARGET = 6.0, 10.0
+
+
+def old_engine_phase_estimate(ratios: np.ndarray, n_tau: int, every: int) -> float:
+    """Old-engine wall time of the whole diagram, extrapolated from every ``every``-th row
+    (``simulate`` inside ``analysis.regimes`` bound to the old backend and asinh chart)."""
+    old_simulate = partial(simulate, **OLD_ENGINE)
+    with mock.patch.object(regimes, "simulate", old_simulate):
+        timed = best_of(lambda: regimes.leader_phase_diagram(MU, ratios[::every], PHASE_TAU_MAX,
+                                                             n_tau), reps=1)
+    return timed.seconds * ratios.size / ratios[::every].size
+
+
+def part_phase(report: Report, quick: bool) -> dict:
+    """Part 4; returns the wall time and the old-engine estimate."""
+    n_ratio, n_tau, every = (10, 20, 5) if quick else (100, 100, 20)
+    ratios = np.geomspace(0.08, 1.6, n_ratio)
+    report.add(f"## 4. `analysis.regimes.leader_phase_diagram`: {n_ratio} ratios "
+               f"(geomspace(0.08, 1.6)) x {n_tau} tau, tau_max = {PHASE_TAU_MAX:g}")
+    report.add()
+    timed = best_of(lambda: regimes.leader_phase_diagram(MU, ratios, PHASE_TAU_MAX, n_tau))
+    _, lead = timed.value
+    estimate = old_engine_phase_estimate(ratios, n_tau, every)
+    report.table(["engine", "wall time [s]", "reps", "rows not reached (lead == -2)"],
+                 [["new (default)", f"{timed.seconds:.2f}", str(timed.reps),
+                   str(int(np.sum(np.any(lead == -2, axis=1))))],
+                  [f"old, estimated from every {every}th row x {every}", f"{estimate:.2f}", "1",
+                   "-"]])
+    return {"seconds": timed.seconds, "old_estimate": estimate}
+
+
+# --------------------------------------------------------------------------- environment
+
+
+def machine_lines() -> list[str]:
+    """Versions, machine, CPU model and date."""
+    try:
+        nproc = subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        nproc = str(os.cpu_count())
+    model = "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return [f"- python {platform.python_version()}, numpy {np.__version__}, "
+            f"scipy {scipy.__version__}",
+            f"- machine: {platform.platform()}, nproc {nproc}, CPU {model}",
+            f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}"]
+
+
+def load_average() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg()) + " (1 / 5 / 15 min)"
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def verdict(met: bool) -> str:
+    return "MET" if met else "NOT MET"
+
+
+def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list[list[str]]:
+    """(quantity, value, target, verdict) rows."""
+    r1 = single["rk_over_default"]
+    return [
+        ["1. time(RK45 <= 1e-6) / time(simulate default)", f"{r1:.2f}x", ">= 10x",
+         verdict(r1 >= 10)],
+        ["1. time(RK45 <= 1e-6) / time(cheapest simulate, original_time=False)",
+         f"{single['rk_over_no_log_t']:.2f}x", "-", "-"],
+        ["1. time(old field) / time(fused field), default call",
+         f"{single['old_field_over_default']:.1f}x", "-", "-"],
+        *[[f"2. {name}: time(RK45 <= 1e-6) / time(simulate <= 1e-6)", f"{multi[key]:.2f}x",
+           ">= 1x", verdict(multi[key] >= 1)] for key, name in
+          (("l2-sam", "l2-SAM rho 0.1"), ("gd", "GD"))],
+        ["3. slowest collapse run [ms]", ms(collapse["slowest_collapse"]),
+         f"<= {COLLAPSE_TARGET * 1e3:.0f}", verdict(collapse["slowest_collapse"] <= COLLAPSE_TARGET)],
+        ["3. old / new engine, fig5 runs (min .. max)",
+         f"{min(collapse['speedups']):.1f}x .. {max(collapse['speedups']):.1f}x", "-", "-"],
+        ["4. phase diagram wall time [s]", f"{phase['seconds']:.2f}", f"<= {PHASE_TARGET:g}",
+         verdict(phase["seconds"] <= PHASE_TARGET)],
+        ["4. old (estimated) / new, phase diagram",
+         f"{phase['old_estimate'] / phase['seconds']:.1f}x", "-", "-"],
+    ]
 
 
 # --------------------------------------------------------------------------- main
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer configurations (smoke test)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke version: fewer configurations, small phase diagram")
+    ap.add_argument("--out", type=Path, default=None,
+                    help=f"Markdown results file (default: {RESULTS} for a full run, none "
+                         "with --quick)")
     args = ap.parse_args(argv)
-    t_start = time.perf_counter()
-
-    print(f"python {platform.python_version()} ({sys.executable}), numpy {np.__version__}, "
-          f"scipy {scipy.__version__}, flows from {flows.__file__}")
-    print(f"machine: {platform.machine()} {platform.system()} {platform.release()}")
-    print(f"problem: mu = {MU.tolist()}, l2-sam, rho = {RHO}, alpha = {ALPHA}, L = {DEPTH}, "
-          f"rescaled clock, tau in [0, {T_MAX:g}], {N_TIMES} output times; "
-          f"best of {REPS} runs\n")
-
-    data = single_example(MU)
-
-    # reference and its self-checks
-    t_ref, ref = best_of(lambda: reference(1e-13))
-    ref_11 = reference(1e-11)
-    sim_13, _ = run_simulate(data, rtol=1e-13)
-    print("reference: reduced system (SPEC §4) in log coordinates, solve_ivp DOP853 "
-          f"rtol 1e-13 atol 1e-14 ({t_ref * 1e3:.1f} ms)")
-    print(f"  |ref(rtol 1e-13) - ref(rtol 1e-11)|_max       = {max_error(ref_11, ref):.2e}")
-    print(f"  |ref - flows.simulate(rtol 1e-13)|_max        = {max_error(sim_13, ref):.2e}")
-    print(f"  final log|beta| = {np.array2string(ref[-1], precision=6)}\n")
-
-    rows = []  # (method, config, time, error, work, error on tau <= T_HALF)
-
-    def record(method, config, fn, work_label):
-        t, (log_beta, work) = best_of(fn)
-        rows.append((method, config, t, max_error(log_beta, ref), f"{work} {work_label}",
-                     max_error(log_beta, ref, T_HALF)))
-
-    sim_rtols = [1e-6, 1e-8, 1e-12] if not args.quick else [1e-6]
-    record("simulate", "defaults (DOP853, rtol 1e-10)", lambda: run_simulate(data), "nfev")
-    for rtol in sim_rtols:
-        record("simulate", f"rtol {rtol:.0e}", lambda r=rtol: run_simulate(data, rtol=r), "nfev")
-    with without_original_time():
-        record("simulate*", "defaults, no log-t quadrature", lambda: run_simulate(data), "nfev")
-        record("simulate*", "rtol 1e-06, no log-t quadrature",
-               lambda: run_simulate(data, rtol=1e-6), "nfev")
-
-    steps = [1e-2, 1e-3, 1e-4] if not args.quick else [1e-2, 1e-3]
-    for h in steps:
-        record("(a) discrete", f"h = {h:.0e}", lambda h=h: discrete_sam(h), "steps")
-
-    rk_rtols = [10.0 ** -k for k in range(3, 13)] if not args.quick else [1e-4, 1e-8]
-    for rtol in rk_rtols:
-        record("(b) RK45 full", f"rtol {rtol:.0e}", lambda r=rtol: rk45_full(r), "nfev")
-
-    # table
-    half = f"err t<={T_HALF:g}"
-    print(f"{'method':<15} {'configuration':<33} {'time [ms]':>10} {'max err':>10} {half:>10}"
-          "  work")
-    print("-" * 97)
-    for method, config, t, err, work, err_half in rows:
-        print(f"{method:<15} {config:<33} {t * 1e3:>10.2f} {err:>10.2e} {err_half:>10.2e}  "
-              f"{work}")
-    print("(simulate* = diagnostic: simulate with flows.integrate.log_original_time patched "
-          "out, i.e. the\n integration alone; not a configuration a user can select)\n")
-
-    # equal accuracy
-    def cheapest(method, col=3):
-        ok = [r for r in rows if r[0] == method and r[col] <= TARGET]
-        return min(ok, key=lambda r: r[2]) if ok else None
-
-    print(f"cheapest configuration with max error <= {TARGET:.0e}:")
-    best = {m: cheapest(m) for m in ("simulate", "simulate*", "(a) discrete", "(b) RK45 full")}
-    for m, r in best.items():
-        print(f"  {m:<15} " + (f"{r[1]:<33} {r[2] * 1e3:9.2f} ms  (err {r[3]:.1e})" if r
-                                else "none reaches the target"))
-    sim, rk = best["simulate"], best["(b) RK45 full"]
-
-    # (a): first order, extrapolate from the smallest step size
-    disc = [r for r in rows if r[0] == "(a) discrete"]
-    if best["(a) discrete"] is None and len(disc) >= 2:
-        (_, c1, t1, e1, *_), (_, c2, t2, e2, *_) = disc[-2], disc[-1]
-        h1, h2 = (float(c.split("=")[1]) for c in (c1, c2))
-        order = np.log(e1 / e2) / np.log(h1 / h2)
-        const = e2 / h2
-        h_need = TARGET / const
-        t_need = t2 * h2 / h_need
-        print(f"  (a) observed order {order:.2f} between h = {h1:.0e} and {h2:.0e}; "
-              f"error ~ {const:.2f} h, so max error {TARGET:.0e} needs h ~ {h_need:.1e}, "
-              f"~{T_MAX / h_need:.1e} steps, ~{t_need:.0f} s (extrapolated)")
-        t_a = t_need
-    else:
-        t_a = best["(a) discrete"][2] if best["(a) discrete"] else np.nan
-
-    print()
-    if sim and rk:
-        ratio_b = rk[2] / sim[2]
-        print(f"time(b) / time(simulate) = {ratio_b:.3g}   "
-              f"[{rk[1]} vs simulate {sim[1]}]")
-    else:
-        ratio_b = np.nan
-        print("time(b) / time(simulate): not available (a method misses the target)")
-    if sim:
-        print(f"time(a) / time(simulate) = {t_a / sim[2]:.3g}"
-              + ("   (a: extrapolated)" if best["(a) discrete"] is None else ""))
-    if best["simulate*"] and rk:
-        print(f"diagnostic: time(b) / time(simulate*, integration only) = "
-              f"{rk[2] / best['simulate*'][2]:.3g}")
-    if not sim:
-        floor = min(r[3] for r in rows if r[0] == "simulate")
-        print(f"\nsimulate never reaches {TARGET:.0e}: its error floor is {floor:.1e} whatever "
-              f"rtol, while its error on tau <= {T_HALF:g} is tiny -> a field error, not a "
-              "tolerance\nissue (the minor coordinates drift from tau ~ 3.7, margins ~ 1e10, on). "
-              f"Secondary comparison, accuracy judged on tau <= {T_HALF:g} only "
-              f"(times still for [0, {T_MAX:g}]):")
-        sim_h, rk_h = cheapest("simulate", 5), cheapest("(b) RK45 full", 5)
-        simx_h = cheapest("simulate*", 5)
-        for name, r in (("simulate", sim_h), ("simulate*", simx_h), ("(b) RK45 full", rk_h)):
-            print(f"  {name:<15} " + (f"{r[1]:<33} {r[2] * 1e3:9.2f} ms  (err {r[5]:.1e})"
-                                      if r else "none reaches the target"))
-        if sim_h and rk_h:
-            print(f"  time(b) / time(simulate)  = {rk_h[2] / sim_h[2]:.3g}")
-        if simx_h and rk_h:
-            print(f"  time(b) / time(simulate*) = {rk_h[2] / simx_h[2]:.3g}")
-    met = np.isfinite(ratio_b) and ratio_b >= 10.0
-    print(f"\ntarget 'simulate >= 10x faster than (b) at max error <= {TARGET:.0e}': "
-          f"{'MET' if met else 'NOT MET'}")
-    print(f"\ntotal benchmark time {time.perf_counter() - t_start:.1f} s")
+    out = args.out if args.out is not None else (None if args.quick else RESULTS)
+    start = time.perf_counter()
+    report = Report()
+    report.add("# samflows benchmark" + (" (--quick)" if args.quick else ""))
+    report.add()
+    report.add(f"Command: `python benchmarks/bench_flows.py{' --quick' if args.quick else ''}`")
+    report.add()
+    for line in machine_lines():
+        report.add(line)
+    report.add(f"- load average at start: {load_average()} — the machine may be shared with "
+               "other jobs, so timings are noisy upwards; best of up to 3 calls each.")
+    report.add()
+    single = part_single(report, args.quick)
+    multi = part_multi(report, args.quick)
+    collapse = part_collapse(report, args.quick)
+    phase = part_phase(report, args.quick)
+    report.add("## 5. numba")
+    report.add()
+    report.add("numba backend: not available (not implemented)")
+    report.add()
+    report.add("## Summary")
+    report.add()
+    report.table(["quantity", "value", "target", "verdict"],
+                 summary_rows(single, multi, collapse, phase))
+    failures = ([f"{r.method} {r.config}: status {r.status}" for r in
+                 single["failures"] + multi["failures"]] + collapse["failures"])
+    report.add("Runs with status != 0: " + ("; ".join(failures) if failures else "none") + ".")
+    report.add()
+    report.add(f"- load average at end: {load_average()}")
+    report.add(f"- total benchmark time: {time.perf_counter() - start:.1f} s")
+    if out is not None:
+        report.write(out)
+        print(f"\nwritten to {out}")
     return 0
 
 
