@@ -24,11 +24,14 @@ class GradientSummary(NamedTuple):
     sign : ``sign(grad L)`` (with a frozen sign pattern for l_inf-SAM, see
         :func:`flows.field.perturbed_point`).
     log_norm : ``log ||grad L||_2`` (shape (..., 1, 1) or a float; -inf where ``grad L = 0``).
+    multiplicity : (G,) how many identical layers each row stands for (rows of the balanced
+        reduced system stand for L layers).
     """
 
     unit: np.ndarray
     sign: np.ndarray
     log_norm: np.ndarray | float
+    multiplicity: np.ndarray
 
 
 Perturbation = Callable[[GradientSummary, Mapping[str, float]], np.ndarray]

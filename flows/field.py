@@ -61,7 +61,7 @@ def gradient_summary(scaled: SignedLog, log_c, multiplicity: np.ndarray) -> Grad
     log_grad_norm = log_norm + log_c
     if np.ndim(scaled.log_abs) == 2:
         log_grad_norm = float(log_grad_norm.reshape(()))
-    return GradientSummary(unit, scaled.sign, log_grad_norm)
+    return GradientSummary(unit, scaled.sign, log_grad_norm, np.asarray(multiplicity))
 
 
 def perturbed_point(theta: SignedLog, problem: Problem,

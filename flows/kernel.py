@@ -161,9 +161,22 @@ class FusedField:
         return Velocity(SignedLog(sign, log_abs), log_c)
 
     def log_c(self, theta: SignedLog, pattern_signs: np.ndarray | None = None) -> np.ndarray:
-        """``log c(theta')`` (...): the clock factor at the perturbed point."""
-        point = self.perturbed_point(theta.sign, theta.log_abs, pattern_signs)
-        return self.weights(self.product_of_layers(point.sign, point.log_abs))[1]
+        """``log c(theta')`` (...): the clock factor at the perturbed point (in plain floats
+        for the points where they suffice, see :meth:`_float_rows`)."""
+        out = np.empty(theta.sign.shape[:-2])
+        fast = self._float_rows(theta.log_abs)
+        if np.any(fast):
+            point = self._float_perturbed(theta.sign[fast] * np.exp(theta.log_abs[fast]),
+                                          pattern_signs)
+            if point is None:
+                fast[...] = False
+            else:
+                out[fast] = self._float_evaluate(point)[1]
+        slow = ~fast
+        if np.any(slow):
+            point = self.perturbed_point(theta.sign[slow], theta.log_abs[slow], pattern_signs)
+            out[slow] = self.weights(self.product_of_layers(point.sign, point.log_abs))[1]
+        return out
 
     def chart_rhs(self, z: np.ndarray, held: np.ndarray,
                   pattern_signs: np.ndarray | None = None) -> np.ndarray:
@@ -186,32 +199,62 @@ class FusedField:
 
     # ------------------------------------------------------------------ float fast path
 
-    def _in_float_range(self, log_abs: np.ndarray) -> bool:
-        """Whether plain floats represent every quantity of the field at ``|w| = exp(log_abs)``.
+    def _float_rows(self, log_abs: np.ndarray) -> np.ndarray:
+        """Which points (leading axes of ``log_abs``, shape (..., G, d)) plain floats represent.
 
-        The largest ``|w|^L`` within ``exp(+-FLOAT_RANGE)`` (margins, norms and loss weights
-        far from overflow and underflow) and the smallest ``|w|^L`` above
+        At such a point the largest ``|w|^L`` is within ``exp(+-FLOAT_RANGE)`` (margins, norms
+        and loss weights far from overflow and underflow) and the smallest ``|w|^L`` above
         ``exp(-4 FLOAT_RANGE)`` (products of L parameters stay normal floats); no exact zeros.
         """
-        top, bottom = self.depth * log_abs.max(), self.depth * log_abs.min()
-        return bool(-FLOAT_RANGE < top < FLOAT_RANGE and bottom > -4.0 * FLOAT_RANGE)
+        with np.errstate(invalid="ignore"):
+            top = self.depth * log_abs.max(axis=(-2, -1))
+            bottom = self.depth * log_abs.min(axis=(-2, -1))
+            return (top > -FLOAT_RANGE) & (top < FLOAT_RANGE) & (bottom > -4.0 * FLOAT_RANGE)
 
-    def _float_evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
-        """Direction ``G`` (d,), ``log c`` and leave-one-out products at a float ``theta``."""
+    def _float_evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Direction ``G`` (..., d), ``log c`` (...) and leave-one-out products at float
+        parameters ``theta`` (..., G, d)."""
         if self.groups == 1:
             m = self.depth
-            beta = theta[0] ** m
+            beta = theta[..., 0, :] ** m
             loo = theta ** (m - 1)
         else:
-            beta = np.prod(theta, axis=0)
-            loo = theta[::-1].copy() if self.groups == 2 else _exclusive(theta, np.multiply, 1.0)
-        log_w = self.problem.loss.log_abs_derivative(self.features @ beta)
+            beta = np.prod(theta, axis=-2)
+            loo = (theta[..., ::-1, :] if self.groups == 2
+                   else _exclusive(theta, np.multiply, 1.0))
+        log_w = self.problem.loss.log_abs_derivative(beta @ self.features.T)
         if self.n == 1:
-            return self.features[0], float(log_w[0]), loo
-        top = log_w.max()
+            return self.features[0], log_w[..., 0], loo
+        top = log_w.max(axis=-1, keepdims=True)
         e = np.exp(log_w - top)
-        total = e.sum()
-        return (e / total) @ self.features, float(top + np.log(total)) - self.log_n, loo
+        total = e.sum(axis=-1, keepdims=True)
+        return ((e / total) @ self.features, (top + np.log(total))[..., 0] - self.log_n, loo)
+
+    def _float_perturbed(self, w: np.ndarray,
+                         pattern_signs: np.ndarray | None) -> np.ndarray | None:
+        """``theta' = theta + eps(theta)`` in floats (shape (..., G, d)), or None where any
+        point leaves the float range or has a zero gradient (then the signed-log path)."""
+        problem = self.problem
+        if not problem.algorithm.perturbs:
+            return w
+        direction, log_c, loo = self._float_evaluate(w)
+        g = direction[..., None, :] * loo  # -grad L / c
+        norm = np.sqrt(np.sum(self.multiplicity[:, None] * g * g, axis=(-2, -1), keepdims=True))
+        if not np.all(norm > 0):
+            return None
+        sign = (-np.sign(direction)[..., None, :] * pattern_signs if pattern_signs is not None
+                else -np.sign(g))
+        log_norm = np.log(norm) + np.asarray(log_c)[..., None, None]
+        if np.ndim(w) == 2:
+            log_norm = float(log_norm.reshape(()))
+        eps = problem.algorithm.perturb(
+            GradientSummary(sign * (np.abs(g) / norm), sign, log_norm, self.multiplicity),
+            problem.hyperparameters)
+        point = w + eps
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if not np.all(self._float_rows(np.log(np.abs(point)))):
+                return None
+        return point
 
     def _float_rhs(self, theta: SignedLog, z: np.ndarray, held: np.ndarray,
                    pattern_signs: np.ndarray | None) -> np.ndarray | None:
@@ -222,28 +265,15 @@ class FusedField:
         then the chart velocity; correctly rounded float operations on numbers far from
         overflow and underflow lose nothing against the signed-log form.
         """
-        if not self._in_float_range(theta.log_abs):
+        if not self._float_rows(theta.log_abs):
             return None
         problem = self.problem
         w = theta.sign * np.exp(theta.log_abs)
-        point = w
-        if problem.algorithm.perturbs:
-            direction, log_c, loo = self._float_evaluate(w)
-            g = direction * loo  # -grad L / c
-            norm = np.sqrt(np.sum(self.multiplicity[:, None] * g * g))
-            if not norm > 0:
-                return None
-            sign = -np.sign(direction) * pattern_signs if pattern_signs is not None else -np.sign(g)
-            unit = sign * (np.abs(g) / norm)
-            eps = problem.algorithm.perturb(
-                GradientSummary(unit, sign, float(np.log(norm) + log_c)),
-                problem.hyperparameters)
-            point = w + eps
-            with np.errstate(divide="ignore", invalid="ignore"):
-                if not self._in_float_range(np.log(np.abs(point))):
-                    return None
+        point = self._float_perturbed(w, pattern_signs)
+        if point is None:
+            return None
         direction, log_c, loo = self._float_evaluate(point)
-        speed = float(np.exp(problem.clock.log_speed(log_c)))
+        speed = float(np.exp(problem.clock.log_speed(float(log_c))))
         field = speed * direction * loo
         if isinstance(problem.chart, LogChart):
             dz = field / w
