@@ -47,7 +47,7 @@ def get_clock(name: str) -> Clock:
 #: Chebyshev–Lobatto nodes on [0, 1] (they include 0, 1/2 and 1) and a fine grid on which the
 #: interpolant of K is integrated by the exact rule for piecewise-linear K.
 _NODES = 0.5 * (1.0 - np.cos(np.pi * np.arange(9) / 8))
-_FINE = np.linspace(0.0, 1.0, 129)
+_FINE = np.linspace(0.0, 1.0, 65)
 
 
 def _lagrange_matrix(nodes: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -94,7 +94,7 @@ def _log_exp_chords(h: np.ndarray, k: np.ndarray) -> np.ndarray:
 #: its original length).
 MAX_LEVELS = 40
 #: Intervals refined at once by :func:`log_exp_integrals`; past this, a level is accepted as is
-#: (a bound on memory: each interval costs a few arrays of 129 numbers).
+#: (a bound on memory: each interval costs a few arrays of 65 numbers).
 MAX_INTERVALS = 20_000
 
 
@@ -104,7 +104,7 @@ def _interval_rule(length: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.nd
 
     Where ``K`` varies by at most :data:`GL_SPREAD`, Gauss–Legendre on the interpolant;
     elsewhere (up to sharp endpoint peaks, late in a run, where ``log t ~ K`` is large and the
-    relative tolerance loose) exponential chords, 128 and 64 of them combined by Richardson
+    relative tolerance loose) exponential chords, 64 and 32 of them combined by Richardson
     extrapolation (their error is O(h^2)). The interpolation error is estimated by the same
     rule on the degree-4 interpolant through every other node.
     """

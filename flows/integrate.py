@@ -24,6 +24,7 @@ from .algorithms import get_algorithm, resolve_hyperparameters
 from .charts import choose_chart
 from .clocks import get_clock, log_original_time
 from .data import Dataset
+from . import compiled
 from .field import Problem, ReferenceField
 from .initialization import initialization
 from .kernel import FusedField
@@ -36,9 +37,11 @@ from .solver import METHODS, integrate_segment
 MAX_EVENTS = 10_000
 MAX_POINTS = 1_000_000
 
-#: Field implementations: ``numpy`` the fused batched field (default), ``reference`` the
-#: point-by-point one of :mod:`flows.field` (slower; for cross-checks).
-BACKENDS = {"numpy": FusedField, "reference": ReferenceField}
+#: Field implementations: ``numba`` the fused field with its float path compiled (extra
+#: ``fast``), ``numpy`` the fused batched field, ``reference`` the point-by-point one of
+#: :mod:`flows.field` (slower; for cross-checks). ``auto`` is ``numba`` where numba is
+#: installed and covers the problem, else ``numpy``.
+BACKENDS = {"numba": compiled.CompiledField, "numpy": FusedField, "reference": ReferenceField}
 
 
 @dataclass
@@ -122,7 +125,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
         the path); when False it is NaN ("not computed").
     max_nfev : budget of field evaluations; when it is spent the run ends with status -1 and
         the path integrated so far.
-    backend : 'auto' (= 'numpy'), 'numpy' (fused field) or 'reference' (point by point).
+    backend : 'auto', 'numba' (compiled; needs the extra ``fast``), 'numpy' (fused field) or
+        'reference' (point by point); see :data:`BACKENDS`.
 
     Returns
     -------
@@ -183,7 +187,11 @@ def _setup(data, algorithm, depth, alpha, given, t_max, clock, n_points, loss, r
     mode = Mode(the_chart, held=np.zeros(problem.shape, dtype=bool),
                 sign_pattern=np.sign(init.groups) if algo.sign_discontinuous else None)
     z0 = the_chart.coordinates(SignedLog.from_float(init.groups))
-    return Run(problem=problem, backend=BACKENDS["numpy" if backend == "auto" else backend],
+    if backend == "numba":
+        compiled.require()
+    if backend == "auto":
+        backend = "numba" if compiled.available() and compiled.supports(problem) else "numpy"
+    return Run(problem=problem, backend=BACKENDS[backend],
                mode=mode, y=np.append(z0.ravel(), 0.0), s_end=float(t_max), rtol=float(rtol),
                atol=float(atol), budget=int(max_nfev), near_zero_switch=chart == "auto",
                path=Path(problem.shape))

@@ -187,11 +187,10 @@ class FusedField:
         """
         problem = self.problem
         z = z.reshape(problem.shape)
-        theta = problem.chart.state(z)
-        fast = self._float_rhs(theta, z, held, pattern_signs)
+        fast = self._float_rhs(z, held, pattern_signs)
         if fast is not None:
             return fast
-        vel = self.velocity(theta, pattern_signs)
+        vel = self.velocity(problem.chart.state(z), pattern_signs)
         log_speed = problem.clock.log_speed(vel.log_c)
         dw = SignedLog(vel.dtheta.sign, vel.dtheta.log_abs + log_speed)
         dz = np.where(held, 0.0, problem.chart.velocity(dw, z))
@@ -256,7 +255,7 @@ class FusedField:
                 return None
         return point
 
-    def _float_rhs(self, theta: SignedLog, z: np.ndarray, held: np.ndarray,
+    def _float_rhs(self, z: np.ndarray, held: np.ndarray,
                    pattern_signs: np.ndarray | None) -> np.ndarray | None:
         """:meth:`chart_rhs` in plain float64 arithmetic, or None outside its range.
 
@@ -265,9 +264,10 @@ class FusedField:
         then the chart velocity; correctly rounded float operations on numbers far from
         overflow and underflow lose nothing against the signed-log form.
         """
+        problem = self.problem
+        theta = problem.chart.state(z)
         if not self._float_rows(theta.log_abs):
             return None
-        problem = self.problem
         w = theta.sign * np.exp(theta.log_abs)
         point = self._float_perturbed(w, pattern_signs)
         if point is None:

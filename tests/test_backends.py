@@ -95,6 +95,32 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+def test_numba_backend_equals_numpy_backend(name):
+    """The compiled float path gives the numpy numbers to 1e-10 in log|beta| (same events,
+    same number of field evaluations: the solver takes the same steps)."""
+    pytest.importorskip("numba")
+    data, algorithm, depth, alpha, t_max = CASES[name]
+    clock = "original" if "original" in name else "rescaled"
+    kw = dict(rho=0.5, sigma=0.3, rho_max=0.5, t_max=t_max, n_points=31, clock=clock)
+    fast = simulate(data, algorithm, depth, alpha, backend="numba", **kw)
+    ref = simulate(data, algorithm, depth, alpha, backend="numpy", **kw)
+    assert fast.status == ref.status == 0, (fast.message, ref.message)
+    assert [(e.kind, e.entry) for e in fast.events] == [(e.kind, e.entry) for e in ref.events]
+    assert finite_gap(fast.log_abs_beta, ref.log_abs_beta) <= 1e-10
+    np.testing.assert_allclose(fast.log_t_original, ref.log_t_original, rtol=1e-9, atol=1e-12)
+
+
+def test_numba_backend_without_numba_names_the_extra(monkeypatch):
+    """backend='numba' without numba: ImportError naming the extra; 'auto' falls back."""
+    from flows import compiled
+
+    monkeypatch.setattr(compiled, "njit", None)
+    with pytest.raises(ImportError, match=r"\.\[fast\]"):
+        simulate(single_example([1.0, 2.0]), "gd", 2, 0.5, t_max=1.0, backend="numba")
+    assert simulate(single_example([1.0, 2.0]), "gd", 2, 0.5, t_max=1.0).status == 0
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_numpy_backend_equals_reference_backend(name):
     """Same path to 1e-9 in log|beta| (where finite), same events at the same times (1e-9),
     same status."""
