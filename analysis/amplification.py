@@ -11,9 +11,17 @@ import numpy as np
 
 from flows.results import Trajectory
 
+from ._checks import log_abs_beta_array, numeric_array, time_axis, trajectory
+
 
 def leaders(log_abs_beta: np.ndarray) -> np.ndarray:
-    """``argmax_j |beta_j(t)|`` per time (T,); -1 where ``beta = 0`` entirely."""
+    """``argmax_j |beta_j(t)|`` per time (T,); -1 where ``beta = 0`` entirely.
+
+    ``log_abs_beta`` is (T, d), d >= 1; ``-inf`` means ``beta_j = 0`` and ``+inf`` a value beyond
+    any float (it leads). ``ValueError`` naming 'log_abs_beta' for NaN (a NaN has no leader) or
+    a wrong shape. Ties: the smallest index.
+    """
+    log_abs_beta = log_abs_beta_array(log_abs_beta)
     lead = np.argmax(log_abs_beta, axis=1)
     return np.where(np.all(np.isneginf(log_abs_beta), axis=1), -1, lead)
 
@@ -38,7 +46,13 @@ class LeaderSequence:
 
 
 def leader_sequence(t: np.ndarray, log_abs_beta: np.ndarray) -> LeaderSequence:
-    """The sequence of leaders of ``|beta_j|`` over the sampled times ``t``."""
+    """The sequence of leaders of ``|beta_j|`` over the sampled times ``t``.
+
+    ``t`` (T,) finite and non-decreasing, ``log_abs_beta`` (T, d) as for :func:`leaders`;
+    otherwise ``ValueError`` naming the parameter.
+    """
+    log_abs_beta = log_abs_beta_array(log_abs_beta)
+    t = time_axis(t, "t", log_abs_beta.shape[0])
     top = np.max(log_abs_beta, axis=1, keepdims=True)
     strict = np.sum(log_abs_beta == top, axis=1) == 1
     lead = leaders(log_abs_beta)
@@ -54,14 +68,38 @@ def leader_sequence(t: np.ndarray, log_abs_beta: np.ndarray) -> LeaderSequence:
 
 
 def trajectory_leaders(traj: Trajectory) -> LeaderSequence:
-    """:func:`leader_sequence` of a trajectory, in its own clock."""
+    """:func:`leader_sequence` of a trajectory, in its own clock (``ValueError`` naming 'traj'
+    if it is not a consistent :class:`flows.Trajectory`)."""
+    traj = trajectory(traj)
     return leader_sequence(traj.t, traj.log_abs_beta)
 
 
 def shares(log_abs_beta: np.ndarray) -> np.ndarray:
-    """``|beta_j| / ||beta||_1`` per time (T, d), by log-sum-exp; 0 where ``beta = 0``."""
-    top = np.max(log_abs_beta, axis=1, keepdims=True)
+    """``|beta_j| / ||beta||_1`` per time (T, d), by log-sum-exp.
+
+    Rows of ``log_abs_beta`` (T, d) are handled as follows:
+
+    * finite or ``-inf`` entries: the shares (a collapsed row, all ``-inf``, gives 0: ``beta``
+      is 0 there, and so are its shares);
+    * exactly one ``+inf`` (a coordinate beyond any float): share 1 there, 0 elsewhere (the
+      limit);
+    * a NaN, or two or more ``+inf`` (the ratio is unknown): the whole row is NaN. A NaN is
+      propagated, never turned into a valid-looking 0.
+
+    ``ValueError`` naming 'log_abs_beta' if it is not a numeric 2-D array with d >= 1.
+    """
+    lb = numeric_array(log_abs_beta, "log_abs_beta", ndim=2)
+    if lb.shape[1] == 0:
+        raise ValueError(f"log_abs_beta must have at least one column, got shape {lb.shape}")
+    n_inf = np.sum(np.isposinf(lb), axis=1)
+    nan_row = np.any(np.isnan(lb), axis=1) | (n_inf > 1)
+    one_inf = (n_inf == 1) & ~nan_row
+    finite_rows = np.where((nan_row | one_inf)[:, None], -np.inf, lb)
+    top = np.max(finite_rows, axis=1, keepdims=True)
     safe = np.where(np.isfinite(top), top, 0.0)
-    scaled = np.exp(log_abs_beta - safe)
+    scaled = np.exp(finite_rows - safe)
     total = np.sum(scaled, axis=1, keepdims=True)
-    return np.divide(scaled, total, out=np.zeros_like(scaled), where=total > 0)
+    out = np.divide(scaled, total, out=np.zeros_like(scaled), where=total > 0)
+    out[one_inf] = np.isposinf(lb[one_inf]).astype(float)
+    out[nan_row] = np.nan
+    return out

@@ -18,6 +18,7 @@ import numpy as np
 from flows.data import finite_array
 from flows.results import BLOWUP, Trajectory
 
+from ._checks import integer, real, trajectory
 from .maxmargin import angle
 
 __all__ = ["LimitEstimate", "angle_series", "final_direction", "linf_limit_scores",
@@ -67,17 +68,19 @@ class LimitEstimate:
 
 
 def _check_window(window) -> float:
-    if isinstance(window, bool) or not np.isscalar(window) or not (0 < float(window) <= 1):
-        raise ValueError(f"window must be a number in (0, 1], got {window!r}")
-    return float(window)
+    try:
+        return real(window, "window", low=0.0, low_open=True, high=1.0)
+    except ValueError:
+        raise ValueError(f"window must be a number in (0, 1], got {window!r}") from None
 
 
 def angle_series(traj: Trajectory, reference) -> np.ndarray:
     """Angle (radians) between ``beta(t)`` and ``reference`` at every sample (T,).
 
     ``nan`` where ``beta = 0``. Uses ``traj.direction`` (computed in log space), so it is valid
-    beyond float64.
+    beyond float64. ``ValueError`` naming 'traj' or 'reference' for bad input.
     """
+    traj = trajectory(traj)
     ref = finite_array(reference, "reference", ndim=1)
     dirs = traj.direction
     if ref.shape[0] != dirs.shape[1]:
@@ -106,9 +109,9 @@ def final_direction(traj: Trajectory, window: float = 0.2,
     any flow in the original clock: ``log beta ~ log log t``, rise ``~ 0.22 / log T``) can fall
     below it. Read ``growth`` (and run longer) in those cases.
     """
+    traj = trajectory(traj)
     window = _check_window(window)
-    if not (np.isfinite(growth_tol) and growth_tol >= 0):
-        raise ValueError(f"growth_tol must be finite and >= 0, got {growth_tol!r}")
+    growth_tol = real(growth_tol, "growth_tol", low=0.0)
     t = np.asarray(traj.t, dtype=float)
     dirs = traj.direction
     final = dirs[-1]
@@ -153,14 +156,15 @@ def _check_linf_inputs(mu, alpha, rho, depth):
                          f"got {alpha.shape} (Cor 3.5 is for balanced initializations)")
     if np.any(alpha <= 0):
         raise ValueError("alpha must be > 0")
-    if isinstance(rho, bool) or not np.isscalar(rho) or not np.isfinite(rho) or rho < 0:
-        raise ValueError(f"rho must be a finite number >= 0, got {rho!r}")
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
-        raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
+    try:
+        rho = real(rho, "rho", low=0.0)
+    except ValueError:
+        raise ValueError(f"rho must be a finite number >= 0, got {rho!r}") from None
+    depth = integer(depth, "depth", 1, 2 ** 53)
     if depth == 1:
         raise ValueError("depth must be >= 2 for Cor 3.5; for L = 1 Thm 3.1 applies instead "
                          "(l_inf-SAM converges to the l2 max-margin direction)")
-    return mu, alpha, float(rho), int(depth)
+    return mu, alpha, rho, depth
 
 
 def linf_limit_scores(mu, alpha, rho, depth: int) -> np.ndarray:
@@ -201,9 +205,10 @@ def predict_linf_limit(mu, alpha, rho, depth: int, rtol: float = 1e-12) -> int |
     ------
     ValueError
         For L = 1 (Thm 3.1 applies instead) and for invalid ``mu`` (must be > 0), ``alpha``
-        (> 0, scalar or shape of mu), ``rho`` (>= 0) or ``depth``; the message names the
-        parameter.
+        (> 0, scalar or shape of mu), ``rho`` (>= 0), ``depth`` or ``rtol`` (a number in
+        ``[0, 1)``); the message names the parameter.
     """
+    rtol = real(rtol, "rtol", low=0.0, high=1.0, high_open=True)
     scores = linf_limit_scores(mu, alpha, rho, depth)
     if not np.any(np.isfinite(scores)):
         return None
@@ -226,14 +231,19 @@ def observed_linf_limit(traj: Trajectory, log_bound: float | None = None) -> int
     exceeding ten times that bound signals divergence. A divergent coordinate with ``alpha_j``
     barely above ``rho`` needs a long horizon to cross it (L = 2: ``a_j = rho + (alpha_j - rho)
     e^{mu_j tau}``); too short a run reports None. Ties at the end: largest index.
+    ``log_bound`` may be any number but NaN (``ValueError`` naming it), ``+-inf`` included.
     """
+    traj = trajectory(traj)
+    if log_bound is not None:
+        log_bound = real(log_bound, "log_bound", finite=False)
     log_beta = np.asarray(traj.log_abs_beta[-1], dtype=float)
     if np.all(np.isneginf(log_beta)) or np.all(traj.sign_beta[-1] == 0):
         return None
     top = np.max(log_beta)
     if traj.status != BLOWUP:
         if log_bound is None:
-            rho = float(traj.hyperparameters.get("rho") or 0.0)
+            rho = traj.hyperparameters.get("rho")
+            rho = 0.0 if rho is None else real(rho, "traj.hyperparameters['rho']", low=0.0)
             log_alpha_max = float(np.max(traj.log_abs_theta[0]))
             log_bound = np.log(10.0) + traj.depth * max(log_alpha_max,
                                                         np.log(rho) if rho > 0 else -np.inf)

@@ -42,6 +42,8 @@ from scipy.optimize import linprog, nnls
 
 from flows.data import Dataset, finite_array, is_separable
 
+from ._checks import numeric_array
+
 __all__ = ["MaxMargin", "angle", "angle_to_set", "l1_solution_set_single_example", "max_margin",
            "max_margin_of", "normalized_margin"]
 
@@ -67,7 +69,8 @@ class MaxMargin:
     support : indices i with ``lambda_i > 0`` (the support vectors).
     unique : True / False if (non-)uniqueness is known, None if not determined (see module doc).
     kkt : KKT residuals: 'stationarity', 'dual_feasibility', 'primal_feasibility',
-        'complementary_slackness', 'duality_gap' (all relative to the scale of the problem).
+        'complementary_slackness', 'duality_gap', of the problem normalised to ``max|y_i x_i|
+        = 1`` (so they do not depend on the scale of the data).
     """
 
     beta: np.ndarray
@@ -92,23 +95,36 @@ class MaxMargin:
 # --------------------------------------------------------------------------- helpers
 
 
+def _unit(u: np.ndarray) -> np.ndarray | None:
+    """``u / ||u||_2`` computed without overflow or underflow (scaled by ``max|u_j|`` first);
+    None for 0 or non-finite ``u``."""
+    if not np.all(np.isfinite(u)):
+        return None
+    top = np.max(np.abs(u), initial=0.0)
+    if top == 0:
+        return None
+    u = u / top
+    return u / np.linalg.norm(u)
+
+
 def angle(u, v) -> float:
     """Angle in radians (in ``[0, pi]``) between the directions of ``u`` and ``v``.
 
     ``nan`` when either vector is 0 (or not finite); ``cos`` is clipped to ``[-1, 1]``. Computed
     as ``2 atan2(||a - b||, ||a + b||)`` on the unit vectors, which stays accurate for angles
-    near 0 and near pi (``arccos`` loses half the digits there).
+    near 0 and near pi (``arccos`` loses half the digits there). Scale-invariant at every
+    float64 scale (the vectors are scaled by their largest entry before the norms).
+    ``ValueError`` naming 'u' or 'v' if they are not numeric, empty, or of different sizes.
     """
-    u = np.asarray(u, dtype=float).ravel()
-    v = np.asarray(v, dtype=float).ravel()
+    u = numeric_array(u, "u").ravel()
+    v = numeric_array(v, "v").ravel()
+    if u.size == 0 or v.size == 0:
+        raise ValueError(f"u and v must not be empty, got sizes {u.size} and {v.size}")
     if u.shape != v.shape:
         raise ValueError(f"u and v must have the same size, got {u.size} and {v.size}")
-    if not (np.all(np.isfinite(u)) and np.all(np.isfinite(v))):
+    a, b = _unit(u), _unit(v)
+    if a is None or b is None:
         return float("nan")
-    nu, nv = np.linalg.norm(u), np.linalg.norm(v)
-    if nu == 0 or nv == 0:
-        return float("nan")
-    a, b = u / nu, v / nv
     return float(np.clip(2.0 * np.arctan2(np.linalg.norm(a - b), np.linalg.norm(a + b)),
                          0.0, np.pi))
 
@@ -117,25 +133,59 @@ def angle_to_set(u, vertices) -> float:
     """Smallest angle between ``u`` and the cone spanned by ``vertices`` (rows, nonnegative
     combinations), e.g. the l1 solution face of :func:`l1_solution_set_single_example`.
 
-    Computed by NNLS: the closest point of the cone to ``u / ||u||``.
+    Computed by NNLS: the closest point of the cone to ``u / ||u||``. When that point is 0
+    (``u`` makes an angle >= pi/2 with every generator), the smallest angle is attained at a
+    generator (on the section ``{w in cone : <u, w> = -1}`` the angle grows with ``||w||``,
+    a convex function, so its maximum sits at a vertex), and it is the smallest angle
+    to a nonzero vertex. ``nan`` if ``u`` is 0 or not finite, or every vertex is 0.
+
+    Raises
+    ------
+    ValueError
+        ``u`` not a numeric vector; ``vertices`` not a finite (k, d) array with ``d = u.size``.
     """
-    u = np.asarray(u, dtype=float).ravel()
-    V = np.atleast_2d(np.asarray(vertices, dtype=float))
-    nu = np.linalg.norm(u)
-    if nu == 0 or not np.all(np.isfinite(u)):
+    u = numeric_array(u, "u").ravel()
+    if u.size == 0:
+        raise ValueError("u must not be empty")
+    V = numeric_array(vertices, "vertices")
+    if V.ndim == 1:
+        V = V[None, :]
+    if V.ndim != 2 or V.shape[0] == 0 or V.shape[1] != u.size or not np.all(np.isfinite(V)):
+        raise ValueError(f"vertices must be a finite (k, {u.size}) array with k >= 1, got "
+                         f"shape {V.shape}")
+    a = _unit(u)
+    scale = np.max(np.abs(V), axis=1)
+    V = V[scale > 0] / scale[scale > 0, None]  # positive row scalings keep the cone
+    if a is None or V.shape[0] == 0:
         return float("nan")
-    coef, _ = nnls(V.T, u / nu)
+    coef, _ = nnls(V.T, a)
     w = V.T @ coef
-    return angle(u, w) if np.linalg.norm(w) > 0 else float(np.pi / 2)
+    if np.linalg.norm(w) > 0:
+        return angle(a, w)
+    return min(angle(a, v) for v in V)
 
 
 def normalized_margin(beta, X, y, p: int) -> float:
-    """``min_i y_i <beta, x_i> / ||beta||_p`` (``nan`` for ``beta = 0``)."""
-    beta = np.asarray(beta, dtype=float)
-    norm = np.linalg.norm(beta, ord=_check_p(p))
-    if norm == 0:
+    """``min_i y_i <beta, x_i> / ||beta||_p`` (``nan`` for ``beta = 0``).
+
+    Scale-invariant in ``beta`` (``beta`` is divided by its largest entry first), so valid for
+    ``|beta|`` anywhere in float64. ``ValueError`` naming the parameter for a non-finite
+    ``beta`` or ``X``, labels other than +-1, or mismatched shapes.
+    """
+    p = _check_p(p)
+    X, y = _check_data(X, y)
+    beta = finite_array(beta, "beta", ndim=1)
+    if beta.shape[0] != X.shape[1]:
+        raise ValueError(f"beta must have length d = {X.shape[1]}, got {beta.shape[0]}")
+    top = np.max(np.abs(beta))
+    if top == 0:
         return float("nan")
-    return float(np.min(np.asarray(y) * (np.asarray(X) @ beta)) / norm)
+    b = beta / top
+    scale_x = np.max(np.abs(X))
+    if scale_x == 0:
+        return 0.0
+    with np.errstate(over="ignore"):
+        return float(scale_x * (np.min(y * ((X / scale_x) @ b)) / np.linalg.norm(b, ord=p)))
 
 
 def l1_solution_set_single_example(mu) -> np.ndarray:
@@ -156,7 +206,8 @@ def l1_solution_set_single_example(mu) -> np.ndarray:
 
 
 def _check_p(p) -> int:
-    if isinstance(p, bool) or p not in (1, 2):
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)) \
+            or p not in (1, 2):
         raise ValueError(f"p must be 1 or 2, got {p!r}")
     return int(p)
 
@@ -309,7 +360,13 @@ def max_margin(X, y=None, p=None) -> MaxMargin:
     ------
     ValueError
         ``p`` not 1 or 2 (the message names 'p'); bad shapes/labels; data that no linear
-        predictor through the origin separates (the message says "not linearly separable").
+        predictor through the origin separates (the message says "not linearly separable");
+        data at a scale where ``beta`` (~ ``1 / max|x|``) or the dual (~ ``1 / max|x|^p``) is
+        not representable in float64 (the message names X).
+
+    The problem is solved for ``Z / max|Z|`` (``Z`` the rows ``y_i x_i``) and scaled back
+    (``beta / s``, ``dual / s^p``), so the answer is the same at every scale of ``X``; the KKT
+    residuals are those of the normalised problem.
     """
     if isinstance(X, Dataset):
         if y is not None and np.ndim(y) == 0:
@@ -329,15 +386,27 @@ def max_margin(X, y=None, p=None) -> MaxMargin:
         raise ValueError("data (X, y) are not linearly separable through the origin: no beta "
                          "has y_i <beta, x_i> >= 1 for all i")
     Z = y[:, None] * X
-    beta, lam, kkt = _l2(Z) if p == 2 else _l1(Z)
-    support = np.flatnonzero(lam > _ZERO * max(1.0, float(np.max(lam))))
+    scale = float(np.max(np.abs(Z)))
+    beta_s, lam_s, kkt = _l2(Z / scale) if p == 2 else _l1(Z / scale)
+    with np.errstate(over="ignore", under="ignore"):
+        beta = beta_s / scale
+        lam = lam_s / scale if p == 1 else lam_s / scale / scale
+    lost = ~np.isfinite(beta) | ((beta == 0) & (beta_s != 0))
+    lost_dual = ~np.isfinite(lam) | ((lam == 0) & (lam_s != 0))
+    if np.any(lost) or np.any(lost_dual):
+        what = "beta (~ 1 / max|x|)" if np.any(lost) else \
+            f"the dual variables (~ 1 / max|x|^{p})"
+        raise ValueError(f"X: at max |x_ij| = {scale:.3g}, {what} of the l{p} max-margin "
+                         f"problem are outside float64; rescale X (the direction does not "
+                         f"depend on the scale)")
+    support = np.flatnonzero(lam_s > _ZERO * max(1.0, float(np.max(lam_s))))
     if p == 2:
         unique: bool | None = True
     elif Z.shape[0] == 1:
         unique = l1_solution_set_single_example(Z[0]).shape[0] == 1
     else:
         unique = None
-    return MaxMargin(beta=beta, direction=beta / np.linalg.norm(beta),
+    return MaxMargin(beta=beta, direction=beta_s / np.linalg.norm(beta_s),
                      margin=normalized_margin(beta, X, y, p), p=p, dual=lam, support=support,
                      unique=unique, kkt=kkt)
 

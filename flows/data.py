@@ -22,12 +22,56 @@ def finite_array(value, name: str, ndim: int | None = None) -> np.ndarray:
     return arr
 
 
-def is_separable(X: np.ndarray, y: np.ndarray) -> bool:
-    """Whether some ``beta`` has ``y_i <x_i, beta> >= 1`` for all i (an LP feasibility problem, HiGHS)."""
-    n, d = X.shape
-    res = linprog(np.zeros(d), A_ub=-(y[:, None] * X), b_ub=-np.ones(n),
-                  bounds=[(None, None)] * d, method="highs")
+def _equilibrated(Z: np.ndarray) -> np.ndarray | None:
+    """``Z`` with every row, then every column, divided by its largest ``|entry|``; None if a
+    row is exactly 0.
+
+    Separability (some ``beta`` with ``Z beta > 0`` entrywise) is invariant under positive row
+    scalings (a margin is rescaled) and positive column scalings (``beta_j -> beta_j / c_j``), so
+    this changes nothing but the conditioning: the LP sees entries in ``[-1, 1]`` whatever the
+    scale of the data (1e-300 .. 1e300). An example with ``y_i x_i = 0`` has margin 0 for
+    every ``beta``: the data are then not separable.
+    """
+    rows = np.max(np.abs(Z), axis=1, keepdims=True)
+    if np.any(rows == 0):
+        return None
+    Z = Z / rows
+    cols = np.max(np.abs(Z), axis=0, keepdims=True)
+    return Z / np.where(cols > 0, cols, 1.0)
+
+
+def _separating_lp(Z: np.ndarray, bounds: list[tuple[float | None, float | None]]) -> bool:
+    """Whether some ``beta`` within ``bounds`` has ``Z beta >= 1`` (HiGHS), on the equilibrated
+    ``Z`` (:func:`_equilibrated`; the bounds are sign constraints, which positive column scalings
+    keep). ``ValueError`` if HiGHS cannot decide."""
+    Z = _equilibrated(Z)
+    if Z is None:
+        return False
+    n, d = Z.shape
+    res = linprog(np.zeros(d), A_ub=-Z, b_ub=-np.ones(n), bounds=bounds, method="highs")
+    if res.status not in (0, 2):
+        raise ValueError(f"X, y: the separability LP could not be decided ({res.message})")
     return res.status == 0
+
+
+def is_separable(X: np.ndarray, y: np.ndarray) -> bool:
+    """Whether some ``beta`` has ``y_i <x_i, beta> >= 1`` for all i (an LP feasibility problem,
+    HiGHS), decided scale-invariantly: rows ``y_i x_i`` and then columns are normalised by their
+    largest entry before the LP, and a row ``y_i x_i = 0`` makes the data non-separable.
+
+    Parameters
+    ----------
+    X : (n, d) finite features.
+    y : (n,) labels (finite; any sign pattern: only ``y_i x_i`` matters here).
+
+    ``ValueError`` naming X or y for non-finite values or mismatched shapes.
+    """
+    X = finite_array(X, "X", ndim=2)
+    y = finite_array(y, "y", ndim=1)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must have one label per row of X: got {y.shape[0]} labels for "
+                         f"{X.shape[0]} rows")
+    return _separating_lp(y[:, None] * X, [(None, None)] * X.shape[1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,7 +87,7 @@ class Dataset:
     ------
     ValueError
         On wrong shapes, non-finite values, labels other than +-1, or data that no linear
-        predictor separates (checked by an LP).
+        predictor separates (checked by an LP, scale-invariantly: see :func:`is_separable`).
     """
 
     X: np.ndarray
@@ -95,3 +139,37 @@ def single_example(mu) -> Dataset:
     if not np.any(mu != 0):
         raise ValueError("mu must have a non-zero entry (otherwise D_mu is not separable)")
     return Dataset(mu[None, :], np.ones(1))
+
+
+def sign_constrained_separable(data: Dataset, signs) -> bool:
+    """Whether some ``beta`` with ``signs_j beta_j >= 0`` for all j separates ``data``.
+
+    The LP ``y_i <x_i, beta> >= 1`` with bounds ``beta_j >= 0`` where ``signs_j = 1``,
+    ``beta_j <= 0`` where ``signs_j = -1`` and ``beta_j`` free where ``signs_j = 0``, decided
+    scale-invariantly as :func:`is_separable`. With the signs of
+    :func:`flows.initialization.kept_sign_pattern` it tells whether a flow can separate the
+    data at all: e.g. ``X = [[2, -1], [-1, -2]]``, ``y = (1, 1)`` is separable (``beta = (1,
+    -1)``) but by no ``beta >= 0``, so from a balanced init at even depth the loss stays above
+    ``log(2) / 2``.
+
+    Parameters
+    ----------
+    data : a :class:`Dataset`.
+    signs : (d,) (or a scalar, for every coordinate) in {-1, 0, +1}.
+
+    Raises
+    ------
+    ValueError
+        ``data`` not a Dataset; ``signs`` not finite, of the wrong length or not in {-1, 0, 1}.
+    """
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
+    s = finite_array(signs, "signs")
+    if s.ndim == 0:
+        s = np.full(data.d, float(s))
+    if s.shape != (data.d,):
+        raise ValueError(f"signs must be a scalar or have length d = {data.d}, got shape {s.shape}")
+    if not np.all(np.isin(s, (-1.0, 0.0, 1.0))):
+        raise ValueError(f"signs must contain only -1, 0 and +1, got {s}")
+    bounds = [(0.0, None) if v > 0 else (None, 0.0) if v < 0 else (None, None) for v in s]
+    return _separating_lp(data.signed_features, bounds)

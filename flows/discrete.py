@@ -28,7 +28,11 @@ class DiscreteRun:
     ----------
     steps : (K,) iteration numbers recorded; ``t = steps * eta`` the original time.
     theta : (K, L, d) parameters; ``beta`` (K, d); ``loss`` (K,).
-    status : 0 finished, -1 the iterates overflowed (the run stops at the last finite one).
+    status : 0 finished; -1 an iterate (theta, beta or the margins) left float64 at some step:
+        the run stops there, ``message`` says at which step and why, and the iterates recorded
+        so far are kept, plus the last representable one (so every returned value is finite;
+        if ``beta`` already overflows at step 0, only the initial ``theta`` is returned, with
+        its ``beta = +-inf`` and ``loss = nan``).
     """
 
     steps: np.ndarray
@@ -66,32 +70,75 @@ def iterate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0,
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
     hp = resolve_hyperparameters(algorithm, {"rho": rho, "sigma": sigma, "rho_max": rho_max,
                                              "varrho": varrho})
-    if loss not in LOSSES:
+    if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
     init = initialization(alpha, depth, data.d, reduced=False)
-    if not (np.isfinite(eta) and eta > 0):
-        raise ValueError(f"eta must be finite and > 0, got {eta}")
+    try:
+        eta_f = float(eta)
+    except (TypeError, ValueError):
+        raise ValueError(f"eta must be a number, got {eta!r}") from None
+    if isinstance(eta, (bool, np.bool_, str)) or not (np.isfinite(eta_f) and eta_f > 0):
+        raise ValueError(f"eta must be finite and > 0, got {eta!r}")
+    eta = eta_f
     for name, value in (("steps", steps), ("record_every", record_every)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     problem = Problem(data, get_algorithm(algorithm), hp, LOSSES[loss], init.multiplicity,
                       CLOCKS["original"])
+    signed = data.signed_features
     theta = init.groups.copy()
     kept_steps, kept = [0], [theta.copy()]
     status, message = SUCCESS, f"ran {steps} steps"
-    for k in range(1, steps + 1):
-        with np.errstate(over="ignore", invalid="ignore"):
-            theta = sam_step(theta, problem, eta)
-        if not np.all(np.isfinite(theta)):
-            status, message = FAILURE, f"iterates overflowed at step {k}"
-            break
-        if k % record_every == 0 or k == steps:
-            kept_steps.append(k)
-            kept.append(theta.copy())
+    why = _not_representable(theta, signed)
+    if why:
+        status, message = FAILURE, (f"iterate not representable at step 0: {why}; only the "
+                                    f"initial theta is returned")
+    else:
+        last_k, last = 0, theta
+        for k in range(1, steps + 1):
+            with np.errstate(over="ignore", invalid="ignore"):
+                theta = sam_step(theta, problem, eta)
+            why = _not_representable(theta, signed)
+            if why:
+                status, message = FAILURE, (f"iterate not representable at step {k}: {why}; "
+                                            f"the iterates up to "
+                                            f"step {last_k} are kept")
+                if kept_steps[-1] != last_k:
+                    kept_steps.append(last_k)
+                    kept.append(last.copy())
+                break
+            last_k, last = k, theta
+            if k % record_every == 0 or k == steps:
+                kept_steps.append(k)
+                kept.append(theta.copy())
     thetas = np.array(kept)
     betas = np.prod(thetas, axis=1)
-    losses = np.mean(LOSSES[loss].value(betas @ data.signed_features.T), axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        margins = betas @ signed.T
+        losses = np.where(np.all(np.isfinite(margins), axis=1),
+                          np.mean(LOSSES[loss].value(margins), axis=1), np.nan)
     steps_arr = np.array(kept_steps)
     return DiscreteRun(steps=steps_arr, t=steps_arr * eta, theta=thetas, beta=betas,
                        loss=losses, status=status, message=message, algorithm=algorithm,
                        eta=float(eta))
+
+
+def _not_representable(theta: np.ndarray, signed: np.ndarray) -> str:
+    """Why the iterate ``theta`` (L, d) cannot be represented in float64, or '' if it can.
+
+    Checks the parameters, ``beta = prod_l theta^(l)`` and the margins ``<beta, y_i x_i>``
+    (the loss needs them), in that order.
+    """
+    if np.any(np.isnan(theta)):
+        return "theta became NaN (an invalid operation in the update, e.g. inf - inf)"
+    if not np.all(np.isfinite(theta)):
+        return f"|theta| overflows float64 (beyond {np.finfo(float).max:.3g})"
+    with np.errstate(over="ignore", invalid="ignore"):
+        beta = np.prod(theta, axis=0)
+        if not np.all(np.isfinite(beta)):
+            top = float(np.max(np.abs(theta)))
+            return (f"beta = prod_l theta^(l) overflows float64 (|theta| up to {top:.3g}, "
+                    f"{theta.shape[0]} layers)")
+        if not np.all(np.isfinite(signed @ beta)):
+            return "the margins <beta, y_i x_i> overflow float64"
+    return ""

@@ -34,31 +34,47 @@ class Initialization(NamedTuple):
 
 
 def initialization(alpha, depth: int, d: int, reduced: bool | None = None) -> Initialization:
-    """Check ``alpha`` (scalar, (d,) or (depth, d), all > 0) and build the parameter groups.
+    """Check ``alpha`` and build the parameter groups.
 
     Parameters
     ----------
-    alpha : initialization scale(s).
+    alpha : initialization scale(s): a scalar or a (d,) vector, all > 0 (every layer starts at
+        ``alpha_j``), or a (depth, d) array of nonzero entries of either sign (``w_j^(l)(0) =
+        alpha[l, j]``; a *signed* init when some entries are negative).
     depth : number of layers L >= 1.
     d : number of features.
-    reduced : merge balanced layers (None: whenever ``alpha`` is balanced).
+    reduced : merge balanced layers (None: whenever ``alpha`` is balanced, i.e. all rows equal).
+
+    Raises
+    ------
+    ValueError
+        Naming 'alpha': NaN / inf, a zero entry, a non-positive scalar or (d,) entry, or a shape
+        other than (), (d,), (depth, d); naming 'depth', 'd' or 'reduced' for a depth or d that
+        is not an int >= 1, or a reduced that is not None / bool.
     """
     depth = check_depth(depth)
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"d must be an integer >= 1, got {d!r}")
+    if reduced is not None and not isinstance(reduced, (bool, np.bool_)):
+        raise ValueError(f"reduced must be None, True or False, got {reduced!r}")
     a = finite_array(alpha, "alpha")
-    if np.any(a <= 0):
-        raise ValueError("alpha must be > 0 (every initial weight positive)")
-    if a.ndim == 0:
-        a = np.full(d, float(a))
-    if a.ndim == 1:
-        if a.shape != (d,):
-            raise ValueError(f"alpha must be a scalar, a length-{d} vector or a ({depth}, {d}) "
-                             f"array, got shape {a.shape}")
-        layers = np.tile(a, (depth, 1))
+    shapes = (f"alpha must be a scalar, a length-{d} vector or a ({depth}, {d}) array, "
+              f"got shape {a.shape}")
+    if a.ndim <= 1:
+        if np.any(a <= 0):
+            raise ValueError("alpha must be > 0 as a scalar or a vector (every initial weight "
+                             "positive; signed inits need a (depth, d) array)")
+        if a.ndim == 1 and a.shape != (d,):
+            raise ValueError(shapes)
+        layers = np.tile(np.broadcast_to(a, (d,)), (depth, 1))
     elif a.shape == (depth, d):
+        if np.any(a == 0):
+            layer, j = (int(v) for v in np.argwhere(a == 0)[0])
+            raise ValueError(f"alpha must have no zero entry (signs are free in a (depth, d) "
+                             f"array, zeros are not), got 0 at layer {layer}, coordinate {j}")
         layers = a.copy()
     else:
-        raise ValueError(f"alpha must be a scalar, a length-{d} vector or a ({depth}, {d}) "
-                         f"array, got shape {a.shape}")
+        raise ValueError(shapes)
     balanced = bool(np.all(layers == layers[0]))
     if reduced and not balanced:
         raise ValueError("reduced=True needs a balanced alpha (all layers equal)")
@@ -67,3 +83,63 @@ def initialization(alpha, depth: int, d: int, reduced: bool | None = None) -> In
     if reduced and depth > 1:
         return Initialization(layers[:1].copy(), np.array([depth]), True)
     return Initialization(layers, np.ones(depth, dtype=int), balanced)
+
+
+#: Algorithms whose field vanishes where a balanced layer a_j is 0 (the perturbation of w_j is
+#: a multiple of prod_{k != l} w_j^(k) = a_j^(L-1)), so that a_j cannot cross 0 (L >= 2).
+#: l_inf-SAM is not among them (sign(grad) jumps at 0: a_j crosses or slides).
+ZERO_INVARIANT = frozenset({"gd", "l2-sam", "usam", "le-sam"})
+
+
+def kept_sign_pattern(alpha, depth: int, d: int | None = None, *,
+                      algorithm: str | None = None) -> np.ndarray | None:
+    """The signs ``s_j`` in {-1, +1} with ``s_j beta_j(t) >= 0`` for all t, or None if ``beta``
+    is not confined to an orthant.
+
+    Balanced magnitudes (``|alpha[l, j]| = a_j`` for every layer, the signs of the entries
+    arbitrary) are, up to the reflection ``w_j^(l) -> sign(alpha[l, j]) w_j^(l)`` (which every
+    algorithm of the table commutes with), a positive balanced init on data whose column j is
+    multiplied by ``s_j = prod_l sign(alpha[l, j])``; its layers stay equal to one ``a_j(t)``,
+    so ``beta_j = s_j a_j(t)^L``:
+
+    * even L >= 2: ``s_j beta_j = a_j^L >= 0`` for every algorithm (flows and discrete runs);
+    * odd L >= 3: ``a_j`` cannot cross 0 under the flows of :data:`ZERO_INVARIANT` (gd, l2-sam,
+      usam, le-sam: the field of a_j is a multiple of ``a_j^(L-1)``), so ``s_j beta_j >= 0``
+      for those flows when ``algorithm`` names one (a discrete step may still jump over 0);
+      l_inf-SAM can cross 0, and ``algorithm=None`` (every algorithm) gives None;
+    * L = 1, or magnitudes that differ between layers (a smaller layer can cross 0): None.
+
+    Use it with :func:`flows.data.sign_constrained_separable`: if the data are not separable
+    by a ``beta`` with these signs, the loss cannot tend to 0.
+
+    Parameters
+    ----------
+    alpha : as for :func:`initialization` (scalar, (d,), or (depth, d) with either sign).
+    depth : number of layers L >= 1.
+    d : number of features; needed for a scalar ``alpha``, otherwise read from ``alpha``.
+    algorithm : name in :data:`flows.algorithms.ALGORITHMS`, or None for "any algorithm".
+
+    Returns
+    -------
+    (d,) array of -1.0 / +1.0, or None.
+    """
+    depth = check_depth(depth)
+    a = finite_array(alpha, "alpha")
+    if d is None:
+        if a.ndim == 0:
+            raise ValueError("d must be given for a scalar alpha (the number of features)")
+        d = a.shape[-1]
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"d must be an integer >= 1, got {d!r}")
+    if algorithm is not None:
+        from .algorithms import ALGORITHMS  # noqa: PLC0415 (light module, no cycle at import)
+
+        if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be None or one of {sorted(ALGORITHMS)}, "
+                             f"got {algorithm!r}")
+    layers = initialization(a, depth, int(d), reduced=False).groups
+    if depth == 1 or not np.all(np.abs(layers) == np.abs(layers[0])):
+        return None
+    if depth % 2 == 1 and algorithm not in ZERO_INVARIANT:
+        return None
+    return np.prod(np.sign(layers), axis=0)

@@ -241,3 +241,41 @@ def test_amplification_in_alpha_at_fixed_tau(mu, collapse, n_alpha):
         warnings.warn(f"Prop 4.7, mu = {mu}: leader (1-based) not monotone in alpha at some tau "
                       f"(alphas {np.round(ratios, 4).tolist()}): first cases {bad[:3]} "
                       f"({len(bad)} of {len(tau) - 1} tau values)", UserWarning)
+
+
+# --------------------------------------------------------------------------- issue 9: NaN, inf, shapes
+
+
+def test_shares_propagate_nan_and_resolve_single_inf():
+    """Helper contract: a row with a NaN gives NaN shares (never a valid-looking 0); a row with
+    exactly one log|beta_j| = +inf gives share 1 there and 0 elsewhere (the limit); two or more
+    +inf entries are indeterminate (NaN); a collapsed row stays 0."""
+    lb = np.array([[np.nan, 0.0, 0.0],
+                   [np.inf, 0.0, NEG],
+                   [np.inf, np.inf, 0.0],
+                   [NEG, NEG, NEG],
+                   [0.0, 0.0, 0.0]])
+    s = shares(lb)
+    assert np.all(np.isnan(s[0]))
+    np.testing.assert_array_equal(s[1], [1.0, 0.0, 0.0])
+    assert np.all(np.isnan(s[2]))
+    np.testing.assert_array_equal(s[3], [0.0, 0.0, 0.0])
+    np.testing.assert_allclose(s[4], [1 / 3] * 3, rtol=1e-15)
+
+
+def test_leader_helpers_validate_inputs():
+    """Helper contract: leaders / leader_sequence reject NaN (a NaN has no leader), non-2-D
+    log_abs_beta and a time axis of the wrong length with a ValueError naming the parameter;
+    trajectory_leaders rejects a non-Trajectory."""
+    with pytest.raises(ValueError, match="log_abs_beta"):
+        leaders(np.array([[np.nan, 0.0]]))
+    with pytest.raises(ValueError, match="log_abs_beta"):
+        leaders(np.zeros(3))
+    with pytest.raises(ValueError, match="log_abs_beta"):
+        shares(np.zeros(3))
+    with pytest.raises(ValueError, match=r"\bt\b"):
+        leader_sequence(np.array([0.0, 1.0]), np.zeros((3, 2)))
+    with pytest.raises(ValueError, match=r"\bt\b"):
+        leader_sequence(np.array([0.0, np.nan, 1.0]), np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="traj"):
+        trajectory_leaders(np.zeros((3, 2)))

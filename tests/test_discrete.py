@@ -156,3 +156,33 @@ def test_discrete_linf_sam_through_sliding_converges_to_simulate():
     assert errors[0] > errors[1] > errors[2]
     assert all(1.7 <= a / b <= 2.3 for a, b in zip(errors[:-1], errors[1:])), errors
     assert errors[-1] < 5e-4
+
+
+# --------------------------------------------------------------------------- overflow (issue 9)
+
+
+def test_iterate_overflow_of_beta_at_step_0_is_a_failure():
+    """Claim: when beta = prod_l theta^(l) is not representable (alpha = 1e200, L = 3:
+    beta = 1e600) the run fails (status -1) at step 0, says where and why, and keeps the
+    (finite) initial iterate instead of reporting success with beta = inf."""
+    run = iterate(single_example([1.0, 2.0, 3.0]), "gd", depth=3, alpha=1e200, eta=1e-3,
+                  steps=10)
+    assert run.status == -1
+    assert "step 0" in run.message and "overflow" in run.message and "beta" in run.message
+    np.testing.assert_array_equal(run.steps, [0])
+    np.testing.assert_array_equal(run.theta[0], np.full((3, 3), 1e200))
+    assert np.isnan(run.loss[0])  # not the valid-looking 0 of an infinite margin
+
+
+def test_iterate_overflow_mid_run_keeps_the_last_finite_iterate():
+    """Claim: an overflow at step k > 0 gives status -1 with 'step k' in the message; the
+    iterates recorded so far are kept, plus the last finite one (step k - 1) even when
+    record_every skips it, and nothing non-finite is returned. (GD, exponential loss, a signed
+    init with margin -1 and eta = 1 overshoots: beta = -1, -2.95, -973, then theta = +-inf.)"""
+    run = iterate(single_example([1.0]), "gd", depth=2, alpha=np.array([[1.0], [-1.0]]),
+                  eta=1.0, steps=10, record_every=5, loss="exponential")
+    assert run.status == -1
+    assert "step 3" in run.message and "overflow" in run.message
+    np.testing.assert_array_equal(run.steps, [0, 2])
+    assert np.all(np.isfinite(run.theta)) and np.all(np.isfinite(run.beta))
+    np.testing.assert_allclose(run.beta[-1], [-973.006913802344], rtol=1e-12)

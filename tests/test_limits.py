@@ -226,3 +226,37 @@ def test_final_direction_validation():
         angle_series(traj, [1.0, 0.0])
     assert final_direction(traj, window=1.0).movement == pytest.approx(
         np.arccos(1 / np.sqrt(3)), rel=1e-3)
+
+
+# --------------------------------------------------------------------------- issue 9: validation
+
+
+@pytest.mark.parametrize("rtol", [np.nan, -1e-3, np.inf, 1.0, "a", None, True])
+def test_predict_rejects_bad_rtol(rtol):
+    """rtol must be a finite number in [0, 1): NaN used to give an IndexError."""
+    with pytest.raises(ValueError, match="rtol"):
+        predict_linf_limit([1.0, 2.0], [1.0, 1.0], 0.5, 2, rtol=rtol)
+
+
+def test_limits_validation_names_the_parameter():
+    """Every public function of analysis.limits rejects bad input with a ValueError naming the
+    parameter (before: TypeError / AttributeError for non-numbers and non-trajectories)."""
+    traj = run((1, 2, 3), "gd", 2, 1.0, None, 6.0)
+    cases = [
+        (lambda: linf_limit_scores([1, 2], 1.0, "a", 2), "rho"),
+        (lambda: linf_limit_scores([1, 2], 1.0, None, 2), "rho"),
+        (lambda: linf_limit_scores([1, 2], "x", 0.5, 2), "alpha"),
+        (lambda: linf_limit_scores([1, 2], 1.0, 0.5, 10 ** 400), "depth"),
+        (lambda: final_direction(traj, growth_tol="a"), "growth_tol"),
+        (lambda: final_direction(traj, growth_tol=np.nan), "growth_tol"),
+        (lambda: final_direction(traj, window="0.5"), "window"),
+        (lambda: final_direction(None), "traj"),
+        (lambda: angle_series("x", [1.0, 0.0, 0.0]), "traj"),
+        (lambda: angle_series(traj, [1.0, np.nan, 0.0]), "reference"),
+        (lambda: observed_linf_limit(traj, log_bound=np.nan), "log_bound"),
+        (lambda: observed_linf_limit(traj, log_bound="big"), "log_bound"),
+        (lambda: observed_linf_limit(object()), "traj"),
+    ]
+    for call, name in cases:
+        with pytest.raises(ValueError, match=name):
+            call()

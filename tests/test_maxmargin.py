@@ -206,3 +206,62 @@ def test_angle_robust():
     assert np.isnan(angle(u, [np.inf, 0, 0]))
     with pytest.raises(ValueError):
         angle(u, [1.0, 2.0])
+
+
+# --------------------------------------------------------------------------- issue 9: scales, cones
+
+
+def test_angle_to_set_in_the_polar_cone():
+    """angle_to_set: when u makes an obtuse angle with the whole cone (its projection is 0)
+    the smallest angle is attained at a generator: pi for u = -e_1 and the ray e_1 (it used to
+    say pi/2), 3 pi / 4 for (-1, -1) and the quadrant; nan for the zero cone."""
+    assert angle_to_set([-1.0, 0.0], [[1.0, 0.0]]) == pytest.approx(np.pi)
+    assert angle_to_set([-1.0, -1.0], [[1.0, 0.0], [0.0, 2.0]]) == pytest.approx(0.75 * np.pi)
+    assert angle_to_set([0.0, 1.0], [[1.0, 0.0]]) == pytest.approx(np.pi / 2)
+    assert angle_to_set([1.0, 1.0], [[1.0, 0.0], [0.0, 1.0]]) == pytest.approx(0.0, abs=1e-15)
+    assert np.isnan(angle_to_set([1.0, 1.0], np.zeros((2, 2))))
+    with pytest.raises(ValueError, match="vertices"):
+        angle_to_set([1.0, 1.0], [[1.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-150, 1e150, 1e300])
+def test_angle_and_margin_scale_invariant(scale):
+    """angle and normalized_margin are scale-invariant in beta (no overflow of ||beta|| at
+    1e300, no underflow at 1e-300)."""
+    assert angle([scale, scale], [scale, 0.0]) == pytest.approx(np.pi / 4, rel=1e-14)
+    assert angle_to_set([scale, scale], [[scale, 0.0]]) == pytest.approx(np.pi / 4, rel=1e-12)
+    X, y, _ = separable_data(0, n=5, d=3)
+    beta = max_margin(X, y, 2).beta
+    for p in (1, 2):
+        assert normalized_margin(scale * beta, X, y, p) == pytest.approx(
+            normalized_margin(beta, X, y, p), rel=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-150, 1e-20, 1e20, 1e150, 1e300])
+@pytest.mark.parametrize("p", [1, 2])
+def test_max_margin_scale_equivariant(scale, p):
+    """max_margin(s X, y) = max_margin(X, y) with beta / s (dual / s^2 for p = 2, / s for
+    p = 1) at every scale where these are representable; otherwise a ValueError naming X, never
+    a wrong answer (before: 'not separable' from 1e15 on)."""
+    X, y, _ = separable_data(2, n=13, d=5)
+    ref = max_margin(X, y, p)
+    try:
+        mm = max_margin(scale * X, y, p)
+    except ValueError as exc:  # only the l2 duals (~ 1 / s^2) can leave float64
+        assert p == 2 and abs(np.log10(scale)) > 200, exc
+        assert "X" in str(exc) and "float64" in str(exc) and "separable" not in str(exc), exc
+        return
+    np.testing.assert_allclose(mm.direction, ref.direction, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(mm.beta * scale, ref.beta, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(mm.dual * scale ** p, ref.dual, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(mm.support, ref.support)
+    assert mm.margin == pytest.approx(ref.margin * scale, rel=1e-9)
+    assert mm.kkt_residual() < KKT_TOL
+
+
+def test_angle_rejects_non_numeric():
+    """angle names the offending argument."""
+    with pytest.raises(ValueError, match=r"\bu\b"):
+        angle("abc", [1.0])
+    with pytest.raises(ValueError, match=r"\bv\b"):
+        angle([1.0], ["x"])

@@ -18,14 +18,18 @@ marked slow.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import signal
 import warnings
 
 import numpy as np
 import pytest
 
-from analysis.regimes import (RegimeResult, classify, collapse_boundary,
-                              collapse_certificate_boundary, initial_rates_from_field,
+from analysis.regimes import (RegimeResult, check_positive, classify, collapse_boundary,
+                              collapse_certificate_boundary,
+                              initial_norm, initial_rates_from_field, leader_phase_diagram,
+                              leader_sequence_at_depth, log_gradient_norm,
                               regime3_boundary, regime3_boundary_from_field)
 from analysis.amplification import leader_sequence
 from flows import simulate, single_example
@@ -236,3 +240,120 @@ def test_classify_scale_symmetry(ratio, c):
     np.testing.assert_allclose(shifted[ok], ref.log_abs_beta[ok], atol=1e-6)
     assert leader_sequence(direct.tau[rows], shifted[rows]).coordinates == \
         leader_sequence(ref.tau[rows], ref.log_abs_beta[rows]).coordinates
+
+
+# --------------------------------------------------------------------------- issue 9: validation, caps
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Raise TimeoutError instead of hanging if the block runs longer than ``seconds``."""
+    def handler(signum, frame):
+        raise TimeoutError(f"did not finish within {seconds} s")
+    previous = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+MU2 = [1.0, 2.0]
+BAD_CALLS = {  # name: (call, parameter the ValueError must name)
+    "classify max_extensions -1": (lambda: classify(MU2, 1.0, max_extensions=-1), "max_extensions"),
+    "classify max_extensions 1.5": (lambda: classify(MU2, 1.0, max_extensions=1.5), "max_extensions"),
+    "classify max_extensions True": (lambda: classify(MU2, 1.0, max_extensions=True), "max_extensions"),
+    "classify max_extensions 10**6": (lambda: classify(MU2, 1.0, max_extensions=10 ** 6), "max_extensions"),
+    "classify n_points 1": (lambda: classify(MU2, 1.0, n_points=1), "n_points"),
+    "classify t_max nan": (lambda: classify(MU2, 1.0, t_max=np.nan), "t_max"),
+    "classify alpha text": (lambda: classify(MU2, "a"), "alpha"),
+    "classify rho None": (lambda: classify(MU2, 1.0, rho=None), "rho"),
+    "classify alpha / rho overflows": (lambda: classify(MU2, 1e300, rho=1e-300), "alpha"),
+    "collapse_boundary rho -1": (lambda: collapse_boundary(MU2, rho=-1.0), "rho"),
+    "collapse_boundary rho 0": (lambda: collapse_boundary(MU2, rho=0.0), "rho"),
+    "collapse_boundary rtol nan": (lambda: collapse_boundary(MU2, rtol=np.nan), "rtol"),
+    "collapse_boundary rtol 0": (lambda: collapse_boundary(MU2, rtol=0.0), "rtol"),
+    "collapse_boundary rtol 1": (lambda: collapse_boundary(MU2, rtol=1.0), "rtol"),
+    "collapse_boundary max_iter 0": (lambda: collapse_boundary(MU2, max_iter=0), "max_iter"),
+    "regime3_boundary_from_field rho -0.5": (lambda: regime3_boundary_from_field(MU2, rho=-0.5), "rho"),
+    "regime3_boundary_from_field rho 0": (lambda: regime3_boundary_from_field(MU2, rho=0.0), "rho"),
+    "regime3_boundary_from_field rho nan": (lambda: regime3_boundary_from_field(MU2, rho=np.nan), "rho"),
+    "regime3_boundary_from_field rtol 0": (lambda: regime3_boundary_from_field(MU2, rtol=0.0), "rtol"),
+    "regime3_boundary_from_field rtol 1e-20": (lambda: regime3_boundary_from_field(MU2, rtol=1e-20), "rtol"),
+    "regime3_boundary_from_field rtol nan": (lambda: regime3_boundary_from_field(MU2, rtol=np.nan), "rtol"),
+    "initial_rates_from_field alpha 0": (lambda: initial_rates_from_field(MU2, 0.0), "alpha"),
+    "initial_rates_from_field rho -1": (lambda: initial_rates_from_field(MU2, 1.0, -1.0), "rho"),
+    "initial_norm alpha -1": (lambda: initial_norm(MU2, -1.0), "alpha"),
+    "initial_norm mu": (lambda: initial_norm([1.0, np.nan], 1.0), "mu"),
+    "log_gradient_norm shape": (lambda: log_gradient_norm(np.zeros((3, 3)), np.array(MU2)), "log_abs_beta"),
+    "log_gradient_norm nan": (lambda: log_gradient_norm(np.array([[np.nan, 0.0]]), np.array(MU2)), "log_abs_beta"),
+    "check_positive text": (lambda: check_positive("a", "rho"), "rho"),
+    "check_positive None": (lambda: check_positive(None, "rho"), "rho"),
+    "leader_phase_diagram ratios": (lambda: leader_phase_diagram(MU2, [0.5, -1.0], 1.0), "ratios"),
+    "leader_phase_diagram ratios empty": (lambda: leader_phase_diagram(MU2, [], 1.0), "ratios"),
+    "leader_phase_diagram tau_max": (lambda: leader_phase_diagram(MU2, [0.5], 0.0), "tau_max"),
+    "leader_phase_diagram n_tau": (lambda: leader_phase_diagram(MU2, [0.5], 1.0, n_tau=1), "n_tau"),
+    "leader_sequence_at_depth depth": (lambda: leader_sequence_at_depth(MU2, 1.0, 0.5, 0, 1.0), "depth"),
+    "leader_sequence_at_depth t_max": (lambda: leader_sequence_at_depth(MU2, 1.0, 0.5, 2, -1.0), "t_max"),
+    "leader_sequence_at_depth rho": (lambda: leader_sequence_at_depth(MU2, 1.0, -0.5, 2, 1.0), "rho"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CALLS))
+def test_regime_functions_validate_up_front(case, monkeypatch):
+    """Every public function of analysis.regimes rejects bad input with a ValueError naming the
+    parameter, before any flow is simulated (before: UnboundLocalError for max_extensions = -1,
+    a negative boundary after ~97 s for rho = -1, -0.5 returned for rho = -0.5, endless loops
+    for rho = 0 or rtol = 0)."""
+    import analysis.regimes as regimes
+
+    def no_simulation(*args, **kwargs):
+        raise AssertionError("simulate called before the input was validated")
+
+    monkeypatch.setattr(regimes, "simulate", no_simulation)
+    call, name = BAD_CALLS[case]
+    with time_limit(5.0), pytest.raises(ValueError, match=rf"\b{name}\b"):
+        call()
+
+
+def test_collapse_boundary_iteration_cap_is_reported():
+    """An iteration cap that is hit is reported: collapse_boundary_search says converged=False
+    with the bracket found so far, and collapse_boundary raises a RuntimeError naming max_iter
+    instead of returning an unconverged number. (Only the first bisection point, alpha / rho =
+    0.567 for mu = (1, 2, 3), is run: regime 2, cheap; collapsing runs cost seconds.)"""
+    from analysis.regimes import collapse_boundary_search
+
+    mu = np.array([1.0, 2.0, 3.0])
+    ac, a3 = collapse_certificate_boundary(mu), regime3_boundary(mu)
+    search = collapse_boundary_search(mu, rho=2.0, rtol=1e-6, max_iter=1)
+    assert search.iterations == 1 and not search.converged and search.undecided == ()
+    assert search.lo == pytest.approx(2.0 * ac) and search.hi == pytest.approx(ac + a3)
+    assert search.alpha == pytest.approx(0.5 * (search.lo + search.hi))
+    with pytest.raises(RuntimeError, match="max_iter"):
+        collapse_boundary(mu, rtol=1e-6, max_iter=1)
+    done = collapse_boundary_search(mu, rho=2.0, rtol=0.7)  # (a3 - ac) / (ac + a3) < 0.7
+    assert done.converged and done.iterations == 1
+    assert collapse_boundary(mu, rho=2.0, rtol=0.7) == pytest.approx(done.alpha)
+
+
+@pytest.mark.parametrize("scale", [2.0 ** -990, 1e-300, 1e-10, 1e15, 1e300])
+def test_regimes_are_scale_invariant_in_mu(scale):
+    """Scale symmetry in mu (SPEC §4, single example, rescaled clock: mu -> s mu is tau -> tau / s):
+    the boundaries do not depend on the scale of mu, the initial rates scale with it, and
+    classify gives the same regime and leaders with switch times divided by s, at every scale
+    where 12 / mu_1 is representable (before: 'not separable' at 1e-300, and regime 3 instead of
+    2 at 1e300 because N0 overflowed)."""
+    mu = np.array([1.0, 2.0, 3.0])
+    assert regime3_boundary(scale * mu) == pytest.approx(regime3_boundary(mu), rel=1e-14)
+    assert collapse_certificate_boundary(scale * mu) == pytest.approx(
+        collapse_certificate_boundary(mu), rel=1e-14)
+    np.testing.assert_allclose(initial_rates_from_field(scale * mu, 0.5),
+                               scale * initial_rates_from_field(mu, 0.5), rtol=1e-12)
+    assert regime3_boundary_from_field(scale * mu) == pytest.approx(regime3_boundary(mu),
+                                                                    rel=1e-6)
+    base, scaled = classify(mu, 0.5), classify(scale * mu, 0.5)
+    assert base.regime == scaled.regime == 2
+    assert scaled.leaders.coordinates == base.leaders.coordinates
+    np.testing.assert_allclose(np.array(scaled.leaders.switch_times) * scale,
+                               base.leaders.switch_times, rtol=1e-6)

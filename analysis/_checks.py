@@ -1,0 +1,108 @@
+"""Input checks shared by :mod:`analysis` (each raises ``ValueError`` naming the parameter)."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from flows.results import Trajectory
+
+
+def real(value, name: str, *, low: float | None = None, high: float | None = None,
+         low_open: bool = False, high_open: bool = False, finite: bool = True) -> float:
+    """``value`` as a float: a real number (not a bool, str or None; a 0-d array is fine), not
+    NaN, finite unless ``finite=False``, and within ``[low, high]`` (open ends as asked)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    if np.isnan(v) or (finite and not np.isfinite(v)):
+        raise ValueError(f"{name} must be {'finite' if finite else 'a number (not NaN)'}, "
+                         f"got {value!r}")
+    if low is not None and (v < low or (low_open and v == low)):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low:g}, got {value!r}")
+    if high is not None and (v > high or (high_open and v == high)):
+        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high:g}, got {value!r}")
+    return v
+
+
+def integer(value, name: str, low: int, high: int | None = None) -> int:
+    """``value`` as an int in ``[low, high]`` (Python or numpy integer, not a bool)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
+    return int(value)
+
+
+def numeric_array(value, name: str, ndim: int | None = None) -> np.ndarray:
+    """``value`` as a float64 array of rank ``ndim`` (NaN / inf allowed: the caller decides)."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise ValueError(f"{name} must be a numeric array, got {value!r}")
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a numeric array, got {value!r}") from exc
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def log_abs_beta_array(value, name: str = "log_abs_beta") -> np.ndarray:
+    """A (T, d) array of ``log|beta_j|`` with d >= 1: -inf (beta_j = 0) and +inf (beyond any
+    float) allowed, NaN rejected."""
+    arr = numeric_array(value, name, ndim=2)
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one column (d >= 1), got shape {arr.shape}")
+    if np.any(np.isnan(arr)):
+        raise ValueError(f"{name} must not contain NaN")
+    return arr
+
+
+def time_axis(value, name: str, length: int, rows: str = "log_abs_beta") -> np.ndarray:
+    """A finite, non-decreasing (``length``,) time axis (one entry per row of ``rows``)."""
+    arr = numeric_array(value, name, ndim=1)
+    if arr.shape[0] != length:
+        raise ValueError(f"{name} must have one entry per row of {rows} ({length} rows), got "
+                         f"{arr.shape[0]}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite")
+    if np.any(np.diff(arr) < 0):
+        raise ValueError(f"{name} must be non-decreasing")
+    return arr
+
+
+def trajectory(traj, name: str = "traj") -> Trajectory:
+    """A :class:`flows.Trajectory` with consistent contents: at least one sample; finite,
+    non-decreasing ``t`` and ``tau``; ``log_abs_beta`` (T, d) and ``log_abs_theta`` (T, G, d)
+    finite or ``-inf`` (a zero); signs (same shapes) in {-1, 0, 1}; ``depth`` an int >= 1.
+    The engine's trajectories always satisfy this (signed-log values never overflow)."""
+    if not isinstance(traj, Trajectory):
+        raise ValueError(f"{name} must be a flows.Trajectory, got {type(traj).__name__}")
+    try:
+        lb = log_abs_beta_array(traj.log_abs_beta, f"{name}.log_abs_beta")
+        if lb.shape[0] < 1:
+            raise ValueError(f"{name} must have at least one sample")
+        time_axis(traj.t, f"{name}.t", lb.shape[0])
+        time_axis(traj.tau, f"{name}.tau", lb.shape[0])
+        lt = numeric_array(traj.log_abs_theta, f"{name}.log_abs_theta", ndim=3)
+        if lt.shape[0] != lb.shape[0] or lt.shape[2] != lb.shape[1] or lt.shape[1] < 1:
+            raise ValueError(f"{name}.log_abs_theta must have shape (T, G, d) = ({lb.shape[0]}, "
+                             f"G >= 1, {lb.shape[1]}), got {lt.shape}")
+        for label, arr in (("log_abs_beta", lb), ("log_abs_theta", lt)):
+            if np.any(np.isnan(arr)) or np.any(np.isposinf(arr)):
+                raise ValueError(f"{name}.{label} must be finite or -inf (found NaN or +inf)")
+        for label, arr, shape in (("sign_beta", traj.sign_beta, lb.shape),
+                                  ("sign_theta", traj.sign_theta, lt.shape)):
+            sign = numeric_array(arr, f"{name}.{label}")
+            if sign.shape != shape or not np.all(np.isin(sign, (-1.0, 0.0, 1.0))):
+                raise ValueError(f"{name}.{label} must have shape {shape} and entries in "
+                                 f"{{-1, 0, 1}}")
+        integer(traj.depth, f"{name}.depth", 1)
+    except ValueError as exc:
+        if name in str(exc):
+            raise
+        raise ValueError(f"{name}: {exc}") from exc
+    return traj

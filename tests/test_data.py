@@ -1,0 +1,197 @@
+"""Tests of flows.data and flows.initialization (issue 9):
+
+* separability is scale-invariant: the LP check sees the same answer for ``s X`` at every
+  representable scale ``s`` from 1e-300 to 1e300, and a zero row ``y_i x_i = 0`` is never
+  separable;
+* signed initializations: an (L, d) ``alpha`` may have nonzero entries of either sign; scalar
+  and (d,) ``alpha`` must stay > 0;
+* the sign pattern that an initialization keeps (:func:`flows.initialization.kept_sign_pattern`)
+  and separability under that sign constraint (:func:`flows.data.sign_constrained_separable`),
+  checked along discrete runs.
+
+Fast (< 5 s): LPs on tiny data and short discrete runs.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from flows import Dataset, iterate, single_example
+from flows.data import is_separable, sign_constrained_separable
+from flows.initialization import initialization, kept_sign_pattern
+
+
+def names(param: str) -> str:
+    """Regex: ``param`` as a whole word."""
+    return rf"(?<![\w-]){re.escape(param)}(?![\w-])"
+
+
+SCALES = [10.0 ** k for k in range(-300, 301, 25)] + [1e-10, 1e15, 2.0 ** -1000, 1.7e308 / 4]
+SEPARABLE = (np.array([[1.0, 2.0], [-1.0, -1.0], [3.0, -0.5]]), np.array([1.0, -1.0, 1.0]))
+NON_SEPARABLE = (np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]), np.ones(4))
+#: separable (beta = (1, -1)) but not by any beta >= 0: 2 b1 - b2 >= 1 and -b1 - 2 b2 >= 1.
+SIGNED_ONLY = (np.array([[2.0, -1.0], [-1.0, -2.0]]), np.array([1.0, 1.0]))
+
+
+# --------------------------------------------------------------------------- separability
+
+
+@pytest.mark.parametrize("scale", SCALES, ids=lambda s: f"{s:.0e}")
+def test_separability_is_scale_invariant(scale):
+    """Claim: separability of (X, y) through the origin does not depend on the scale of X, so
+    single_example([s, 2 s]) and Dataset(s X, y) are accepted at every representable s, and
+    non-separable data stay non-separable at every s."""
+    data = single_example([scale, 2.0 * scale])
+    assert data.X[0, 1] == 2.0 * scale
+    X, y = SEPARABLE
+    assert is_separable(scale * X, y)
+    assert Dataset(scale * X, y).n == 3
+    Xn, yn = NON_SEPARABLE
+    assert not is_separable(scale * Xn, yn)
+    with pytest.raises(ValueError, match="separable"):
+        Dataset(scale * Xn, yn)
+    Xs, ys = SIGNED_ONLY
+    assert sign_constrained_separable(Dataset(scale * Xs, ys), [0, 0])
+    assert not sign_constrained_separable(Dataset(scale * Xs, ys), [1, 1])
+
+
+def test_separability_mixed_column_scales():
+    """Claim: positive column scalings keep separability (beta_j -> beta_j / c_j): data that
+    only the tiny second coordinate separates are still recognised."""
+    X = np.array([[1.0, 1e-12], [-1.0, 1e-12]])
+    assert is_separable(X, np.ones(2))
+    assert not is_separable(np.array([[1.0, 0.0], [-1.0, 0.0]]), np.ones(2))
+
+
+def test_zero_row_is_never_separable():
+    """Claim: an example with y_i x_i = 0 has margin 0 for every beta, so the data are not
+    separable, whatever the other rows (also at tiny scales, where 1e-300 is not 0)."""
+    with pytest.raises(ValueError, match="separable"):
+        Dataset(np.array([[1.0, 0.0], [0.0, 0.0]]), np.ones(2))
+    assert Dataset(np.array([[1.0, 0.0], [0.0, 1e-300]]), np.ones(2)).n == 2
+
+
+# --------------------------------------------------------------------------- signed init
+
+
+def test_signed_initialization_accepted_for_layer_arrays():
+    """Claim: an (L, d) alpha may have entries of either sign (signed init); the groups keep
+    them exactly; a balanced signed alpha is still reduced to one group."""
+    alpha = np.array([[0.5, -0.3], [-0.5, 0.2]])
+    init = initialization(alpha, 2, 2)
+    np.testing.assert_array_equal(init.groups, alpha)
+    assert not init.balanced
+    same = initialization(np.array([[-0.5, 0.3], [-0.5, 0.3]]), 2, 2)
+    assert same.balanced and same.reduced
+    np.testing.assert_array_equal(same.groups, [[-0.5, 0.3]])
+
+
+@pytest.mark.parametrize("alpha, depth", [
+    (-0.5, 2), (0.0, 2), ([0.5, -0.5], 2), ([0.5, 0.0], 2),     # scalar / (d,): must be > 0
+    (np.array([[0.5, 0.0], [0.5, 0.5]]), 2),                      # (L, d): no zeros
+    (np.array([[0.5, np.nan], [0.5, 0.5]]), 2),
+    (np.array([[0.5, -np.inf], [0.5, 0.5]]), 2),
+    (np.array([[-0.5, 0.5]]), 2),                                 # wrong number of layers
+    ("big", 2),
+])
+def test_initialization_rejects(alpha, depth):
+    """Claim: zeros, NaN, inf, non-positive scalar / (d,) alpha and wrong shapes -> ValueError
+    naming alpha."""
+    with pytest.raises(ValueError, match=names("alpha")):
+        initialization(alpha, depth, 2)
+
+
+def test_signed_initialization_runs_in_iterate():
+    """Claim: a signed (L, d) init is accepted end to end by iterate and starts there."""
+    alpha = np.array([[0.5, -0.3], [-0.5, 0.2]])
+    run = iterate(single_example([1.0, 2.0]), "gd", depth=2, alpha=alpha, eta=0.1, steps=5)
+    assert run.status == 0
+    np.testing.assert_array_equal(run.theta[0], alpha)
+    np.testing.assert_allclose(run.beta[0], [-0.25, -0.06])
+
+
+# --------------------------------------------------------------------------- sign patterns
+
+
+def test_sign_constrained_separable_example():
+    """Claim: X = [[2, -1], [-1, -2]], y = (1, 1) is separable (beta = (1, -1)) but by no
+    beta >= 0; with beta_2 <= 0 allowed it is; signs 0 leave a coordinate free."""
+    data = Dataset(*SIGNED_ONLY)
+    assert sign_constrained_separable(data, [0, 0])
+    assert not sign_constrained_separable(data, [1, 1])
+    assert sign_constrained_separable(data, [1, -1])
+    assert sign_constrained_separable(data, [0, -1])
+    assert not sign_constrained_separable(data, [-1, 1])
+    assert sign_constrained_separable(single_example([1.0, -2.0]), [1, 1])  # beta = e_1
+    assert not sign_constrained_separable(single_example([-1.0, -2.0]), [1, 1])
+
+
+@pytest.mark.parametrize("data, signs, param", [
+    (Dataset(*SIGNED_ONLY), [1, 1, 1], "signs"),
+    (Dataset(*SIGNED_ONLY), [1, 0.5], "signs"),
+    (Dataset(*SIGNED_ONLY), [1, np.nan], "signs"),
+    (Dataset(*SIGNED_ONLY), "+", "signs"),
+    (SIGNED_ONLY[0], [1, 1], "data"),
+])
+def test_sign_constrained_separable_validates(data, signs, param):
+    """Claim: bad signs (wrong length, not in {-1, 0, 1}, NaN) or data that is not a Dataset
+    -> ValueError naming the parameter."""
+    with pytest.raises(ValueError, match=names(param)):
+        sign_constrained_separable(data, signs)
+
+
+def test_kept_sign_pattern_cases():
+    """Claim: balanced inits keep beta_j on one side of 0: for even L every algorithm keeps
+    prod_l sign(alpha[l, j]) (beta_j = that sign times a_j^L); for odd L >= 3 the algorithms
+    whose field vanishes at a_j = 0 (gd, l2-sam, usam, le-sam) keep it, l_inf-SAM does not;
+    L = 1 and unbalanced magnitudes are unconstrained (None)."""
+    np.testing.assert_array_equal(kept_sign_pattern(0.5, 2, d=3), [1, 1, 1])
+    np.testing.assert_array_equal(kept_sign_pattern([0.5, 0.7], 4), [1, 1])
+    signed = np.array([[-0.5, 0.3], [-0.5, 0.3]])
+    np.testing.assert_array_equal(kept_sign_pattern(signed, 2), [1, 1])
+    flipped = np.array([[0.5, 0.3], [-0.5, 0.3]])  # |alpha| balanced, one layer negative
+    np.testing.assert_array_equal(kept_sign_pattern(flipped, 2, algorithm="linf-sam"), [-1, 1])
+    odd = np.array([[-0.5, 0.3]] * 3)
+    assert kept_sign_pattern(odd, 3) is None  # some algorithm (l_inf-SAM) can cross 0
+    assert kept_sign_pattern(odd, 3, algorithm="linf-sam") is None
+    for algorithm in ("gd", "l2-sam", "usam", "le-sam"):
+        np.testing.assert_array_equal(kept_sign_pattern(odd, 3, algorithm=algorithm), [-1, 1])
+    assert kept_sign_pattern(0.5, 1, d=2) is None
+    assert kept_sign_pattern(np.array([[0.5, 0.3], [0.4, 0.3]]), 2) is None
+    with pytest.raises(ValueError, match=names("d")):
+        kept_sign_pattern(0.5, 2)
+    with pytest.raises(ValueError, match=names("algorithm")):
+        kept_sign_pattern(0.5, 2, d=2, algorithm="adam")
+    with pytest.raises(ValueError, match=names("alpha")):
+        kept_sign_pattern(np.array([[0.5, 0.0], [0.5, 0.1]]), 2)
+    with pytest.raises(ValueError, match=names("depth")):
+        kept_sign_pattern(0.5, 0, d=2)
+
+
+@pytest.mark.parametrize("algorithm, kw", [("gd", {}), ("l2-sam", dict(rho=0.3)),
+                                           ("linf-sam", dict(rho=0.3))])
+def test_kept_sign_pattern_holds_and_blocks_separation(algorithm, kw):
+    """Claim: from a balanced init at L = 2 (pattern beta >= 0) the iterates keep beta >= 0, so
+    on SIGNED_ONLY (separable, but by no beta >= 0) one example always has margin <= 0 and the
+    logistic loss never drops below log(2) / 2, while a signed init whose pattern allows
+    beta_2 < 0 separates the data (loss -> 0)."""
+    data = Dataset(*SIGNED_ONLY)
+    pattern = kept_sign_pattern(0.5, 2, d=2, algorithm=algorithm)
+    np.testing.assert_array_equal(pattern, [1, 1])
+    assert not sign_constrained_separable(data, pattern)
+    run = iterate(data, algorithm, depth=2, alpha=0.5, eta=0.05, steps=2000, record_every=50,
+                  **kw)
+    assert run.status == 0
+    assert np.all(run.beta >= 0)
+    assert np.min(run.loss) >= np.log(2.0) / 2 - 1e-12
+    alpha = np.array([[0.5, 0.5], [0.5, -0.5]])
+    pattern = kept_sign_pattern(alpha, 2, algorithm=algorithm)
+    np.testing.assert_array_equal(pattern, [1, -1])
+    assert sign_constrained_separable(data, pattern)
+    run = iterate(data, algorithm, depth=2, alpha=alpha, eta=0.05, steps=2000, record_every=50,
+                  **kw)
+    assert run.status == 0
+    assert np.all(run.beta * pattern >= 0)
+    assert run.loss[-1] < 0.1
