@@ -114,7 +114,7 @@ def test_numba_backend_without_numba_names_the_extra(monkeypatch):
     """backend='numba' without numba: ImportError naming the extra; 'auto' falls back."""
     from flows import compiled
 
-    monkeypatch.setattr(compiled, "njit", None)
+    monkeypatch.setattr(compiled, "NUMBA_INSTALLED", False)
     with pytest.raises(ImportError, match=r"\.\[fast\]"):
         simulate(single_example([1.0, 2.0]), "gd", 2, 0.5, t_max=1.0, backend="numba")
     assert simulate(single_example([1.0, 2.0]), "gd", 2, 0.5, t_max=1.0).status == 0
