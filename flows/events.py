@@ -16,7 +16,14 @@ applies its consequence to the state and the mode in place, returning an :class:
 * :class:`Collapse` — every parameter is below ``radius * COLLAPSE_FRACTION``; from there the
   predictor reaches 0 within a negligible time and stays (``theta = 0`` is an equilibrium).
 * :class:`BlowUp` — super-exponential growth (depth >= 3): a growing parameter's log-rate
-  ``d log|w| / ds`` exceeds ``BLOWUP_RATE``, i.e. less than ``1 / BLOWUP_RATE`` of time is left.
+  ``d log|w| / dtau`` exceeds ``BLOWUP_RATE``, i.e. less than ``1 / BLOWUP_RATE`` of time is left.
+* :class:`Stationary` — the flow reaches a point where ``grad L = 0`` with ``theta != 0`` (data
+  that the signs the initialization keeps cannot separate). There the SAM perturbation is
+  undefined; the convention of practical implementations, ``eps = 0`` at ``grad L = 0``, makes
+  the point an equilibrium, and the run stays there.
+
+Threshold events (collapse, near zero, stationary) that already hold where a segment starts
+fire at once (:meth:`SegmentEvent.already`), before any step.
 """
 from __future__ import annotations
 
@@ -27,8 +34,10 @@ import numpy as np
 
 from .charts import AsinhChart
 from .field import one_sided_velocity
+from .model import evaluate
 from .results import BLOWUP, FlowEvent
 from .segments import Mode
+from .signedlog import log_norm2
 
 COLLAPSE_FRACTION = 1e-12
 NEAR_ZERO = 1e-4
@@ -37,6 +46,9 @@ NEAR_ZERO = 1e-4
 #: time left, and relative control of them would force ever smaller steps for nothing.
 NEAR_ZERO_ATOL = 1e-30
 BLOWUP_RATE = 1e12
+#: :class:`Stationary` fires where the scale-free gradient size drops below this (SAM arrives
+#: at such a point in finite time, where its field jumps: closer than this costs many steps).
+STATIONARY_TOL = 1e-8
 #: Offset (in chart units) that puts a parameter just past 0 when it crosses transversally.
 NUDGE = 1e-300
 
@@ -77,6 +89,11 @@ class SegmentEvent:
 
     def __call__(self, s: float, y: np.ndarray) -> float:
         raise NotImplementedError
+
+    def already(self, y: np.ndarray) -> bool:
+        """Whether the event's condition holds at ``y`` already (checked where a segment
+        starts; only threshold events say yes)."""
+        return False
 
     def handle(self, y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Outcome:
         raise NotImplementedError
@@ -170,6 +187,10 @@ class _Smallness(SegmentEvent):
     def __call__(self, s: float, y: np.ndarray) -> float:
         return float(np.max(self.theta(y).log_abs) - np.log(self.radius * self.fraction))
 
+    def already(self, y: np.ndarray) -> bool:
+        """Below the threshold from the start (e.g. ``alpha = 1e-300``)."""
+        return self(0.0, y) < 0
+
 
 @dataclass
 class NearZero(_Smallness):
@@ -232,6 +253,45 @@ class BlowUp(SegmentEvent):
         return Outcome(stop=True, status=BLOWUP, message=f"finite-time blow-up at tau={tau:.10g}")
 
 
+@dataclass
+class Stationary(SegmentEvent):
+    """``g = log S - log STATIONARY_TOL`` with the scale-free gradient size
+
+    ``S = ||G * prod_{k != l} w^(k)|| / (max_i ||x_i|| ||prod_{k != l} w^(k)||)``
+
+    (norms over all parameters; ``grad L = -c G * prod_{k != l} w``), which is 0 exactly where
+    ``grad L = 0`` at a point with some ``prod_{k != l} w != 0``, and is not small along a
+    collapse or a diverging path of separable data.
+    """
+
+    direction = -1.0
+
+    def __call__(self, s: float, y: np.ndarray) -> float:
+        problem = self.problem
+        ev = evaluate(self.theta(y), problem.multiplicity, problem.data, problem.loss)
+        weights = np.asarray(problem.multiplicity, dtype=float)[:, None]
+        loo = ev.partial_products.log_abs
+        top = log_norm2(loo, weights)
+        if top == -np.inf:
+            return float(-np.log(STATIONARY_TOL))
+        gradient = log_norm2(ev.direction.log_abs[None, :] + loo, weights)
+        scale = float(np.log(np.max(np.linalg.norm(problem.data.X, axis=1))))
+        return float(gradient - top - scale - np.log(STATIONARY_TOL))
+
+    def already(self, y: np.ndarray) -> bool:
+        """Stationary from the start."""
+        return self(0.0, y) < 0
+
+    def handle(self, y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Outcome:
+        """Stay at the point for the rest of the run (``eps = 0`` at ``grad L = 0``)."""
+        mode.stationary = True
+        log.append(FlowEvent(tau, "stationary"))
+        return Outcome(message=(
+            f"reached a stationary point (grad L = 0, theta != 0) at tau={tau:.6g} and stays "
+            "there (eps = 0 at grad L = 0); the data are not separable by the signs this "
+            "initialization keeps"))
+
+
 def segment_events(field, mode: Mode, depth: int, radius: float,
                    near_zero: bool = True) -> list[SegmentEvent]:
     """The events to watch in the current mode (``field`` is the field of ``mode.chart``);
@@ -252,4 +312,6 @@ def segment_events(field, mode: Mode, depth: int, radius: float,
             found.extend(CollapseCrossing(field, index=int(i)) for i in mode.near_zero)
     if depth >= 3:
         found.append(BlowUp(field))
+    if problem.data.n > 1:
+        found.append(Stationary(field))
     return found

@@ -15,6 +15,8 @@ for large ``|w|``.
 """
 from __future__ import annotations
 
+import functools
+import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -23,15 +25,15 @@ from . import events as ev
 from .algorithms import get_algorithm, resolve_hyperparameters
 from .charts import choose_chart
 from .clocks import get_clock, log_original_time
-from .data import Dataset
+from .data import Dataset, sign_constrained_separable
 from . import compiled
 from .field import Problem, ReferenceField
-from .initialization import initialization
+from .initialization import initialization, kept_sign_pattern
 from .kernel import FusedField
-from .model import LOSSES
+from .model import LOSSES, loss_weights, margins
 from .results import FAILURE, SUCCESS, FlowEvent, Trajectory
 from .segments import Mode, Path, Segment
-from .signedlog import SignedLog
+from .signedlog import SignedLog, product_of_layers
 from .solver import METHODS, integrate_segment
 
 MAX_EVENTS = 10_000
@@ -139,7 +141,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
                  t_max, clock, n_points, loss, reduced, rtol, atol, method, chart,
                  chart_scale, max_nfev, backend)
     while run.s < run.s_end:
-        if run.mode.collapsed or np.all(run.mode.held):
+        if run.mode.frozen:
             _freeze(run)
             break
         fired = _integrate_segment(run, method)
@@ -181,6 +183,7 @@ def _setup(data, algorithm, depth, alpha, given, t_max, clock, n_points, loss, r
     if backend not in ("auto", *BACKENDS):
         raise ValueError(f"backend must be one of {['auto', *BACKENDS]}, got {backend!r}")
     depth_total = int(init.multiplicity.sum())
+    _warn_if_signs_cannot_separate(data, alpha, depth_total, algorithm)
     the_chart = choose_chart(chart, init.groups, init.balanced, depth_total,
                              algo.sign_discontinuous, chart_scale)
     problem = Problem(data, algo, hp, LOSSES[loss], init.multiplicity, the_clock, the_chart)
@@ -195,6 +198,26 @@ def _setup(data, algorithm, depth, alpha, given, t_max, clock, n_points, loss, r
                mode=mode, y=np.append(z0.ravel(), 0.0), s_end=float(t_max), rtol=float(rtol),
                atol=float(atol), budget=int(max_nfev), near_zero_switch=chart == "auto",
                path=Path(problem.shape))
+
+
+def _warn_if_signs_cannot_separate(data: Dataset, alpha, depth: int, algorithm: str) -> None:
+    """A ``RuntimeWarning`` when the initialization confines ``beta`` to an orthant that no
+    separator of ``data`` lies in (:func:`flows.initialization.kept_sign_pattern`): the loss
+    cannot tend to 0, and the flow typically stops at a stationary point. A signed (L, d)
+    ``alpha`` with other signs is the fix."""
+    signs = kept_sign_pattern(alpha, depth, data.d, algorithm=algorithm)
+    if signs is not None and not _separable_with_signs(data, tuple(signs)):
+        warnings.warn(
+            f"the initialization keeps sign(beta) = {signs.astype(int).tolist()} (depth {depth}), "
+            "and no predictor with these signs separates the data: the loss cannot tend to 0 "
+            "(use a signed (L, d) alpha to start in another orthant)", RuntimeWarning,
+            stacklevel=3)
+
+
+@functools.lru_cache(maxsize=64)
+def _separable_with_signs(data: Dataset, signs: tuple) -> bool:
+    """Cached :func:`flows.data.sign_constrained_separable` (one LP per data set and signs)."""
+    return sign_constrained_separable(data, np.array(signs))
 
 
 def _check_count(name: str, value, least: int, most: int | None = None) -> None:
@@ -216,6 +239,9 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     watched = ev.segment_events(fld, mode, int(run.problem.multiplicity.sum()),
                                 run.problem.algorithm.radius(run.problem.hyperparameters),
                                 near_zero=run.near_zero_switch)
+    holding = next((e for e in watched if e.already(run.y)), None)
+    if holding is not None:
+        return holding
 
     def rhs(_s: float, state: np.ndarray) -> np.ndarray:
         return fld.chart_rhs(state[:-1], mode.held, pattern)
@@ -239,12 +265,18 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
 
 
 def _freeze(run: Run) -> None:
-    """Nothing moves any more (collapse, or every entry held): only ``tau`` advances."""
+    """Nothing moves any more (collapse, stationary point, or every entry held): only ``tau``
+    advances, at the rate of ``c`` there (at a stationary point ``eps = 0``)."""
     fld = run.field_for(run.mode)
-    theta = run.mode.chart.state(run.y[:-1].reshape(run.problem.shape))
+    problem = run.problem
+    theta = run.mode.chart.state(run.y[:-1].reshape(problem.shape))
     theta = SignedLog(np.where(run.mode.held, 0.0, theta.sign),
                       np.where(run.mode.held, -np.inf, theta.log_abs))
-    log_c = float(fld.log_c(theta, fld.pattern_signs(run.mode.sign_pattern)))
+    if run.mode.stationary:
+        beta = product_of_layers(theta, problem.multiplicity)
+        log_c = loss_weights(margins(beta, problem.data), problem.loss).log_c
+    else:
+        log_c = float(fld.log_c(theta, fld.pattern_signs(run.mode.sign_pattern)))
     rate = float(np.exp(run.problem.clock.log_speed(log_c)))
     run.path.segments.append(Segment.frozen(run.mode.copy(), run.s, run.s_end, run.y, rate))
     run.s = run.s_end

@@ -33,6 +33,7 @@ class Mode:
     sign_pattern : (G, d) parameter signs frozen inside ``sign(grad L)`` (sign-discontinuous
         algorithms only), else None.
     collapsed : theta has collapsed to 0 for good.
+    stationary : theta sits at a stationary point for good (see :class:`flows.events.Stationary`).
     near_zero : after the run left the log chart because every parameter came near 0: the
         flat indices of the parameters whose reaching 0 is the collapse (those within
         ``e^-30`` of the largest; the others are far below any tolerance), else None.
@@ -42,13 +43,19 @@ class Mode:
     held: np.ndarray
     sign_pattern: np.ndarray | None = None
     collapsed: bool = False
+    stationary: bool = False
     near_zero: np.ndarray | None = None
+
+    @property
+    def frozen(self) -> bool:
+        """Nothing moves any more: collapsed, stationary, or every entry held at 0."""
+        return self.collapsed or self.stationary or bool(np.all(self.held))
 
     def copy(self) -> "Mode":
         """An independent copy (the arrays are mutated by event handlers)."""
         return Mode(self.chart, self.held.copy(),
                     None if self.sign_pattern is None else self.sign_pattern.copy(),
-                    self.collapsed, self.near_zero)
+                    self.collapsed, self.stationary, self.near_zero)
 
 
 Interpolant = Callable[[np.ndarray], np.ndarray]

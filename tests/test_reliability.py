@@ -1,0 +1,86 @@
+"""``simulate`` never hangs, never throws away the path, never answers wrongly in silence.
+
+The cases of the reliability issue that concern the engine: a flow that reaches a critical
+point, a collapse that holds from the start, a budget that runs out, outputs too large to
+allocate, signed initializations and the warning that tells a user to use one.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+from scipy.special import expit
+
+from flows import Dataset, simulate, single_example
+
+#: Separable (by beta = (1, -1)) but by no beta >= 0: balanced positive inits at even depth keep
+#: beta >= 0, so the flow ends at a critical point.
+CRITICAL = Dataset(np.array([[2.0, -1.0], [-1.0, -2.0]]), np.array([1.0, 1.0]))
+
+
+def critical_point_a() -> float:
+    """The stationary point of the balanced L = 2 flow on CRITICAL, independently: there
+    b = 0 and G_1 = sum_i p_i y_i x_i1 = 0 with p_i proportional to sigmoid(-m_i),
+    m = (2 a^2, -a^2), i.e. 2 sigmoid(-2 a^2) = sigmoid(a^2)."""
+    a2 = brentq(lambda u: 2.0 * expit(-2.0 * u) - expit(u), 1e-6, 10.0, xtol=1e-15)
+    return float(np.sqrt(a2))
+
+
+@pytest.mark.parametrize("algorithm,kw", [("l2-sam", dict(rho=0.5)),
+                                          ("le-sam", dict(sigma=0.5, rho_max=0.5)),
+                                          ("gd", {})])
+def test_critical_point_is_an_event_and_the_path_is_kept(algorithm, kw):
+    """The flow reaches grad L = 0 with theta != 0: a 'stationary' event, status 0, theta stays
+    at the point (found independently to 1e-6) until t_max, the loss at its value there; a
+    warning at call time says the kept signs cannot separate the data; few evaluations (the
+    old engine spent its whole budget and returned t = 0 only)."""
+    t_max = 5.0 if algorithm != "gd" else 60.0
+    with pytest.warns(RuntimeWarning, match="no predictor with these signs separates"):
+        tr = simulate(CRITICAL, algorithm, 2, 1.0, t_max=t_max, clock="original", **kw)
+    assert tr.status == 0 and "stationary" in tr.message
+    assert [e.kind for e in tr.events] == ["stationary"]
+    assert tr.t[-1] == t_max and tr.nfev < 20_000
+    a = critical_point_a()
+    np.testing.assert_allclose(np.abs(tr.theta[-1][:, 0]), a, rtol=1e-6)
+    assert np.all(np.abs(tr.theta[-1][:, 1]) < 1e-6)
+    after = tr.tau > tr.events[0].tau
+    assert np.all(np.diff(tr.loss[after]) == 0) and np.all(np.diff(tr.tau[after]) > 0)
+    m = np.array([2.0, -1.0]) * a * a
+    assert tr.loss[-1] == pytest.approx(np.mean(np.logaddexp(0.0, -m)), rel=1e-6)
+
+
+def test_signed_initialization_separates_where_positive_cannot():
+    """A signed (L, d) alpha with beta_2 < 0 starts in the orthant of the separator
+    (1, -1): no warning, no stationary point, the loss goes to 0."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tr = simulate(CRITICAL, "l2-sam", 2, np.array([[1.0, -1.0], [1.0, 1.0]]), rho=0.5,
+                      t_max=5.0, clock="original")
+    assert tr.status == 0 and not tr.events
+    assert tr.loss[-1] < 0.01 and np.all(tr.sign_beta[-1] == [1, -1])
+
+
+def test_collapse_that_holds_from_the_start_is_seen_at_once():
+    """alpha = 1e-300 < rho * 1e-12: collapsed at tau = 0, without a single step (the old
+    engine ground for two minutes and failed)."""
+    tr = simulate(single_example([1.0, 2.0, 3.0, 4.0, 5.0]), "l2-sam", alpha=1e-300, rho=1.0)
+    assert tr.status == 0 and tr.collapse_time == 0.0 and tr.nfev == 0
+    assert np.all(tr.beta[1:] == 0.0)
+
+
+def test_budget_spent_returns_the_path_so_far():
+    """LE-SAM with a huge radius cap drives minor coordinates below 1e-308, where the
+    perturbation loses them (a known limitation): the budget runs out, and the run reports
+    status -1 with the path up to there, not just the initial point."""
+    tr = simulate(single_example([1.0, 2.0, 3.0, 4.0, 5.0]), "le-sam", sigma=0.5, rho_max=999.0,
+                  t_max=100.0, max_nfev=20_000)
+    assert tr.status == -1 and "max_nfev=20000" in tr.message
+    assert tr.t[-1] > 10.0 and len(tr.t) > 10 and np.all(np.isfinite(tr.log_abs_beta[:, 0]))
+
+
+def test_output_size_is_capped():
+    """n_points is validated up front (10 million outputs used to run for half an hour)."""
+    with pytest.raises(ValueError, match="n_points"):
+        simulate(single_example([1.0, 2.0]), "gd", 2, 0.5, n_points=10_000_000)
