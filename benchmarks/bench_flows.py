@@ -25,7 +25,7 @@ Parts (every table is printed as Markdown and, in a full run, written to ``resul
    (``backend="reference", chart="asinh"``).
 4. ``analysis.regimes.leader_phase_diagram`` on a 100 x 100 grid (10 x 20 with ``--quick``),
    against an old-engine estimate from every 20th (5th) row, extrapolated linearly.
-5. numba: not implemented, said so.
+5. numba: the compiled backend against the numpy one (time, agreement).
 
 Timings: best of 3 calls (time.perf_counter), except that no further call starts once
 ``REP_BUDGET`` seconds were spent on a configuration (the slow old-engine baselines then get
@@ -52,7 +52,10 @@ from scipy.integrate import solve_ivp
 from scipy.special import expit
 
 import analysis.regimes as regimes
-from flows import Dataset, simulate, single_example
+from flows import Dataset, compiled, simulate, single_example
+
+#: What ``simulate(backend="auto")`` uses here.
+DEFAULT_BACKEND = "numba" if compiled.available() else "numpy"
 
 MU = np.arange(1.0, 6.0)
 DEPTH = 2
@@ -231,8 +234,11 @@ def single_sam_field(theta: np.ndarray) -> np.ndarray:
 def single_configs(data: Dataset, quick: bool) -> list[tuple[str, str, Callable]]:
     """(method, configuration, call) for part 1; the first one is the baseline."""
     sim = partial(simulate_log_beta, data, "l2-sam", rho=RHO_1, t_max=TAU_MAX)
-    configs = [("simulate", "default (rtol 1e-10, log t)", sim),
+    configs = [("simulate", f"default (backend {DEFAULT_BACKEND}, rtol 1e-10, log t)", sim),
                ("simulate, no log t", "original_time=False", partial(sim, original_time=False)),
+               ("simulate, numpy", 'backend="numpy" (log t)', partial(sim, backend="numpy")),
+               ("simulate, numpy, no log t", 'backend="numpy", original_time=False',
+                partial(sim, backend="numpy", original_time=False)),
                ("simulate, old field", 'backend="reference"', partial(sim, backend="reference"))]
     for rtol in ([1e-6] if quick else [1e-6, 1e-8, 1e-12]):
         configs.append(("simulate", f"rtol {rtol:.0e}", partial(sim, rtol=rtol)))
@@ -263,11 +269,15 @@ def part_single(report: Report, quick: bool) -> dict:
         ["reference(rtol 1e-13) vs reference(rtol 1e-11)", sci(max_error(single_reference(1e-11), ref))],
         [f"reference vs simulate(rtol 1e-13) (status {status_13})", sci(max_error(sim_13, ref))]])
     rows = [measure(m, c, fn, ref) for m, c, fn in single_configs(data, quick)]
-    methods = ["simulate", "simulate, no log t", "simulate, old field", "RK45 full theta"]
+    methods = ["simulate", "simulate, no log t", "simulate, numpy", "simulate, numpy, no log t",
+               "simulate, old field", "RK45 full theta"]
     report_rows(report, rows, rows[0], methods)
     rk, default = cheapest(rows, "RK45 full theta"), rows[0]
     old = next(r for r in rows if r.method == "simulate, old field")
+    numpy_default = next(r for r in rows if r.method == "simulate, numpy")
     return {"rk_over_default": ratio(rk, default) if default.error <= TARGET else np.nan,
+            "rk_over_numpy": ratio(rk, numpy_default) if numpy_default.error <= TARGET else np.nan,
+            "numpy_over_default": ratio(numpy_default, default),
             "rk_over_no_log_t": ratio(rk, cheapest(rows, "simulate, no log t")),
             "old_field_over_default": ratio(old, default),
             "failures": [r for r in rows if r.status != 0]}
@@ -307,7 +317,8 @@ def multi_field(theta: np.ndarray, signed_x: np.ndarray, rho: float) -> np.ndarr
 def multi_configs(sim: Callable, rk45: Callable, quick: bool) -> list[tuple[str, str, Callable]]:
     """(method, configuration, call) for part 2 from ``sim(**kw)`` and ``rk45(rtol)``; the
     first one is the baseline."""
-    configs = [("simulate", "default (rtol 1e-10)", sim)]
+    configs = [("simulate", f"default (backend {DEFAULT_BACKEND}, rtol 1e-10)", sim),
+               ("simulate, numpy", 'backend="numpy"', partial(sim, backend="numpy"))]
     for rtol in [1e-6, 1e-8] if quick else [1e-6, 1e-7, 1e-8]:
         configs.append(("simulate", f"rtol {rtol:.0e}", partial(sim, rtol=rtol)))
     for rtol in [1e-6, 1e-8] if quick else [1e-4, 1e-6, 1e-7, 1e-8, 1e-10, 1e-12]:
@@ -341,8 +352,10 @@ def part_multi(report: Report, quick: bool) -> dict:
                    f"= {sci(max_error(check, ref))}.")
         report.add()
         rows = [measure(m, c, fn, ref) for m, c, fn in configs]
-        report_rows(report, rows, rows[0], ["simulate", "RK45 full theta"])
+        report_rows(report, rows, rows[0], ["simulate", "simulate, numpy", "RK45 full theta"])
         out[algorithm] = ratio(cheapest(rows, "RK45 full theta"), cheapest(rows, "simulate"))
+        out[algorithm + " numpy"] = ratio(cheapest(rows, "RK45 full theta"),
+                                          cheapest(rows, "simulate, numpy"))
         out["failures"] += [r for r in rows if r.status != 0]
     return out
 
@@ -454,23 +467,56 @@ def load_average() -> str:
 # --------------------------------------------------------------------------- summary
 
 
+def part_numba(report: Report) -> None:
+    """Part 5: the compiled backend against the numpy one (same numbers, time ratio)."""
+    report.add("## 5. numba")
+    report.add()
+    if not compiled.available():
+        report.add("numba is not installed (`pip install -e '.[fast]'`): compiled backend not "
+                   "measured.")
+        report.add()
+        return
+    data = single_example(MU)
+    rows = []
+    for name, kw in (("single example, default call", dict(t_max=TAU_MAX, n_points=N_TIMES)),
+                     ("single example, original_time=False",
+                      dict(t_max=TAU_MAX, n_points=N_TIMES, original_time=False)),
+                     ("fig5 collapse run alpha = 0.3", dict(alpha=0.3, t_max=6.0, n_points=241,
+                                                            original_time=False, rtol=1e-8))):
+        kw = {"alpha": ALPHA, **kw}
+        runs = {b: best_of(partial(simulate, data, "l2-sam", DEPTH, rho=RHO_1, backend=b, **kw))
+                for b in ("numpy", "numba")}
+        finite = np.isfinite(runs["numpy"].value.log_abs_beta)
+        gap = np.max(np.abs(runs["numba"].value.log_abs_beta[finite]
+                            - runs["numpy"].value.log_abs_beta[finite]), initial=0.0)
+        rows.append([name, ms(runs["numpy"].seconds), ms(runs["numba"].seconds),
+                     f"{runs['numpy'].seconds / runs['numba'].seconds:.1f}x", sci(gap)])
+    report.table(["run", "numpy [ms]", "numba [ms]", "numpy / numba", "max |dlog|beta||"], rows)
+
+
 def verdict(met: bool) -> str:
     return "MET" if met else "NOT MET"
 
 
 def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list[list[str]]:
     """(quantity, value, target, verdict) rows."""
-    r1 = single["rk_over_default"]
+    r1, r_np = single["rk_over_default"], single["rk_over_numpy"]
     return [
-        ["1. time(RK45 <= 1e-6) / time(simulate default)", f"{r1:.2f}x", ">= 10x",
-         verdict(r1 >= 10)],
+        [f"1. time(RK45 <= 1e-6) / time(simulate default, backend {DEFAULT_BACKEND})",
+         f"{r1:.2f}x", ">= 30x (numba)" if DEFAULT_BACKEND == "numba" else ">= 10x",
+         verdict(r1 >= (30 if DEFAULT_BACKEND == "numba" else 10))],
+        ['1. time(RK45 <= 1e-6) / time(simulate default, backend="numpy")', f"{r_np:.2f}x",
+         ">= 10x", verdict(r_np >= 10)],
+        ["1. time(numpy backend) / time(default backend), default call",
+         f"{single['numpy_over_default']:.2f}x", "-", "-"],
         ["1. time(RK45 <= 1e-6) / time(cheapest simulate, original_time=False)",
          f"{single['rk_over_no_log_t']:.2f}x", "-", "-"],
         ["1. time(old field) / time(fused field), default call",
          f"{single['old_field_over_default']:.1f}x", "-", "-"],
         *[[f"2. {name}: time(RK45 <= 1e-6) / time(simulate <= 1e-6)", f"{multi[key]:.2f}x",
            ">= 1x", verdict(multi[key] >= 1)] for key, name in
-          (("l2-sam", "l2-SAM rho 0.1"), ("gd", "GD"))],
+          (("l2-sam", f"l2-SAM rho 0.1, {DEFAULT_BACKEND}"), ("gd", f"GD, {DEFAULT_BACKEND}"),
+           ("l2-sam numpy", "l2-SAM rho 0.1, numpy"), ("gd numpy", "GD, numpy"))],
         ["3. slowest collapse run [ms]", ms(collapse["slowest_collapse"]),
          f"<= {COLLAPSE_TARGET * 1e3:.0f}", verdict(collapse["slowest_collapse"] <= COLLAPSE_TARGET)],
         ["3. old / new engine, fig5 runs (min .. max)",
@@ -509,10 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     multi = part_multi(report, args.quick)
     collapse = part_collapse(report, args.quick)
     phase = part_phase(report, args.quick)
-    report.add("## 5. numba")
-    report.add()
-    report.add("numba backend: not available (not implemented)")
-    report.add()
+    part_numba(report)
     report.add("## Summary")
     report.add()
     report.table(["quantity", "value", "target", "verdict"],
