@@ -1,0 +1,216 @@
+"""The task runner: :func:`run_tasks` computes the missing :class:`~flows.cache.Task` results,
+most expensive first, on any :class:`concurrent.futures.Executor` (or in this process).
+
+Each task is computed under its cache lock (:func:`work`): a task that another process is
+computing is put back in the queue and waited for, then its stored result is reused.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from pathlib import Path
+from typing import Callable
+
+from .cache import TASK_KINDS, Cache, Result, Task, estimated_cost
+from .pool import local_pool, stop_pool
+
+#: ``(how, result, seconds)`` of one :func:`work` call
+Outcome = tuple[str, Result | None, float]
+
+
+class TaskError(RuntimeError):
+    """A task raised: carries the task and the original exception (as ``__cause__``)."""
+
+    def __init__(self, task: Task, exc: BaseException):
+        super().__init__(f"{task.describe()}: {type(exc).__name__}: {exc}")
+        self.task = task
+
+
+def run_tasks(tasks: list[Task], cache: Cache, jobs: int = 1, fresh: bool = False,
+              log: Callable[[str], None] = print, seconds: dict[str, float] | None = None,
+              executor: Executor | None = None,
+              on_result: Callable[[Task, Result, str], None] | None = None,
+              errors: dict[str, TaskError] | None = None,
+              window: int | None = None) -> tuple[dict[str, Result], int]:
+    """Results of ``tasks`` by key, computing the missing ones, most expensive first.
+
+    Parameters
+    ----------
+    executor : where to compute; ``None`` means a local process pool of ``jobs`` workers (or
+        this process when ``jobs <= 1``). Any :class:`concurrent.futures.Executor` works; its
+        workers get the task kind's function by reference.
+    window : at most this many tasks submitted at a time (default: ``jobs`` for the local pool,
+        the executor's ``_max_workers`` if it has one, else all), so that the order holds and
+        other work submitted to the same executor (drawing) is not queued behind every task.
+    on_result : called in this process as ``on_result(task, result, how)`` for every result,
+        ``how`` in ``"cached"``, ``"computed"``, ``"reused"`` (computed meanwhile by another
+        process sharing the cache).
+    errors : when given, a failing task is recorded there (by key) and the others go on;
+        otherwise the first failure raises :class:`TaskError`.
+    seconds : the compute time of each computed task is added to it (by key).
+
+    Returns the results and how many tasks were computed here.
+    """
+    since = time.time()
+    unique = {t.key(): t for t in tasks}
+    results, missing = _load_cached(unique, cache, fresh, on_result)
+    if not missing:
+        return results, 0
+    _most_expensive_first(missing, cache)
+    where = (f"on {jobs} process(es)" if executor is None
+             else f"on {type(executor).__name__}")
+    log(f"computing {len(missing)} runs ({len(unique) - len(missing)} cached) {where}, "
+        "most expensive first")
+    tally = _Tally(len(missing), results, log, seconds, on_result, errors)
+    queue = deque((task, False) for task in missing)
+    try:
+        _drain(queue, cache, jobs, since, executor, window, tally)
+    finally:
+        cache.record_costs(tally.timings)
+    return results, tally.computed
+
+
+def work(fn: Callable[[dict], Result], task: Task, directory: Path | None, since: float,
+         block: bool) -> Outcome:
+    """Compute one task under its lock; runs in a worker (or in the sweep itself).
+
+    Returns ``(how, result, seconds)``: ``how`` is ``"computed"``, ``"reused"`` (another process
+    stored it after ``since`` while we waited for the lock) or ``"busy"`` (``block`` is False and
+    another process holds the lock; nothing done). ``fn`` is the task kind's function, sent by
+    reference so that any executor's workers can find it.
+    """
+    cache = Cache(directory)
+    with cache.lock(task, block) as held:
+        if not held:
+            return "busy", None, 0.0
+        done = cache.load(task, newer_than=since)
+        if done is not None:
+            return "reused", done, 0.0
+        start = time.perf_counter()
+        result = fn(task.params)
+        took = time.perf_counter() - start
+        cache.store(task, result, took)
+        return "computed", result, took
+
+
+def _load_cached(unique: dict[str, Task], cache: Cache, fresh: bool,
+                 on_result: Callable[[Task, Result, str], None] | None
+                 ) -> tuple[dict[str, Result], list[Task]]:
+    """The cached results by key (none when ``fresh``) and the tasks still to compute."""
+    results: dict[str, Result] = {}
+    missing = []
+    for key, task in unique.items():
+        cached = None if fresh else cache.load(task)
+        if cached is None:
+            missing.append(task)
+        else:
+            results[key] = cached
+            if on_result is not None:
+                on_result(task, cached, "cached")
+    return results, missing
+
+
+def _most_expensive_first(missing: list[Task], cache: Cache) -> None:
+    """Sort ``missing`` in place by estimated cost (measured where known), largest first."""
+    measured = cache.measured_costs()
+    costs = {t.key(): estimated_cost(t, measured) for t in missing}
+    missing.sort(key=lambda t: -costs[t.key()])
+
+
+class _Tally:
+    """What :func:`run_tasks` reports and records as the outcomes of its tasks come in."""
+
+    def __init__(self, total: int, results: dict[str, Result], log: Callable[[str], None],
+                 seconds: dict[str, float] | None,
+                 on_result: Callable[[Task, Result, str], None] | None,
+                 errors: dict[str, TaskError] | None):
+        self.total, self.results, self.log = total, results, log
+        self.seconds, self.on_result, self.errors = seconds, on_result, errors
+        self.timings: dict[str, float] = {}  # new measurements, by cost key
+        self.computed = 0
+        self.done = 0
+        self.start = time.perf_counter()
+
+    def settle(self, queue: deque, task: Task, outcome: Callable[[], Outcome]) -> None:
+        """Record the outcome of ``task``: its result, its failure, or (``"busy"``) a wait for
+        the process that holds its lock (the task goes back to ``queue``, blocking)."""
+        try:
+            how, result, took = outcome()
+        except Exception as exc:  # noqa: BLE001 - reported by fail
+            self.fail(task, exc)
+            return
+        if how == "busy":
+            self.log(f"  {task.describe()}: another process is computing it; waiting for its "
+                     "result")
+            queue.append((task, True))
+        else:
+            self.finish(task, how, result, took)
+
+    def finish(self, task: Task, how: str, result: Result, took: float) -> None:
+        """A result, computed here or by another process (``how == "reused"``)."""
+        key = task.key()
+        self.results[key] = result
+        self.done += 1
+        if how == "computed":
+            self.computed += 1
+            self.timings[task.cost_key()] = took
+            if self.seconds is not None:
+                self.seconds[key] = took
+        label = f"{took:.1f}s" if how == "computed" else "reused (computed by another process)"
+        self.log(f"  [{self.done}/{self.total}] {task.describe()} {label} "
+                 f"(elapsed {time.perf_counter() - self.start:.0f}s)")
+        if self.on_result is not None:
+            self.on_result(task, result, how)
+
+    def fail(self, task: Task, exc: BaseException) -> None:
+        """A task raised: recorded in ``errors``, or raised as :class:`TaskError`."""
+        error = TaskError(task, exc)
+        if self.errors is None:
+            raise error from exc
+        self.errors[task.key()] = error
+        self.done += 1
+        self.log(f"  [{self.done}/{self.total}] {task.describe()} FAILED: {exc}")
+
+
+def _drain(queue: deque, cache: Cache, jobs: int, since: float, executor: Executor | None,
+           window: int | None, tally: _Tally) -> None:
+    """Run the queued ``(task, block)`` pairs (see :func:`run_tasks`)."""
+    if executor is None and jobs <= 1:
+        while queue:
+            task, block = queue.popleft()
+            tally.settle(queue, task, lambda: work(TASK_KINDS[task.kind], task,
+                                                   cache.directory, since, block))
+        return
+    limit = window or (jobs if executor is None else getattr(executor, "_max_workers", None))
+    limit = limit or len(queue)
+    if executor is not None:
+        _drain_on(executor, limit, queue, cache, since, tally)
+        return
+    pool = local_pool(jobs)
+    try:
+        _drain_on(pool, limit, queue, cache, since, tally)
+    except BaseException:
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _drain_on(executor: Executor, limit: int, queue: deque, cache: Cache, since: float,
+              tally: _Tally) -> None:
+    """Run the queue on ``executor``, at most ``limit`` tasks submitted at a time; on an error
+    or an interruption the submitted tasks that have not started are cancelled."""
+    pending: dict[Future, Task] = {}
+    try:
+        while queue or pending:
+            while queue and len(pending) < limit:
+                task, block = queue.popleft()
+                pending[executor.submit(work, TASK_KINDS[task.kind], task, cache.directory,
+                                        since, block)] = task
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                tally.settle(queue, pending.pop(future), future.result)
+    except BaseException:
+        for future in pending:
+            future.cancel()
+        raise
