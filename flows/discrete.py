@@ -15,7 +15,7 @@ from .clocks import CLOCKS
 from .data import Dataset
 from .field import Problem, perturbed_point
 from .initialization import initialization
-from .model import LOSSES, evaluate, loss_gradient_signed
+from .model import LOSSES, Loss, evaluate, loss_gradient_signed
 from .results import FAILURE, SUCCESS
 from .signedlog import SignedLog
 
@@ -73,54 +73,70 @@ def iterate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0,
     if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
     init = initialization(alpha, depth, data.d, reduced=False)
+    eta = _check_eta(eta)
+    for name, value in (("steps", steps), ("record_every", record_every)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    problem = Problem(data, get_algorithm(algorithm), hp, LOSSES[loss], init.multiplicity,
+                      CLOCKS["original"])
+    kept_steps, kept, status, message = _run(init.groups.copy(), problem, eta, steps,
+                                             record_every)
+    thetas = np.array(kept)
+    betas = np.prod(thetas, axis=1)
+    steps_arr = np.array(kept_steps)
+    return DiscreteRun(steps=steps_arr, t=steps_arr * eta, theta=thetas, beta=betas,
+                       loss=_losses(betas, data.signed_features, LOSSES[loss]), status=status,
+                       message=message, algorithm=algorithm, eta=float(eta))
+
+
+def _check_eta(eta) -> float:
+    """``eta`` as a finite float ``> 0`` (not a bool or a string)."""
     try:
         eta_f = float(eta)
     except (TypeError, ValueError):
         raise ValueError(f"eta must be a number, got {eta!r}") from None
     if isinstance(eta, (bool, np.bool_, str)) or not (np.isfinite(eta_f) and eta_f > 0):
         raise ValueError(f"eta must be finite and > 0, got {eta!r}")
-    eta = eta_f
-    for name, value in (("steps", steps), ("record_every", record_every)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    problem = Problem(data, get_algorithm(algorithm), hp, LOSSES[loss], init.multiplicity,
-                      CLOCKS["original"])
-    signed = data.signed_features
-    theta = init.groups.copy()
+    return eta_f
+
+
+def _run(theta: np.ndarray, problem: Problem, eta: float, steps: int,
+         record_every: int) -> tuple[list[int], list[np.ndarray], int, str]:
+    """The recorded ``(steps, thetas)`` from ``theta`` (L, d), the status and the message.
+
+    Stops at the first iterate that float64 cannot represent, keeping the last one that it can.
+    """
+    signed = problem.data.signed_features
     kept_steps, kept = [0], [theta.copy()]
-    status, message = SUCCESS, f"ran {steps} steps"
     why = _not_representable(theta, signed)
     if why:
-        status, message = FAILURE, (f"iterate not representable at step 0: {why}; only the "
-                                    f"initial theta is returned")
-    else:
-        last_k, last = 0, theta
-        for k in range(1, steps + 1):
-            with np.errstate(over="ignore", invalid="ignore"):
-                theta = sam_step(theta, problem, eta)
-            why = _not_representable(theta, signed)
-            if why:
-                status, message = FAILURE, (f"iterate not representable at step {k}: {why}; "
-                                            f"the iterates up to "
-                                            f"step {last_k} are kept")
-                if kept_steps[-1] != last_k:
-                    kept_steps.append(last_k)
-                    kept.append(last.copy())
-                break
-            last_k, last = k, theta
-            if k % record_every == 0 or k == steps:
-                kept_steps.append(k)
-                kept.append(theta.copy())
-    thetas = np.array(kept)
-    betas = np.prod(thetas, axis=1)
+        return kept_steps, kept, FAILURE, (f"iterate not representable at step 0: {why}; only "
+                                           f"the initial theta is returned")
+    last_k, last = 0, theta
+    for k in range(1, steps + 1):
+        with np.errstate(over="ignore", invalid="ignore"):
+            theta = sam_step(theta, problem, eta)
+        why = _not_representable(theta, signed)
+        if why:
+            if kept_steps[-1] != last_k:
+                kept_steps.append(last_k)
+                kept.append(last.copy())
+            return kept_steps, kept, FAILURE, (f"iterate not representable at step {k}: {why}; "
+                                               f"the iterates up to step {last_k} are kept")
+        last_k, last = k, theta
+        if k % record_every == 0 or k == steps:
+            kept_steps.append(k)
+            kept.append(theta.copy())
+    return kept_steps, kept, SUCCESS, f"ran {steps} steps"
+
+
+def _losses(betas: np.ndarray, signed: np.ndarray, loss: Loss) -> np.ndarray:
+    """Mean loss of each ``beta`` (K, d) on the rows ``y_i x_i`` of ``signed`` (``nan`` where a
+    margin is not finite)."""
     with np.errstate(over="ignore", invalid="ignore"):
         margins = betas @ signed.T
-        losses = np.where(np.all(np.isfinite(margins), axis=1),
-                          np.mean(LOSSES[loss].value(margins), axis=1), np.nan)
-    steps_arr = np.array(kept_steps)
-    return DiscreteRun(steps=steps_arr, t=steps_arr * eta, theta=thetas, beta=betas,
-                       loss=losses, status=status, message=message, algorithm=algorithm,
-                       eta=float(eta))
+        return np.where(np.all(np.isfinite(margins), axis=1),
+                        np.mean(loss.value(margins), axis=1), np.nan)
 
 
 def _not_representable(theta: np.ndarray, signed: np.ndarray) -> str:
