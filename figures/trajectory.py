@@ -22,6 +22,7 @@ def plot_trajectory(traj: Trajectory, path: str | Path) -> None:
     ax2.set(xlabel=clock, ylabel="log |β_j|")
     ax1.legend(fontsize="small")
     fig.suptitle(f"{traj.algorithm}, L = {traj.depth}, "
-                 + ", ".join(f"{k} = {v:g}" for k, v in traj.hyperparameters.items()))
+                 + ", ".join(f"{k} = {v:g}" if not callable(v) or hasattr(v, "spec") else f"{k} = {v!r}"
+                             for k, v in traj.hyperparameters.items()))
     fig.savefig(path, dpi=120)
     plt.close(fig)

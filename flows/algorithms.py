@@ -109,7 +109,17 @@ def get_algorithm(name: str) -> Algorithm:
         raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {name!r}") from None
 
 
-def _checked(key: str, value) -> float:
+#: Hyper-parameters that may be schedules (callables of the clock time, :mod:`flows.schedules`).
+SCHEDULABLE = ("rho", "sigma", "rho_max")
+
+
+def _checked(key: str, value):
+    """A finite number >= 0, or (for :data:`SCHEDULABLE` keys) a callable."""
+    if callable(value):
+        if key not in SCHEDULABLE:
+            raise ValueError(f"{key} must be a number (only {', '.join(SCHEDULABLE)} may be "
+                             "schedules)")
+        return value
     try:
         value = float(value)
     except (TypeError, ValueError):
@@ -119,19 +129,48 @@ def _checked(key: str, value) -> float:
     return value
 
 
-def resolve_hyperparameters(name: str, given: Mapping[str, float | None]) -> dict[str, float]:
+def resolve_hyperparameters(name: str, given: Mapping[str, object]) -> dict:
     """The hyper-parameters algorithm ``name`` reads, with defaults filled in.
 
-    Every value given (used or not) must be finite and >= 0, so ``rho=-1`` is an error even
-    for ``gd``; values the algorithm does not read are ignored, so one set of keyword
-    arguments can drive a loop over algorithms.
+    Every value given (used or not) must be finite and >= 0 (or a schedule, for ``rho``,
+    ``sigma``, ``rho_max``), so ``rho=-1`` is an error even for ``gd``; values the algorithm
+    does not read are ignored, so one set of keyword arguments can drive a loop over
+    algorithms.
     """
     algo = get_algorithm(name)
     checked = {k: _checked(k, v) for k, v in given.items() if v is not None}
-    out: dict[str, float] = {}
+    out: dict = {}
     for key, default in algo.hyperparameters.items():
         value = checked.get(key, default)
         if value is None:
             raise ValueError(f"{key} is required for algorithm {name!r}")
-        out[key] = float(value)
+        out[key] = value if callable(value) else float(value)
+    return out
+
+
+def is_scheduled(hp: Mapping[str, object]) -> bool:
+    """Whether any hyper-parameter is a schedule."""
+    return any(callable(v) for v in hp.values())
+
+
+def hyperparameters_at(hp: Mapping[str, object], time) -> dict:
+    """The values at clock time ``time`` (a float, or an array for a batch of points, shaped
+    to broadcast against the parameters, e.g. (B, 1, 1)). A schedule must return finite
+    numbers >= 0 (``ValueError`` naming the hyper-parameter otherwise)."""
+    out = {}
+    for key, value in hp.items():
+        if not callable(value):
+            out[key] = value
+            continue
+        t = np.asarray(time, dtype=float)
+        try:
+            v = np.asarray(value(t), dtype=float)
+            if v.shape != t.shape:
+                raise ValueError
+        except (TypeError, ValueError):  # a scalar-only callable: one call per time
+            v = np.array([float(value(x)) for x in t.ravel()]).reshape(t.shape)
+        if not (np.all(np.isfinite(v)) and np.all(v >= 0)):
+            raise ValueError(f"the schedule of {key} must return finite numbers >= 0, got {v} "
+                             f"at time {t}")
+        out[key] = float(v) if v.ndim == 0 else v
     return out

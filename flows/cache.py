@@ -34,6 +34,7 @@ import numpy as np
 from .data import Dataset, single_example
 from .discrete import iterate
 from .integrate import simulate
+from .schedules import Schedule, from_spec
 
 try:  # POSIX; elsewhere tasks are not locked (two sweeps may then compute a task twice)
     import fcntl
@@ -67,7 +68,7 @@ class Task:
     def key(self) -> str:
         """Stable hash of kind, parameters and engine version."""
         text = json.dumps({"kind": self.kind, "params": self.params, "engine": ENGINE_VERSION},
-                          sort_keys=True, default=float)
+                          sort_keys=True, default=_json_value)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     def cost_key(self) -> str:
@@ -95,9 +96,27 @@ SIMULATE_KEYS = ("t", "tau", "log_t_original", "loss", "log_abs_beta", "sign_bet
                  "message", "event_tau", "event_kind", "event_j")
 
 
+def _json_value(value):
+    """JSON form of a task parameter that ``json`` does not know: a named schedule by its spec,
+    numbers as floats; an arbitrary callable cannot be part of a cache key."""
+    if isinstance(value, Schedule):
+        return value.spec()
+    if callable(value):
+        raise ValueError(f"a task parameter cannot be an arbitrary callable ({value!r}): only "
+                         "named schedules (flows.schedules) are cached")
+    return float(value)
+
+
+def _schedules_from_specs(rest: dict) -> dict:
+    """Task parameters with schedule specs (dicts) turned back into schedules."""
+    return {k: from_spec(v) if isinstance(v, dict) and "schedule" in v else v
+            for k, v in rest.items()}
+
+
 def run_simulate(params: dict) -> Result:
     """A :func:`flows.simulate` run as arrays (events as parallel arrays)."""
     data, rest = dataset_from(params)
+    rest = _schedules_from_specs(rest)
     if isinstance(rest.get("alpha"), list):
         rest["alpha"] = np.array(rest["alpha"])
     traj = simulate(data, **rest)
@@ -112,7 +131,7 @@ def run_simulate(params: dict) -> Result:
 def run_iterate(params: dict) -> Result:
     """A :func:`flows.iterate` run as arrays."""
     data, rest = dataset_from(params)
-    run = iterate(data, **rest)
+    run = iterate(data, **_schedules_from_specs(rest))
     return {"t": run.t, "beta": run.beta, "loss": run.loss, "status": np.array(run.status)}
 
 

@@ -65,8 +65,8 @@ class CompiledField(FusedField):
         self.mult_f = self.multiplicity.astype(float)
         self.no_pattern = np.zeros(problem.shape)
 
-    def _float_rhs(self, z: np.ndarray, held: np.ndarray,
-                   pattern_signs: np.ndarray | None) -> np.ndarray | None:
+    def _float_rhs(self, z: np.ndarray, held: np.ndarray, pattern_signs: np.ndarray | None,
+                   time: float = 0.0) -> np.ndarray | None:
         """The compiled version of :meth:`FusedField._float_rhs` (None outside its range)."""
         problem = self.problem
         w, ok = self.kernels.parameters(z, self.log_chart, self.chart_sign, self.delta, self.depth,
@@ -83,7 +83,7 @@ class CompiledField(FusedField):
                 return None
             eps = problem.algorithm.perturb(
                 GradientSummary(unit, sign, float(log_norm), self.multiplicity),
-                problem.hyperparameters)
+                self.hyperparameters(time))
             point = w + eps
         ok, out = self.kernels.chart_velocity(w, point, z, held, self.depth, self.features_c, self.loss_id,
                                   problem.clock.original, self.log_chart, self.delta,

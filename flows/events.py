@@ -1,8 +1,9 @@
 """Events that end an integration segment, and what happens at each.
 
 Each event is a small object: ``event(s, y)`` is its function for the solver (a segment ends
-where it changes sign in the watched ``direction``), and ``event.handle(y, mode, tau, log)``
-applies its consequence to the state and the mode in place, returning an :class:`Outcome`.
+where it changes sign in the watched ``direction``), and ``event.handle(y, mode, s, tau, log)``
+applies its consequence (at clock time ``s``, rescaled time ``tau``) to the state and the mode
+in place, returning an :class:`Outcome`.
 
 * :class:`ZeroCrossing` — a parameter reaches 0 where the field jumps (l_inf-SAM); the one-sided
   fields decide between crossing and sliding (Filippov).
@@ -95,7 +96,8 @@ class SegmentEvent:
         starts; only threshold events say yes)."""
         return False
 
-    def handle(self, y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Outcome:
+    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
+               log: list[FlowEvent]) -> Outcome:
         raise NotImplementedError
 
 
@@ -108,22 +110,23 @@ class ZeroCrossing(SegmentEvent):
     def __call__(self, s: float, y: np.ndarray) -> float:
         return float(y[self.index])
 
-    def handle(self, y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Outcome:
+    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
+               log: list[FlowEvent]) -> Outcome:
         """Cross or slide; also every entry that reached 0 in the same instant."""
-        self._cross_or_slide(y, self.index, mode, tau, log)
+        self._cross_or_slide(y, self.index, mode, s, tau, log)
         for flat in self._also_crossed(y, mode):
-            self._cross_or_slide(y, flat, mode, tau, log)
+            self._cross_or_slide(y, flat, mode, s, tau, log)
         return Outcome()
 
-    def _cross_or_slide(self, y: np.ndarray, flat: int, mode: Mode, tau: float,
+    def _cross_or_slide(self, y: np.ndarray, flat: int, mode: Mode, s: float, tau: float,
                         log: list[FlowEvent]) -> None:
         """Hold the entry at 0 if it slides (``F(+0) < 0 < F(-0)``), else push it across."""
         entry = tuple(int(i) for i in np.unravel_index(flat, self.problem.shape))
         came_from = mode.sign_pattern[entry]
         y[flat] = 0.0
         theta = self.theta(y)
-        f_plus = one_sided_velocity(theta, self.field, mode.sign_pattern, entry, 1.0)
-        f_minus = one_sided_velocity(theta, self.field, mode.sign_pattern, entry, -1.0)
+        f_plus = one_sided_velocity(theta, self.field, mode.sign_pattern, entry, 1.0, s)
+        f_minus = one_sided_velocity(theta, self.field, mode.sign_pattern, entry, -1.0, s)
         if f_plus < 0 < f_minus:
             # held at 0; its pattern keeps the side it came from: on a sliding mode of l_inf-SAM
             # both one-sided perturbations give the same theta'^L (even L), the Filippov value
@@ -161,14 +164,15 @@ class SlidingRelease(SegmentEvent):
 
     def __call__(self, s: float, y: np.ndarray) -> float:
         theta = self.theta(y)
-        return min(-one_sided_velocity(theta, self.field, self.sign_pattern, self.index, 1.0),
-                   one_sided_velocity(theta, self.field, self.sign_pattern, self.index, -1.0))
+        return min(-one_sided_velocity(theta, self.field, self.sign_pattern, self.index, 1.0, s),
+                   one_sided_velocity(theta, self.field, self.sign_pattern, self.index, -1.0, s))
 
-    def handle(self, y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Outcome:
+    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
+               log: list[FlowEvent]) -> Outcome:
         """The held parameter leaves 0 on the side its field points to."""
         theta = self.theta(y)
         side = 1.0 if one_sided_velocity(theta, self.field, mode.sign_pattern, self.index,
-                                         1.0) >= 0 else -1.0
+                                         1.0, s) >= 0 else -1.0
         mode.held[self.index] = False
         mode.sign_pattern[self.index] = side
         y[np.ravel_multi_index(self.index, self.problem.shape)] = side * NUDGE
@@ -198,7 +202,8 @@ class NearZero(_Smallness):
 
     fraction: float = NEAR_ZERO
 
-    def handle(self, y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Outcome:
+    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
+               log: list[FlowEvent]) -> Outcome:
         """Convert the state to the asinh chart (not a user-visible event)."""
         theta = self.theta(y)
         mode.chart = AsinhChart()
@@ -211,7 +216,8 @@ class NearZero(_Smallness):
 class Collapse(_Smallness):
     """Every parameter below ``radius * COLLAPSE_FRACTION``: theta is 0 from here on."""
 
-    def handle(self, y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Outcome:
+    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
+               log: list[FlowEvent]) -> Outcome:
         """Set theta to 0 for the rest of the run."""
         return collapse(y, mode, tau, log)
 
@@ -226,7 +232,8 @@ class CollapseCrossing(SegmentEvent):
     def __call__(self, s: float, y: np.ndarray) -> float:
         return float(y[self.index])
 
-    def handle(self, y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Outcome:
+    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
+               log: list[FlowEvent]) -> Outcome:
         """Set theta to 0 for the rest of the run."""
         return collapse(y, mode, tau, log)
 
@@ -239,7 +246,7 @@ class BlowUp(SegmentEvent):
 
     def __call__(self, s: float, y: np.ndarray) -> float:
         theta = self.theta(y)
-        vel = self.field.velocity(theta)
+        vel = self.field.velocity(theta, None, s)
         growing = (vel.dtheta.sign * theta.sign > 0) & (theta.log_abs > 0)
         if not np.any(growing):
             return float(np.log(BLOWUP_RATE))
@@ -247,7 +254,8 @@ class BlowUp(SegmentEvent):
             log_rate = vel.dtheta.log_abs - theta.log_abs
         return float(np.log(BLOWUP_RATE) - np.max(log_rate[growing]))
 
-    def handle(self, y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Outcome:
+    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
+               log: list[FlowEvent]) -> Outcome:
         """End the run: the path ends at the blow-up."""
         log.append(FlowEvent(tau, "blow-up"))
         return Outcome(stop=True, status=BLOWUP, message=f"finite-time blow-up at tau={tau:.10g}")
@@ -282,7 +290,8 @@ class Stationary(SegmentEvent):
         """Stationary from the start."""
         return self(0.0, y) < 0
 
-    def handle(self, y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Outcome:
+    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
+               log: list[FlowEvent]) -> Outcome:
         """Stay at the point for the rest of the run (``eps = 0`` at ``grad L = 0``)."""
         mode.stationary = True
         log.append(FlowEvent(tau, "stationary"))

@@ -10,12 +10,12 @@ with ``G`` the loss-weighted mean of ``y_i x_i`` at ``theta'`` (see :mod:`flows.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dataclass_field
+from dataclasses import dataclass, field as dataclass_field, replace
 from typing import NamedTuple
 
 import numpy as np
 
-from .algorithms import Algorithm, GradientSummary
+from .algorithms import Algorithm, GradientSummary, hyperparameters_at, is_scheduled
 from .clocks import Clock
 from .data import Dataset
 from .model import Loss, evaluate, loss_weights, margin_gradient, margins
@@ -132,31 +132,43 @@ class ReferenceField:
 
     def __init__(self, problem: Problem):
         self.problem = problem
+        self.scheduled = is_scheduled(problem.hyperparameters)
+
+    def at(self, time: float) -> Problem:
+        """The problem with its hyper-parameters evaluated at clock time ``time``."""
+        if not self.scheduled:
+            return self.problem
+        return replace(self.problem,
+                       hyperparameters=hyperparameters_at(self.problem.hyperparameters, time))
 
     def pattern_signs(self, sign_pattern: np.ndarray | None) -> np.ndarray | None:
         """What :meth:`velocity` takes for a frozen sign pattern (here: the pattern itself)."""
         return sign_pattern
 
-    def velocity(self, theta: SignedLog, pattern_signs: np.ndarray | None = None) -> Velocity:
-        """``F`` and ``log c`` at one point ``theta`` (shape (G, d))."""
-        return rescaled_velocity(theta, self.problem, pattern_signs)
+    def velocity(self, theta: SignedLog, pattern_signs: np.ndarray | None = None,
+                 time: float = 0.0) -> Velocity:
+        """``F`` and ``log c`` at one point ``theta`` (shape (G, d)) at clock time ``time``."""
+        return rescaled_velocity(theta, self.at(time), pattern_signs)
 
-    def log_c(self, theta: SignedLog, pattern_signs: np.ndarray | None = None) -> np.ndarray:
-        """``log c(theta')`` for a batch ``theta`` of shape (..., G, d)."""
+    def log_c(self, theta: SignedLog, pattern_signs: np.ndarray | None = None,
+              time=0.0) -> np.ndarray:
+        """``log c(theta')`` for a batch ``theta`` of shape (..., G, d) (``time``: one clock
+        time, or one per point)."""
         sign = theta.sign.reshape((-1,) + self.problem.shape)
         log_abs = theta.log_abs.reshape(sign.shape)
-        out = [perturbed_log_c(SignedLog(s, l), self.problem, pattern_signs)
-               for s, l in zip(sign, log_abs)]
+        times = np.broadcast_to(np.asarray(time, dtype=float), theta.sign.shape[:-2]).ravel()
+        out = [perturbed_log_c(SignedLog(s, l), self.at(float(t)), pattern_signs)
+               for s, l, t in zip(sign, log_abs, times)]
         return np.array(out).reshape(theta.sign.shape[:-2])
 
     def chart_rhs(self, z: np.ndarray, held: np.ndarray,
-                  pattern_signs: np.ndarray | None = None) -> np.ndarray:
+                  pattern_signs: np.ndarray | None = None, time: float = 0.0) -> np.ndarray:
         """``d(z, tau)/ds`` (see :func:`chart_rhs`)."""
-        return chart_rhs(z, self.problem, held, pattern_signs)
+        return chart_rhs(z, self.at(time), held, pattern_signs)
 
 
 def one_sided_velocity(theta: SignedLog, field, sign_pattern: np.ndarray,
-                       index: tuple[int, int], side: float) -> float:
+                       index: tuple[int, int], side: float, time: float = 0.0) -> float:
     """``F`` of entry ``index`` (whose value is 0) on the side ``sign = side`` of 0.
 
     The one-sided limits of a field that jumps where the entry changes sign (l_inf-SAM):
@@ -168,7 +180,7 @@ def one_sided_velocity(theta: SignedLog, field, sign_pattern: np.ndarray,
     log_abs = theta.log_abs.copy()
     log_abs[index] = -np.inf
     vel = field.velocity(SignedLog(np.where(np.isneginf(log_abs), 0.0, theta.sign), log_abs),
-                         field.pattern_signs(pattern))
+                         field.pattern_signs(pattern), time)
     return float(vel.dtheta.sign[index] * np.exp(min(vel.dtheta.log_abs[index], 700.0)))
 
 

@@ -32,6 +32,7 @@ from .initialization import initialization, kept_sign_pattern
 from .kernel import FusedField
 from .model import LOSSES, loss_weights, margins
 from .results import FAILURE, SUCCESS, FlowEvent, Trajectory
+from .schedules import kinks_of, maximum_of
 from .segments import Mode, Path, Segment
 from .signedlog import SignedLog, product_of_layers
 from .solver import METHODS, integrate_segment
@@ -60,12 +61,20 @@ class Run:
     budget: int
     near_zero_switch: bool
     path: Path
+    radius: float
+    kinks: np.ndarray
     s: float = 0.0
     nfev: int = 0
     status: int = SUCCESS
     message: str = "reached t_max"
     log: list[FlowEvent] = field(default_factory=list)
     fields: dict = field(default_factory=dict)
+
+    def next_stop(self) -> float:
+        """Where the next segment must end at the latest: the next kink of a schedule, or
+        ``s_end``."""
+        ahead = self.kinks[self.kinks > self.s]
+        return float(min(ahead[0], self.s_end)) if ahead.size else self.s_end
 
     def field_for(self, mode: Mode):
         """The field of the problem in ``mode``'s chart (built once per chart)."""
@@ -79,8 +88,7 @@ class Run:
         at exactly 0) gets an absolute tolerance of its own to keep the first step sensible."""
         rtol, atol = mode.chart.tolerances(self.rtol, self.atol)
         if mode.near_zero is not None:  # on the way into a collapse: see NEAR_ZERO_ATOL
-            atol = max(atol, ev.NEAR_ZERO_ATOL * self.problem.algorithm.radius(
-                self.problem.hyperparameters))
+            atol = max(atol, ev.NEAR_ZERO_ATOL * self.radius)
         tau_atol = max(self.atol, 1e-12, self.rtol * max(1.0, self.s_end) if rtol < self.rtol
                        else 0.0)
         return rtol, np.append(np.full(self.y.size - 1, atol), tau_atol)
@@ -113,6 +121,8 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
     alpha : initialization: positive scalar, (d,) vector, or (L, d) array (unbalanced).
     rho : perturbation radius (l2-sam, linf-sam, usam).
     sigma, rho_max, varrho : LE-SAM loss budget, radius cap and stabiliser (default 1e-12).
+        ``rho``, ``sigma`` and ``rho_max`` may be schedules: callables of the clock time
+        (:mod:`flows.schedules`; segments restart at the kinks of named schedules).
     t_max : end time in the chosen clock.
     clock : 'rescaled' (tau) or 'original' (t).
     n_points : number of equally spaced output times in ``[0, t_max]`` (at most 1e6).
@@ -150,7 +160,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
         if len(run.log) >= MAX_EVENTS:
             run.stop(FAILURE, f"more than {MAX_EVENTS} events (chattering?) by s={run.s:.6g}")
             break
-        outcome = fired.handle(run.y, run.mode, float(run.y[-1]), run.log)
+        outcome = fired.handle(run.y, run.mode, run.s, float(run.y[-1]), run.log)
         if outcome.message is not None:
             run.message = outcome.message
         if outcome.stop:
@@ -197,7 +207,8 @@ def _setup(data, algorithm, depth, alpha, given, t_max, clock, n_points, loss, r
     return Run(problem=problem, backend=BACKENDS[backend],
                mode=mode, y=np.append(z0.ravel(), 0.0), s_end=float(t_max), rtol=float(rtol),
                atol=float(atol), budget=int(max_nfev), near_zero_switch=chart == "auto",
-               path=Path(problem.shape))
+               path=Path(problem.shape), radius=_largest_radius(algo, hp, float(t_max)),
+               kinks=kinks_of(hp.values()))
 
 
 def _warn_if_signs_cannot_separate(data: Dataset, alpha, depth: int, algorithm: str) -> None:
@@ -220,6 +231,12 @@ def _separable_with_signs(data: Dataset, signs: tuple) -> bool:
     return sign_constrained_separable(data, np.array(signs))
 
 
+def _largest_radius(algo, hp: dict, t_max: float) -> float:
+    """The perturbation size for the collapse threshold: the radius at the largest value of
+    every scheduled hyper-parameter over the run."""
+    return float(algo.radius({k: maximum_of(v, t_max) for k, v in hp.items()}))
+
+
 def _check_count(name: str, value, least: int, most: int | None = None) -> None:
     """An integer in ``[least, most]``; ``ValueError`` naming ``name`` otherwise."""
     if (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least
@@ -237,19 +254,19 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     fld = run.field_for(mode)
     pattern = fld.pattern_signs(mode.sign_pattern)
     watched = ev.segment_events(fld, mode, int(run.problem.multiplicity.sum()),
-                                run.problem.algorithm.radius(run.problem.hyperparameters),
+                                run.radius,
                                 near_zero=run.near_zero_switch)
     holding = next((e for e in watched if e.already(run.y)), None)
     if holding is not None:
         return holding
 
-    def rhs(_s: float, state: np.ndarray) -> np.ndarray:
-        return fld.chart_rhs(state[:-1], mode.held, pattern)
+    def rhs(s: float, state: np.ndarray) -> np.ndarray:
+        return fld.chart_rhs(state[:-1], mode.held, pattern, s)
 
     rtol, atol = run.tolerances(mode)
     with np.errstate(over="ignore", under="ignore"):
-        result = integrate_segment(rhs, run.s, run.y, run.s_end, watched, method, rtol, atol,
-                                   run.budget - run.nfev)
+        result = integrate_segment(rhs, run.s, run.y, run.next_stop(), watched, method, rtol,
+                                   atol, run.budget - run.nfev)
     run.nfev += result.nfev
     if len(result.ts) > 1:
         run.path.segments.append(Segment(mode, np.array(result.ts), result.interpolants))
@@ -276,7 +293,7 @@ def _freeze(run: Run) -> None:
         beta = product_of_layers(theta, problem.multiplicity)
         log_c = loss_weights(margins(beta, problem.data), problem.loss).log_c
     else:
-        log_c = float(fld.log_c(theta, fld.pattern_signs(run.mode.sign_pattern)))
+        log_c = float(fld.log_c(theta, fld.pattern_signs(run.mode.sign_pattern), run.s))
     rate = float(np.exp(run.problem.clock.log_speed(log_c)))
     run.path.segments.append(Segment.frozen(run.mode.copy(), run.s, run.s_end, run.y, rate))
     run.s = run.s_end
@@ -328,6 +345,6 @@ def _exponent(run: Run):
             mode = run.path.segments[i].mode
             fld = run.field_for(mode)
             out[rows] = -fld.log_c(SignedLog(theta.sign[rows], theta.log_abs[rows]),
-                                   fld.pattern_signs(mode.sign_pattern))
+                                   fld.pattern_signs(mode.sign_pattern), s[rows])
         return out
     return K

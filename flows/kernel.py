@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .algorithms import GradientSummary
+from .algorithms import GradientSummary, hyperparameters_at, is_scheduled
 from .charts import LogChart
 from .field import Problem, Velocity, gradient_summary
 from .signedlog import SignedLog, add_float
@@ -52,6 +52,14 @@ class FusedField:
         self.log_n = float(np.log(self.n))
         if self.n == 1:  # a single example: p = 1 and the direction G = y x is constant
             self.direction = _signed(self.features[0])
+        self.scheduled = is_scheduled(problem.hyperparameters)
+
+    def hyperparameters(self, time=0.0) -> dict:
+        """The hyper-parameters at clock time ``time`` (an array of shape (..., 1, 1) for a
+        batch of points): the problem's own unless some are schedules."""
+        if not self.scheduled:
+            return self.problem.hyperparameters
+        return hyperparameters_at(self.problem.hyperparameters, time)
 
     # ------------------------------------------------------------------ network
 
@@ -131,9 +139,10 @@ class FusedField:
         return self.leave_one_out(sign_pattern, np.zeros(sign_pattern.shape)).sign
 
     def perturbed_point(self, sign: np.ndarray, log_abs: np.ndarray,
-                        pattern_signs: np.ndarray | None = None) -> SignedLog:
+                        pattern_signs: np.ndarray | None = None, time=0.0) -> SignedLog:
         """``theta' = theta + eps(theta)`` (see :func:`flows.field.perturbed_point`);
-        ``pattern_signs`` from :meth:`pattern_signs`."""
+        ``pattern_signs`` from :meth:`pattern_signs`; ``time`` the clock time (a float, or
+        one per point of a batch)."""
         algorithm = self.problem.algorithm
         if not algorithm.perturbs:
             return SignedLog(sign, log_abs)
@@ -142,15 +151,16 @@ class FusedField:
         grad_sign = -d_sign * (loo.sign if pattern_signs is None else pattern_signs)
         grad = gradient_summary(SignedLog(grad_sign, direction.log_abs[..., None, :] + loo.log_abs),
                                 np.asarray(log_c)[..., None, None], self.multiplicity)
-        eps = algorithm.perturb(grad, self.problem.hyperparameters)
+        eps = algorithm.perturb(grad, self.hyperparameters(_batch_time(time, sign)))
         finite = np.all(np.isfinite(eps), axis=(-2, -1), keepdims=True)
         if not np.all(finite):
             eps = np.where(finite, eps, np.nan)
         return add_float(SignedLog(sign, log_abs), eps)
 
-    def velocity(self, theta: SignedLog, pattern_signs: np.ndarray | None = None) -> Velocity:
+    def velocity(self, theta: SignedLog, pattern_signs: np.ndarray | None = None,
+                 time=0.0) -> Velocity:
         """``F = G(theta') prod_{k != l} theta'^(k)`` and ``log c(theta')``."""
-        point = self.perturbed_point(theta.sign, theta.log_abs, pattern_signs)
+        point = self.perturbed_point(theta.sign, theta.log_abs, pattern_signs, time)
         direction, log_c, loo = self.evaluate(point.sign, point.log_abs)
         sign = direction.sign[..., None, :] * loo.sign
         log_abs = direction.log_abs[..., None, :] + loo.log_abs
@@ -160,26 +170,29 @@ class FusedField:
             log_abs = np.where(invalid, np.nan, log_abs)
         return Velocity(SignedLog(sign, log_abs), log_c)
 
-    def log_c(self, theta: SignedLog, pattern_signs: np.ndarray | None = None) -> np.ndarray:
+    def log_c(self, theta: SignedLog, pattern_signs: np.ndarray | None = None,
+              time=0.0) -> np.ndarray:
         """``log c(theta')`` (...): the clock factor at the perturbed point (in plain floats
         for the points where they suffice, see :meth:`_float_rows`)."""
         out = np.empty(theta.sign.shape[:-2])
+        time = np.broadcast_to(np.asarray(time, dtype=float), out.shape)
         fast = self._float_rows(theta.log_abs)
         if np.any(fast):
             point = self._float_perturbed(theta.sign[fast] * np.exp(theta.log_abs[fast]),
-                                          pattern_signs)
+                                          pattern_signs, time[fast])
             if point is None:
                 fast[...] = False
             else:
                 out[fast] = self._float_evaluate(point)[1]
         slow = ~fast
         if np.any(slow):
-            point = self.perturbed_point(theta.sign[slow], theta.log_abs[slow], pattern_signs)
+            point = self.perturbed_point(theta.sign[slow], theta.log_abs[slow], pattern_signs,
+                                         time[slow])
             out[slow] = self.weights(self.product_of_layers(point.sign, point.log_abs))[1]
         return out
 
     def chart_rhs(self, z: np.ndarray, held: np.ndarray,
-                  pattern_signs: np.ndarray | None = None) -> np.ndarray:
+                  pattern_signs: np.ndarray | None = None, time: float = 0.0) -> np.ndarray:
         """``d(z, tau)/ds`` for one flat chart state ``z`` (see :func:`flows.field.chart_rhs`).
 
         In ordinary floats (:meth:`_float_rhs`) while every quantity is far inside the float64
@@ -187,10 +200,10 @@ class FusedField:
         """
         problem = self.problem
         z = z.reshape(problem.shape)
-        fast = self._float_rhs(z, held, pattern_signs)
+        fast = self._float_rhs(z, held, pattern_signs, time)
         if fast is not None:
             return fast
-        vel = self.velocity(problem.chart.state(z), pattern_signs)
+        vel = self.velocity(problem.chart.state(z), pattern_signs, time)
         log_speed = problem.clock.log_speed(vel.log_c)
         dw = SignedLog(vel.dtheta.sign, vel.dtheta.log_abs + log_speed)
         dz = np.where(held, 0.0, problem.chart.velocity(dw, z))
@@ -229,8 +242,8 @@ class FusedField:
         total = e.sum(axis=-1, keepdims=True)
         return ((e / total) @ self.features, (top + np.log(total))[..., 0] - self.log_n, loo)
 
-    def _float_perturbed(self, w: np.ndarray,
-                         pattern_signs: np.ndarray | None) -> np.ndarray | None:
+    def _float_perturbed(self, w: np.ndarray, pattern_signs: np.ndarray | None,
+                         time=0.0) -> np.ndarray | None:
         """``theta' = theta + eps(theta)`` in floats (shape (..., G, d)), or None where any
         point leaves the float range or has a zero gradient (then the signed-log path)."""
         problem = self.problem
@@ -248,15 +261,15 @@ class FusedField:
             log_norm = float(log_norm.reshape(()))
         eps = problem.algorithm.perturb(
             GradientSummary(sign * (np.abs(g) / norm), sign, log_norm, self.multiplicity),
-            problem.hyperparameters)
+            self.hyperparameters(_batch_time(time, w)))
         point = w + eps
         with np.errstate(divide="ignore", invalid="ignore"):
             if not np.all(self._float_rows(np.log(np.abs(point)))):
                 return None
         return point
 
-    def _float_rhs(self, z: np.ndarray, held: np.ndarray,
-                   pattern_signs: np.ndarray | None) -> np.ndarray | None:
+    def _float_rhs(self, z: np.ndarray, held: np.ndarray, pattern_signs: np.ndarray | None,
+                   time: float = 0.0) -> np.ndarray | None:
         """:meth:`chart_rhs` in plain float64 arithmetic, or None outside its range.
 
         The same formulas as the signed-log path: ``eps`` from the algorithm table on the
@@ -269,7 +282,7 @@ class FusedField:
         if not self._float_rows(theta.log_abs):
             return None
         w = theta.sign * np.exp(theta.log_abs)
-        point = self._float_perturbed(w, pattern_signs)
+        point = self._float_perturbed(w, pattern_signs, time)
         if point is None:
             return None
         direction, log_c, loo = self._float_evaluate(point)
@@ -284,6 +297,12 @@ class FusedField:
 
 #: See :meth:`FusedField._in_float_range` (float64 spans about ``exp(+-708)``).
 FLOAT_RANGE = 150.0
+
+
+def _batch_time(time, points: np.ndarray):
+    """Clock times shaped to broadcast against points (..., G, d): a float stays a float."""
+    time = np.asarray(time, dtype=float)
+    return float(time) if time.ndim == 0 else time.reshape(points.shape[:-2] + (1, 1))
 
 
 def _exclusive(a: np.ndarray, op: np.ufunc, neutral: float) -> np.ndarray:

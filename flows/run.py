@@ -19,6 +19,18 @@ from .data import Dataset, single_example
 from .integrate import simulate
 from .model import LOSSES
 from .results import Trajectory
+from .schedules import parse
+
+
+def schedule_or_number(name: str):
+    """An argparse type: a number or a named schedule (``name:arg,arg,...``)."""
+    def convert(text: str):
+        try:
+            return parse(text, name)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = name
+    return convert
 
 
 def number_list(text: str) -> np.ndarray:
@@ -127,9 +139,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=int, default=2, help="number of layers L (default 2)")
     p.add_argument("--alpha", type=number_list, default=np.array(1.0),
                    help="initialization: a scalar or comma-separated per coordinate")
-    p.add_argument("--rho", type=float, default=1.0, help="perturbation radius (default 1)")
-    p.add_argument("--sigma", type=float, default=None, help="LE-SAM loss budget")
-    p.add_argument("--rho-max", type=float, default=None, help="LE-SAM radius cap")
+    schedule = "a number or a schedule, e.g. warmup_cosine:0.35,0.5,8,10 (flows.schedules)"
+    p.add_argument("--rho", type=schedule_or_number("rho"), default=1.0,
+                   help=f"perturbation radius (default 1): {schedule}")
+    p.add_argument("--sigma", type=schedule_or_number("sigma"), default=None,
+                   help=f"LE-SAM loss budget: {schedule}")
+    p.add_argument("--rho-max", type=schedule_or_number("rho_max"), default=None,
+                   help=f"LE-SAM radius cap: {schedule}")
     p.add_argument("--varrho", type=float, default=None, help="LE-SAM stabiliser")
     p.add_argument("--t-max", type=float, default=10.0, help="end time in the chosen clock")
     p.add_argument("--clock", default="rescaled", help=f"one of {', '.join(CLOCKS)}")

@@ -1,0 +1,162 @@
+"""Schedules: hyper-parameters that change with the run's clock time.
+
+Any of ``rho``, ``sigma``, ``rho_max`` of :func:`flows.simulate` and :func:`flows.iterate` may
+be a callable ``value(time) -> float >= 0`` of the run's clock time (``tau`` for
+``clock="rescaled"``, ``t`` for ``clock="original"``; ``k * eta`` at step ``k`` of
+:func:`flows.iterate`). A plain callable (a lambda) is integrated as given. The named schedules
+below are hashable values with their kink times (where the integrator restarts its segments,
+so that a kink costs no accuracy), their maximum (the perturbation size the collapse threshold
+uses) and a JSON spec (cache keys, the command line ``name:arg,arg,...``).
+
+LE-SAM's official training schedule for its loss budget is :func:`warmup_cosine`: a linear
+warm-up over the first 10 of 200 epochs, constant to epoch 160, cosine decay to 0 at 200.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A named schedule: ``SCHEDULES[name](*args)``; call it with a time (float or array)."""
+
+    name: str
+    args: tuple[float, ...]
+
+    def __call__(self, time):
+        return _FORMULAS[self.name](np.asarray(time, dtype=float), *self.args)
+
+    @property
+    def kinks(self) -> tuple[float, ...]:
+        """Times where the schedule or its slope jumps."""
+        return _KINKS[self.name](*self.args)
+
+    @property
+    def maximum(self) -> float:
+        """Its largest value."""
+        return float(self.args[0])
+
+    def spec(self) -> dict:
+        """A JSON-able description (:func:`from_spec` inverts it)."""
+        return {"schedule": self.name, "args": list(self.args)}
+
+    def __str__(self) -> str:
+        return f"{self.name}:" + ",".join(f"{a:g}" for a in self.args)
+
+    def __format__(self, spec: str) -> str:
+        """As :meth:`__str__` whatever the number format asked for (``f"{rho:g}"``)."""
+        return str(self)
+
+
+def _constant(t: np.ndarray, value: float) -> np.ndarray:
+    return np.full(t.shape, value) if t.ndim else np.float64(value)
+
+
+def _cosine(t: np.ndarray, value: float, t_end: float) -> np.ndarray:
+    """``value (1 + cos(pi t / t_end)) / 2`` on ``[0, t_end]``, 0 afterwards."""
+    phase = np.clip(t / t_end, 0.0, 1.0)
+    return 0.5 * value * (1.0 + np.cos(np.pi * phase))
+
+
+def _warmup_cosine(t: np.ndarray, value: float, t_warmup: float, t_hold: float,
+                   t_end: float) -> np.ndarray:
+    """Linear from 0 to ``value`` on ``[0, t_warmup]``, ``value`` until ``t_hold``, cosine decay
+    to 0 at ``t_end``, 0 afterwards."""
+    warm = value * np.clip(t / t_warmup, 0.0, 1.0) if t_warmup > 0 else np.full(t.shape, value)
+    decay = _cosine(t - t_hold, value, t_end - t_hold)
+    return np.where(t < t_hold, warm, decay)
+
+
+_FORMULAS: dict[str, Callable] = {"constant": _constant, "cosine": _cosine,
+                                  "warmup_cosine": _warmup_cosine}
+_KINKS: dict[str, Callable[..., tuple[float, ...]]] = {
+    "constant": lambda value: (),
+    "cosine": lambda value, t_end: (t_end,),
+    "warmup_cosine": lambda value, t_warmup, t_hold, t_end: tuple(
+        sorted({t for t in (t_warmup, t_hold, t_end) if t > 0})),
+}
+
+
+def _checked(name: str, args: tuple) -> tuple[float, ...]:
+    """Validated arguments of schedule ``name``: finite, value >= 0, times ordered."""
+    try:
+        values = tuple(float(a) for a in args)
+    except (TypeError, ValueError):
+        raise ValueError(f"schedule {name!r}: arguments must be numbers, got {args!r}") from None
+    arity = {"constant": 1, "cosine": 2, "warmup_cosine": 4}[name]
+    if len(values) != arity:
+        raise ValueError(f"schedule {name!r} takes {arity} argument(s), got {len(values)}")
+    if not all(math.isfinite(v) for v in values) or values[0] < 0:
+        raise ValueError(f"schedule {name!r}: arguments must be finite and the value >= 0, "
+                         f"got {values}")
+    times = values[1:]
+    if any(t < 0 for t in times) or list(times) != sorted(times) or (times and times[-1] <= 0):
+        raise ValueError(f"schedule {name!r}: times must be >= 0, increasing, and end > 0, "
+                         f"got {times}")
+    return values
+
+
+def constant(value: float) -> Schedule:
+    """``value`` at all times."""
+    return Schedule("constant", _checked("constant", (value,)))
+
+
+def cosine(value: float, t_end: float) -> Schedule:
+    """Cosine decay from ``value`` at 0 to 0 at ``t_end`` (0 afterwards)."""
+    return Schedule("cosine", _checked("cosine", (value, t_end)))
+
+
+def warmup_cosine(value: float, t_warmup: float, t_hold: float, t_end: float) -> Schedule:
+    """Linear warm-up from 0 over ``[0, t_warmup]``, hold ``value`` until ``t_hold``, cosine
+    decay to 0 at ``t_end``, 0 afterwards (LE-SAM's schedule of its loss budget)."""
+    return Schedule("warmup_cosine", _checked("warmup_cosine", (value, t_warmup, t_hold, t_end)))
+
+
+SCHEDULES: dict[str, Callable[..., Schedule]] = {"constant": constant, "cosine": cosine,
+                                                 "warmup_cosine": warmup_cosine}
+
+
+def parse(text: str, name: str = "value") -> float | Schedule:
+    """A number, or ``schedule:arg,arg,...`` (e.g. ``warmup_cosine:0.35,0.5,8,10``);
+    ``ValueError`` naming ``name`` otherwise."""
+    text = str(text).strip()
+    if ":" not in text:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"{name} must be a number or a schedule "
+                             f"({'|'.join(SCHEDULES)}:args), got {text!r}") from None
+    kind, _, args = text.partition(":")
+    if kind not in SCHEDULES:
+        raise ValueError(f"{name}: unknown schedule {kind!r}; one of {sorted(SCHEDULES)}")
+    try:
+        return Schedule(kind, _checked(kind, tuple(a for a in args.split(",") if a.strip())))
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+
+
+def from_spec(spec: dict) -> Schedule:
+    """Inverse of :meth:`Schedule.spec`."""
+    if spec.get("schedule") not in SCHEDULES:
+        raise ValueError(f"unknown schedule in {spec!r}; one of {sorted(SCHEDULES)}")
+    return Schedule(spec["schedule"], _checked(spec["schedule"], tuple(spec["args"])))
+
+
+def kinks_of(values) -> np.ndarray:
+    """Sorted kink times of every named schedule among ``values``."""
+    times = {t for v in values if isinstance(v, Schedule) for t in v.kinks}
+    return np.array(sorted(times))
+
+
+def maximum_of(value, t_max: float) -> float:
+    """The largest value of a hyper-parameter over ``[0, t_max]``: itself for a number, the
+    schedule's maximum, or for a plain callable the largest of 257 samples."""
+    if isinstance(value, Schedule):
+        return value.maximum
+    if callable(value):
+        return float(np.max([value(t) for t in np.linspace(0.0, t_max, 257)]))
+    return float(value)
