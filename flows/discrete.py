@@ -6,11 +6,12 @@ float64 (the iterates are what a practitioner would run). Step ``k`` sits at ori
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .algorithms import get_algorithm, resolve_hyperparameters
+from .algorithms import (get_algorithm, hyperparameters_at, is_scheduled,
+                         resolve_hyperparameters)
 from .clocks import CLOCKS
 from .data import Dataset
 from .field import Problem, perturbed_point
@@ -52,8 +53,12 @@ class DiscreteRun:
             return np.log(np.abs(self.beta))
 
 
-def sam_step(theta: np.ndarray, problem: Problem, eta: float) -> np.ndarray:
-    """One step ``theta - eta grad L(theta + eps(theta))`` on the full (L, d) parameters."""
+def sam_step(theta: np.ndarray, problem: Problem, eta: float, time: float = 0.0) -> np.ndarray:
+    """One step ``theta - eta grad L(theta + eps(theta))`` on the full (L, d) parameters, with
+    scheduled hyper-parameters evaluated at ``time`` (``k * eta`` at step ``k``)."""
+    if is_scheduled(problem.hyperparameters):
+        problem = replace(problem,
+                          hyperparameters=hyperparameters_at(problem.hyperparameters, time))
     theta_p = perturbed_point(SignedLog.from_float(theta), problem)
     ev = evaluate(theta_p, problem.multiplicity, problem.data, problem.loss)
     return theta - eta * loss_gradient_signed(ev).to_float()
@@ -65,7 +70,9 @@ def iterate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0,
             eta: float = 1e-3, steps: int = 1000, record_every: int = 1,
             loss: str = "logistic") -> DiscreteRun:
     """Run ``steps`` iterations of GD / SAM with step size ``eta`` (see :func:`flows.simulate`
-    for the other parameters); every ``record_every``-th iterate is kept."""
+    for the other parameters); every ``record_every``-th iterate is kept. ``rho``, ``sigma``
+    and ``rho_max`` may be schedules of the time ``k * eta`` (:mod:`flows.schedules`): step
+    ``k`` (from ``theta_k`` to ``theta_{k+1}``) uses their values at ``k * eta``."""
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
     hp = resolve_hyperparameters(algorithm, {"rho": rho, "sigma": sigma, "rho_max": rho_max,
@@ -115,7 +122,7 @@ def _run(theta: np.ndarray, problem: Problem, eta: float, steps: int,
     last_k, last = 0, theta
     for k in range(1, steps + 1):
         with np.errstate(over="ignore", invalid="ignore"):
-            theta = sam_step(theta, problem, eta)
+            theta = sam_step(theta, problem, eta, (k - 1) * eta)
         why = _not_representable(theta, signed)
         if why:
             if kept_steps[-1] != last_k:

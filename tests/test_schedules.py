@@ -104,3 +104,19 @@ def test_schedule_for_a_fixed_hyperparameter_or_a_bad_value_is_refused():
                  varrho=lambda t: 1e-12)
     with pytest.raises(ValueError, match="rho"):
         simulate(single_example(MU), "l2-sam", 2, 0.4, rho=lambda t: -1.0, t_max=1.0)
+
+
+def test_iterate_with_a_schedule_uses_the_value_at_each_step():
+    """Discrete l2-SAM with rho = cosine(1, T): step k uses rho(k eta). Checked against the
+    iteration written out here (plain numpy, L = 2, one example)."""
+    from flows import iterate
+
+    eta, steps = 0.01, 200
+    rho = cosine(1.0, 1.5)
+    run = iterate(single_example(MU), "l2-sam", 2, 0.4, rho=rho, eta=eta, steps=steps)
+    theta = np.full((2, MU.size), 0.4)
+    for k in range(steps):
+        g = -expit(-np.sum(MU * theta[0] * theta[1])) * MU * theta[::-1]  # grad L
+        point = theta + float(rho(k * eta)) * g / np.sqrt(np.sum(g * g))
+        theta = theta + eta * expit(-np.sum(MU * point[0] * point[1])) * MU * point[::-1]
+    np.testing.assert_allclose(run.theta[-1], theta, rtol=1e-12)
