@@ -306,12 +306,14 @@ def test_regime_functions_validate_up_front(case, monkeypatch):
     parameter, before any flow is simulated (before: UnboundLocalError for max_extensions = -1,
     a negative boundary after ~97 s for rho = -1, -0.5 returned for rho = -0.5, endless loops
     for rho = 0 or rtol = 0)."""
+    import analysis.classification as classification
     import analysis.regimes as regimes
 
     def no_simulation(*args, **kwargs):
         raise AssertionError("simulate called before the input was validated")
 
-    monkeypatch.setattr(regimes, "simulate", no_simulation)
+    for module in (regimes, classification):  # every module of the regimes that simulates
+        monkeypatch.setattr(module, "simulate", no_simulation)
     call, name = BAD_CALLS[case]
     with time_limit(5.0), pytest.raises(ValueError, match=rf"\b{name}\b"):
         call()
