@@ -8,8 +8,9 @@ field implementations (:mod:`flows.field`, :mod:`flows.kernel`) build the summar
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 

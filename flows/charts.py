@@ -21,7 +21,6 @@ import numpy as np
 
 from .signedlog import SignedLog, chart_to_signed_log, chart_velocity, signed_log_to_chart
 
-
 #: The smallest relative tolerance ``scipy.integrate`` solvers accept without a warning.
 SOLVER_RTOL_FLOOR = 100 * np.finfo(float).eps
 

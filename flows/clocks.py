@@ -13,8 +13,9 @@ by an adaptive quadrature in log space, :func:`log_original_time`.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ LOG_T_LIMIT = 1e100
 class Clock:
     """One clock: ``log(dtau/ds)`` from ``log c``, and whether ``s`` is the original time."""
 
-    log_speed: Callable[[float], float]
+    log_speed: Callable[[Any], Any]  # log c (a float or an array) -> log(dtau/ds)
     original: bool
 
 

@@ -58,9 +58,10 @@ class CompiledField(FusedField):
                             if problem.loss is LOSSES[name])
         chart = problem.chart
         self.log_chart = isinstance(chart, LogChart)
-        self.chart_sign = (np.asarray(chart.sign, dtype=float) if self.log_chart
-                           else np.ones(problem.shape))
-        self.delta = 1.0 if self.log_chart else float(chart.delta)
+        if isinstance(chart, LogChart):
+            self.chart_sign, self.delta = np.asarray(chart.sign, dtype=float), 1.0
+        else:
+            self.chart_sign, self.delta = np.ones(problem.shape), float(chart.delta)
         self.features_c = np.ascontiguousarray(self.features, dtype=float)
         self.mult_f = self.multiplicity.astype(float)
         self.no_pattern = np.zeros(problem.shape)

@@ -10,8 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .algorithms import (get_algorithm, hyperparameters_at, is_scheduled,
-                         resolve_hyperparameters)
+from .algorithms import get_algorithm, hyperparameters_at, is_scheduled, resolve_hyperparameters
 from .clocks import CLOCKS
 from .data import Dataset
 from .field import Problem, perturbed_point

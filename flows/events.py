@@ -29,12 +29,13 @@ fire at once (:meth:`SegmentEvent.already`), before any step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import NamedTuple
 
 import numpy as np
 
 from .charts import AsinhChart
-from .field import one_sided_velocity
+from .field import VectorField, one_sided_velocity
 from .model import evaluate
 from .results import BLOWUP, FlowEvent
 from .segments import Mode
@@ -76,7 +77,7 @@ def collapse(y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Out
 class SegmentEvent:
     """Base: an event function ``g(s, y)`` on the chart state ``y = (z, tau)`` of ``field``."""
 
-    field: object
+    field: VectorField
     direction = 0.0
 
     @property
@@ -121,7 +122,9 @@ class ZeroCrossing(SegmentEvent):
     def _cross_or_slide(self, y: np.ndarray, flat: int, mode: Mode, s: float, tau: float,
                         log: list[FlowEvent]) -> None:
         """Hold the entry at 0 if it slides (``F(+0) < 0 < F(-0)``), else push it across."""
-        entry = tuple(int(i) for i in np.unravel_index(flat, self.problem.shape))
+        group, j = np.unravel_index(flat, self.problem.shape)
+        entry = (int(group), int(j))
+        assert mode.sign_pattern is not None  # zero crossings are watched for l_inf-SAM only
         came_from = mode.sign_pattern[entry]
         y[flat] = 0.0
         theta = self.theta(y)
@@ -148,6 +151,7 @@ class ZeroCrossing(SegmentEvent):
         """Entries that reached 0 together with the one whose event fired (e.g. both layers of a
         balanced coordinate in the full system): past 0 against their pattern, or at 0 to
         rounding."""
+        assert mode.sign_pattern is not None
         z = y[:-1]
         crossed = (~mode.held.ravel()) & ((np.sign(z) == -mode.sign_pattern.ravel())
                                           | (np.abs(z) < 1e-14))
@@ -158,8 +162,8 @@ class ZeroCrossing(SegmentEvent):
 class SlidingRelease(SegmentEvent):
     """``g = min(-F(+0), F(-0))``, positive while the held entry slides at 0."""
 
-    index: tuple = (0, 0)
-    sign_pattern: np.ndarray | None = None
+    index: tuple[int, int] = (0, 0)
+    sign_pattern: np.ndarray = dataclass_field(default_factory=lambda: np.zeros((1, 1)))
     direction = -1.0
 
     def __call__(self, s: float, y: np.ndarray) -> float:
@@ -170,6 +174,7 @@ class SlidingRelease(SegmentEvent):
     def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
                log: list[FlowEvent]) -> Outcome:
         """The held parameter leaves 0 on the side its field points to."""
+        assert mode.sign_pattern is not None  # releases are watched for l_inf-SAM only
         theta = self.theta(y)
         side = 1.0 if one_sided_velocity(theta, self.field, mode.sign_pattern, self.index,
                                          1.0, s) >= 0 else -1.0
@@ -301,26 +306,27 @@ class Stationary(SegmentEvent):
             "initialization keeps"))
 
 
-def segment_events(field, mode: Mode, depth: int, radius: float,
+def segment_events(vector_field: VectorField, mode: Mode, depth: int, radius: float,
                    near_zero: bool = True) -> list[SegmentEvent]:
-    """The events to watch in the current mode (``field`` is the field of ``mode.chart``);
+    """The events to watch in the current mode (``vector_field`` is the field of ``mode.chart``);
     ``near_zero``: leave the log chart when every parameter comes near 0."""
-    problem = field.problem
+    problem = vector_field.problem
     found: list[SegmentEvent] = []
     if problem.algorithm.sign_discontinuous:
+        assert mode.sign_pattern is not None
         for flat in np.flatnonzero(~mode.held.ravel()):
-            found.append(ZeroCrossing(field, index=int(flat)))
-        for entry in zip(*np.nonzero(mode.held)):
-            found.append(SlidingRelease(field, index=tuple(int(i) for i in entry),
+            found.append(ZeroCrossing(vector_field, index=int(flat)))
+        for entry in zip(*np.nonzero(mode.held), strict=True):
+            found.append(SlidingRelease(vector_field, index=(int(entry[0]), int(entry[1])),
                                         sign_pattern=mode.sign_pattern))
     if radius > 0 and depth >= 2:
-        found.append(Collapse(field, radius=radius))
+        found.append(Collapse(vector_field, radius=radius))
         if near_zero and not isinstance(mode.chart, AsinhChart):
-            found.append(NearZero(field, radius=radius))
+            found.append(NearZero(vector_field, radius=radius))
         if mode.near_zero is not None:
-            found.extend(CollapseCrossing(field, index=int(i)) for i in mode.near_zero)
+            found.extend(CollapseCrossing(vector_field, index=int(i)) for i in mode.near_zero)
     if depth >= 3:
-        found.append(BlowUp(field))
+        found.append(BlowUp(vector_field))
     if problem.data.n > 1:
-        found.append(Stationary(field))
+        found.append(Stationary(vector_field))
     return found

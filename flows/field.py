@@ -10,16 +10,17 @@ with ``G`` the loss-weighted mean of ``y_i x_i`` at ``theta'`` (see :mod:`flows.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dataclass_field, replace
-from typing import NamedTuple
+from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
 from .algorithms import Algorithm, GradientSummary, hyperparameters_at, is_scheduled
+from .charts import AsinhChart, LogChart
 from .clocks import Clock
 from .data import Dataset
 from .model import Loss, evaluate, loss_weights, margin_gradient, margins
-from .charts import AsinhChart, LogChart
 from .signedlog import SignedLog, add_float, leave_one_out, log_norm2, product_of_layers
 
 
@@ -41,10 +42,29 @@ class Problem:
 
 
 class Velocity(NamedTuple):
-    """The rescaled field ``F`` (signed-log) and ``log c`` at the perturbed point."""
+    """The rescaled field ``F`` (signed-log) and ``log c`` at the perturbed point (a float, or
+    one per point of a batch)."""
 
     dtheta: SignedLog
-    log_c: float
+    log_c: float | np.ndarray
+
+
+class VectorField(Protocol):
+    """What the integrator needs of a field implementation (:class:`ReferenceField`,
+    :class:`flows.kernel.FusedField`, :class:`flows.compiled.CompiledField`)."""
+
+    problem: Problem
+
+    def pattern_signs(self, sign_pattern: np.ndarray | None) -> np.ndarray | None: ...
+
+    def velocity(self, theta: SignedLog, pattern_signs: np.ndarray | None = None,
+                 time: float = 0.0) -> Velocity: ...
+
+    def log_c(self, theta: SignedLog, pattern_signs: np.ndarray | None = None,
+              time=0.0) -> np.ndarray: ...
+
+    def chart_rhs(self, z: np.ndarray, held: np.ndarray,
+                  pattern_signs: np.ndarray | None = None, time: float = 0.0) -> np.ndarray: ...
 
 
 def gradient_summary(scaled: SignedLog, log_c, multiplicity: np.ndarray) -> GradientSummary:
@@ -157,8 +177,8 @@ class ReferenceField:
         sign = theta.sign.reshape((-1,) + self.problem.shape)
         log_abs = theta.log_abs.reshape(sign.shape)
         times = np.broadcast_to(np.asarray(time, dtype=float), theta.sign.shape[:-2]).ravel()
-        out = [perturbed_log_c(SignedLog(s, l), self.at(float(t)), pattern_signs)
-               for s, l, t in zip(sign, log_abs, times)]
+        out = [perturbed_log_c(SignedLog(s, a), self.at(float(t)), pattern_signs)
+               for s, a, t in zip(sign, log_abs, times, strict=True)]
         return np.array(out).reshape(theta.sign.shape[:-2])
 
     def chart_rhs(self, z: np.ndarray, held: np.ndarray,
@@ -167,7 +187,7 @@ class ReferenceField:
         return chart_rhs(z, self.at(time), held, pattern_signs)
 
 
-def one_sided_velocity(theta: SignedLog, field, sign_pattern: np.ndarray,
+def one_sided_velocity(theta: SignedLog, field: VectorField, sign_pattern: np.ndarray,
                        index: tuple[int, int], side: float, time: float = 0.0) -> float:
     """``F`` of entry ``index`` (whose value is 0) on the side ``sign = side`` of 0.
 

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import compiled
 from . import events as ev
 from .algorithms import get_algorithm, resolve_hyperparameters
 from .charts import choose_chart
 from .clocks import get_clock, log_original_time
 from .data import Dataset, sign_constrained_separable
-from . import compiled
 from .field import Problem, ReferenceField
 from .initialization import initialization, kept_sign_pattern
 from .kernel import FusedField
@@ -164,7 +164,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
         if outcome.message is not None:
             run.message = outcome.message
         if outcome.stop:
-            run.stop(outcome.status, outcome.message)
+            run.stop(outcome.status, run.message)
     return _assemble(run, float(t_max), n_points, original_time, algorithm)
 
 
@@ -277,6 +277,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         run.stop(FAILURE, f"max_nfev={run.budget} field evaluations spent by s={run.s:.6g} "
                           f"(t_max={run.s_end:g}); the path up to there is returned")
     elif result.status == "event":
+        assert result.event is not None
         return watched[result.event]
     return None
 

@@ -178,12 +178,12 @@ class FusedField:
         time = np.broadcast_to(np.asarray(time, dtype=float), out.shape)
         fast = self._float_rows(theta.log_abs)
         if np.any(fast):
-            point = self._float_perturbed(theta.sign[fast] * np.exp(theta.log_abs[fast]),
-                                          pattern_signs, time[fast])
-            if point is None:
+            floats = self._float_perturbed(theta.sign[fast] * np.exp(theta.log_abs[fast]),
+                                           pattern_signs, time[fast])
+            if floats is None:
                 fast[...] = False
             else:
-                out[fast] = self._float_evaluate(point)[1]
+                out[fast] = self._float_evaluate(floats)[1]
         slow = ~fast
         if np.any(slow):
             point = self.perturbed_point(theta.sign[slow], theta.log_abs[slow], pattern_signs,

@@ -14,8 +14,8 @@ warm-up over the first 10 of 200 epochs, constant to epoch 160, cosine decay to 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -53,7 +53,7 @@ class Schedule:
 
 
 def _constant(t: np.ndarray, value: float) -> np.ndarray:
-    return np.full(t.shape, value) if t.ndim else np.float64(value)
+    return np.full(t.shape, value)
 
 
 def _cosine(t: np.ndarray, value: float, t_end: float) -> np.ndarray:

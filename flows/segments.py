@@ -8,8 +8,9 @@ batch per segment.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ class Mode:
         """Nothing moves any more: collapsed, stationary, or every entry held at 0."""
         return self.collapsed or self.stationary or bool(np.all(self.held))
 
-    def copy(self) -> "Mode":
+    def copy(self) -> Mode:
         """An independent copy (the arrays are mutated by event handlers)."""
         return Mode(self.chart, self.held.copy(),
                     None if self.sign_pattern is None else self.sign_pattern.copy(),
@@ -86,7 +87,7 @@ class Segment:
 
     @classmethod
     def frozen(cls, mode: Mode, start: float, end: float, y: np.ndarray,
-               tau_rate: float) -> "Segment":
+               tau_rate: float) -> Segment:
         """A segment where ``z`` does not move and only ``tau`` advances at ``tau_rate``."""
         y = y.copy()
 
@@ -115,12 +116,11 @@ class Segment:
 
     def _dop853_stack(self) -> tuple | None:
         """``(t_old, h, F, y_old)`` of every step stacked, when all steps are DOP853 steps."""
+        steps: list[Any] = self.interpolants
         if self.stack is None and Dop853DenseOutput is not None and all(
-                isinstance(i, Dop853DenseOutput) for i in self.interpolants):
-            self.stack = (np.array([i.t_old for i in self.interpolants]),
-                          np.array([i.h for i in self.interpolants]),
-                          np.array([i.F for i in self.interpolants]),
-                          np.array([i.y_old for i in self.interpolants]))
+                isinstance(i, Dop853DenseOutput) for i in steps):
+            self.stack = (np.array([i.t_old for i in steps]), np.array([i.h for i in steps]),
+                          np.array([i.F for i in steps]), np.array([i.y_old for i in steps]))
         return self.stack
 
     def sample(self, s: np.ndarray, shape: tuple[int, int]) -> tuple[SignedLog, np.ndarray]:

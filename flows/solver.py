@@ -9,11 +9,11 @@ then ``brentq`` on the step's interpolant.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
-from scipy.integrate import DOP853, LSODA, RK23, RK45, BDF, Radau
+from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
 from scipy.optimize import brentq
 
 METHODS = {"DOP853": DOP853, "RK45": RK45, "RK23": RK23, "Radau": Radau, "BDF": BDF,
@@ -40,7 +40,7 @@ class SegmentResult:
 
     ts: list[float]
     interpolants: list = field(default_factory=list)
-    y: np.ndarray | None = None
+    y: np.ndarray = field(default_factory=lambda: np.empty(0))
     event: int | None = None
     status: str = "end"
     message: str = ""
@@ -80,9 +80,9 @@ def integrate_segment(rhs: Callable[[float, np.ndarray], np.ndarray], s0: float,
             return out
         interpolant = solver.dense_output()
         g_new = np.array([e(solver.t, solver.y) for e in events])
-        hits = _active(g_old, g_new, direction) if len(events) else []
+        hits = _active(g_old, g_new, direction) if len(events) else np.empty(0, dtype=int)
         if len(hits):
-            roots = [brentq(lambda s, e=events[i]: e(s, interpolant(s)), solver.t_old, solver.t,
+            roots = [brentq(lambda s, e=events[i], p=interpolant: e(s, p(s)), solver.t_old, solver.t,
                             xtol=4 * EPS, rtol=4 * EPS) for i in hits]
             first = int(np.argmin(roots))
             s_hit = roots[first]
