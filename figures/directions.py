@@ -1,0 +1,63 @@
+"""The direction of beta against the l1 / l2 max-margin references: the pieces shared by figures
+1, 6 and 7 (:mod:`figures.geometry`, :mod:`figures.blobs`).
+
+Directions are taken from the cached results in log space (``log|beta_j|`` and signs), so they
+are exact at any scale of beta; angles are in degrees.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.maxmargin import max_margin
+from flows.cache import Result
+
+from .common import OKABE_ITO
+
+#: the algorithms compared, with their names and colours in the legends
+ALGORITHMS = ("gd", "l2-sam", "linf-sam")
+NAMES = {"gd": "GD", "l2-sam": "ℓ2-SAM", "linf-sam": "ℓ∞-SAM"}
+COLORS = {"gd": OKABE_ITO[0], "l2-sam": OKABE_ITO[5], "linf-sam": OKABE_ITO[6]}
+REF_COLORS = {1: OKABE_ITO[3], 2: OKABE_ITO[1]}  # l1 max-margin green, l2 orange
+
+
+def directions(result: Result) -> np.ndarray:
+    """``beta / |beta|_2`` per sample (T, d), in log space (0 where beta = 0)."""
+    lb, sb = result["log_abs_beta"], result["sign_beta"]
+    top = np.max(lb, axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    scaled = np.where(sb == 0, 0.0, sb * np.exp(lb - top))
+    norm = np.linalg.norm(scaled, axis=1, keepdims=True)
+    return np.divide(scaled, norm, out=np.zeros_like(scaled), where=norm > 0)
+
+
+def log_norm(result: Result) -> np.ndarray:
+    """``log |beta|_2`` per sample (-inf where beta = 0)."""
+    lb = np.where(result["sign_beta"] == 0, -np.inf, result["log_abs_beta"])
+    top = np.max(lb, axis=1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return safe + 0.5 * np.log(np.sum(np.exp(2 * (lb - safe[:, None])), axis=1))
+
+
+def angles_deg(result: Result, reference) -> np.ndarray:
+    """Angle (degrees) between ``beta(tau)`` and ``reference`` at every sample."""
+    ref = np.asarray(reference, dtype=float)
+    ref = ref / np.linalg.norm(ref)
+    u = directions(result)
+    a = 2 * np.arctan2(np.linalg.norm(u - ref, axis=1), np.linalg.norm(u + ref, axis=1))
+    return np.where(np.linalg.norm(u, axis=1) > 0, np.degrees(a), np.nan)
+
+
+def references(X, y) -> dict[int, np.ndarray]:
+    """l1 and l2 max-margin directions (unit l2 vectors) by p."""
+    return {p: max_margin(np.asarray(X), np.asarray(y), p).direction for p in (1, 2)}
+
+
+def format_vector(v) -> str:
+    """``(0.123, 0.456)``: a vector with three decimals, for legends and titles."""
+    return "(" + ", ".join(f"{x:.3f}" for x in np.asarray(v)) + ")"
+
+
+def rho_entry(algorithm: str, rho: float) -> dict:
+    """The ``rho`` entry of a task's parameters: none for GD, which has no radius."""
+    return {} if algorithm == "gd" else {"rho": rho}
