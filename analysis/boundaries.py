@@ -17,8 +17,8 @@ Every search has an iteration cap: hitting it is reported (:class:`BoundarySearc
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -121,8 +121,8 @@ def _decide(traj: Trajectory, mu: np.ndarray, ratio: float, s: float = 1.0) -> t
         n0_s, top2_s = n0 * s, top2 * s
     if n0 >= top2:
         return 3, f"N0 = {n0_s:.6g} >= rho (mu_d + mu_(d-1)) = {top2_s:.6g}: e_d grows fastest from tau = 0"
-    if traj.collapse_time is not None or below.size:
-        when = traj.tau[below[0]] if below.size else traj.collapse_time
+    when = traj.tau[below[0]] if below.size else traj.collapse_time  # N <= rho mu_1, or collapse
+    if when is not None:
         collapse = None if traj.collapse_time is None else traj.collapse_time / s
         return 1, (f"N(tau) <= rho mu_1 at tau = {when / s:.6g} (N0 = {n0_s:.6g}); every coordinate "
                    f"shrinks from there on (absorbing), collapse at tau = {collapse}")

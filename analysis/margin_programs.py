@@ -63,9 +63,10 @@ def solve_l1(Z: np.ndarray) -> Solution:
     best = (beta, lam, kkt_residuals(Z, beta, lam, 1))
     polished = _l1_vertex(Z, beta, lam)
     if polished is not None:
-        kkt = kkt_residuals(Z, *polished, 1)
+        b, dual = polished
+        kkt = kkt_residuals(Z, b, dual, 1)
         if _worst(kkt) < _worst(best[2]):
-            best = (*polished, kkt)
+            best = (b, dual, kkt)
     return best
 
 
@@ -114,14 +115,14 @@ def _polish_l2(Z: np.ndarray, best: Solution) -> Solution:
         if key in seen or S.size == 0:
             break
         seen.add(key)
-        b, l = _l2_equality(Z, S)
-        kkt = kkt_residuals(Z, b, l, 2)
+        b, dual = _l2_equality(Z, S)
+        kkt = kkt_residuals(Z, b, dual, 2)
         if _worst(kkt) < _worst(best[2]):
-            best = (b, l, kkt)
+            best = (b, dual, kkt)
         if _worst(kkt) <= 1e-13:
             break
         slack = Z @ b - 1.0
-        drop = S[l[S] < 0]
+        drop = S[dual[S] < 0]
         S = np.setdiff1d(S, drop)
         if np.min(slack) < -1e-13:  # add the most violated constraint
             S = np.union1d(S, [int(np.argmin(slack))])
@@ -142,7 +143,8 @@ def _l2_equality(Z: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return beta, lam
 
 
-def _l1_vertex(Z: np.ndarray, beta: np.ndarray, lam: np.ndarray):
+def _l1_vertex(Z: np.ndarray, beta: np.ndarray,
+               lam: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Exact vertex: active constraints ``S`` (``lam > 0``) on the support ``J`` of ``beta``;
     None when either is empty."""
     scale_b = max(1.0, np.max(np.abs(beta)))
@@ -155,6 +157,6 @@ def _l1_vertex(Z: np.ndarray, beta: np.ndarray, lam: np.ndarray):
     l_S = np.linalg.lstsq(A.T, np.sign(beta[J]), rcond=None)[0]
     b = np.zeros_like(beta)
     b[J] = b_J
-    l = np.zeros_like(lam)
-    l[S] = l_S
-    return b, l
+    dual = np.zeros_like(lam)
+    dual[S] = l_S
+    return b, dual

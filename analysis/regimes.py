@@ -44,10 +44,18 @@ from flows.results import Trajectory
 
 from ._checks import integer, numeric_array, real
 from .amplification import LeaderSequence, leader_sequence, leaders
+
 # The public names of the regime analysis, defined by concept in these modules:
-from .boundaries import (BoundarySearch, collapse_boundary, collapse_boundary_search,
-                         collapse_certificate_boundary, initial_norm, initial_rates_from_field,
-                         regime3_boundary, regime3_boundary_from_field)
+from .boundaries import (
+    BoundarySearch,
+    collapse_boundary,
+    collapse_boundary_search,
+    collapse_certificate_boundary,
+    initial_norm,
+    initial_rates_from_field,
+    regime3_boundary,
+    regime3_boundary_from_field,
+)
 from .classification import REGIME_NAMES, RegimeResult, classify, log_gradient_norm
 from .regime_inputs import MIN_RTOL, check_mu, check_positive, horizon, scaled_mu
 

@@ -5,8 +5,8 @@ GD / l2-SAM / l_inf-SAM at L = 2 and L = 1 (L = 2 l_inf-SAM on the Heun fallback
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -14,8 +14,16 @@ from flows.cache import Result, Task
 from flows.data import is_separable
 
 from .common import OKABE_ITO, Figure, plt, save
-from .directions import (ALGORITHMS, COLORS, NAMES, REF_COLORS, angles_deg, directions,
-                         format_vector, references)
+from .directions import (
+    ALGORITHMS,
+    COLORS,
+    NAMES,
+    REF_COLORS,
+    angles_deg,
+    directions,
+    format_vector,
+    references,
+)
 from .heun import Horizons, multi_sample_tasks
 
 FIG7_ALPHA = [1.5, 0.8]
@@ -65,7 +73,7 @@ def _runs(results: list[Result]) -> Iterator[tuple[int, str, str, Result]]:
     """``(depth, line style, algorithm, result)`` of every run, in task order."""
     for i, (depth, ls) in enumerate(FIG7_DEPTHS):
         runs = results[i * len(ALGORITHMS):(i + 1) * len(ALGORITHMS)]
-        for alg, res in zip(ALGORITHMS, runs):
+        for alg, res in zip(ALGORITHMS, runs, strict=True):
             yield depth, ls, alg, res
 
 

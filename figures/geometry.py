@@ -27,8 +27,18 @@ from flows.cache import Result, Task
 
 from .blobs import GAUSSIAN_BLOBS  # noqa: F401 - the figure table reads it from here
 from .common import Figure, plt, save
-from .directions import (ALGORITHMS, COLORS, NAMES, REF_COLORS, angles_deg, directions,
-                         format_vector, log_norm, references, rho_entry)
+from .directions import (
+    ALGORITHMS,
+    COLORS,
+    NAMES,
+    REF_COLORS,
+    angles_deg,
+    directions,
+    format_vector,
+    log_norm,
+    references,
+    rho_entry,
+)
 from .heun import Horizons, multi_sample_tasks
 
 # --------------------------------------------------------------------------- Figure 1
@@ -60,9 +70,9 @@ def draw_fig1(results: list[Result], quick: bool, path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(12, 6.0), constrained_layout=True)
     styles = {"gd": dict(lw=5, alpha=0.35), "l2-sam": dict(lw=2.2, ls="--"),
               "linf-sam": dict(lw=1.6, ls="-")}
-    for ax, depth, runs in zip(axes, (1, 2), (results[:3], results[3:])):
+    for ax, depth, runs in zip(axes, (1, 2), (results[:3], results[3:]), strict=True):
         rmax = 0.0
-        for alg, res in zip(ALGORITHMS, runs):
+        for alg, res in zip(ALGORITHMS, runs, strict=True):
             u = directions(res)
             r = np.logaddexp(0.0, log_norm(res))
             pts = u * r[:, None]
@@ -73,7 +83,7 @@ def draw_fig1(results: list[Result], quick: bool, path: Path) -> None:
             ax.plot(*pts[-1], marker="*", ms=17, color=COLORS[alg], mec="black", mew=0.7,
                     zorder=5)
             ax.plot(*pts[0], marker="o", ms=7, color="grey", zorder=4)
-            slide = [t for t, kind in zip(res["event_tau"], res["event_kind"])
+            slide = [t for t, kind in zip(res["event_tau"], res["event_kind"], strict=True)
                      if kind == "sliding"]
             if slide:
                 k = int(np.searchsorted(res["tau"], slide[0]))
@@ -156,9 +166,9 @@ def draw_fig6(results: list[Result], quick: bool, path: Path) -> None:
     refs = references(X, y)
     between = np.degrees(np.arccos(np.clip(refs[1] @ refs[2], -1, 1)))
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.2), constrained_layout=True)
-    for ax, depth, runs in zip(axes, (1, 2), (results[:3], results[3:])):
+    for ax, depth, runs in zip(axes, (1, 2), (results[:3], results[3:]), strict=True):
         lines = []
-        for alg, res in zip(ALGORITHMS, runs):
+        for alg, res in zip(ALGORITHMS, runs, strict=True):
             tau = res["tau"]
             keep = tau > 0
             a2, a1 = angles_deg(res, refs[2]), angles_deg(res, refs[1])

@@ -22,7 +22,8 @@ float64 (fine here: ``|beta| < 1e4``). Checked against :func:`flows.simulate` wh
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 

@@ -26,8 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .closed_form_branches import (even_hit, growth_above_rho, linear_growth, odd_saturate,
-                                   power_growth)
+from .closed_form_branches import (
+    even_hit,
+    growth_above_rho,
+    linear_growth,
+    odd_saturate,
+    power_growth,
+)
 from .closed_form_checks import check_alpha, check_depth, check_mu, check_rho, check_tau
 
 __all__ = ["ClosedFormSolution", "gd", "linf_sam"]

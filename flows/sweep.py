@@ -23,9 +23,9 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Callable
 
 from .cache import Cache, Result, Task
 from .pool import local_pool, stop_pool

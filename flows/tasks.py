@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from functools import partial
 from pathlib import Path
-from typing import Callable
 
 from .cache import TASK_KINDS, Cache, Result, Task, estimated_cost
 from .pool import local_pool, stop_pool
@@ -145,6 +146,7 @@ class _Tally:
                      "result")
             queue.append((task, True))
         else:
+            assert result is not None  # only "busy" comes without a result
             self.finish(task, how, result, took)
 
     def finish(self, task: Task, how: str, result: Result, took: float) -> None:
@@ -179,8 +181,8 @@ def _drain(queue: deque, cache: Cache, jobs: int, since: float, executor: Execut
     if executor is None and jobs <= 1:
         while queue:
             task, block = queue.popleft()
-            tally.settle(queue, task, lambda: work(TASK_KINDS[task.kind], task,
-                                                   cache.directory, since, block))
+            tally.settle(queue, task, partial(work, TASK_KINDS[task.kind], task,
+                                              cache.directory, since, block))
         return
     limit = window or (jobs if executor is None else getattr(executor, "_max_workers", None))
     limit = limit or len(queue)
