@@ -14,16 +14,8 @@ from flows.cache import Result, Task
 from flows.data import is_separable
 
 from .common import OKABE_ITO, Figure, plt, save
-from .directions import (
-    ALGORITHMS,
-    COLORS,
-    NAMES,
-    REF_COLORS,
-    angles_deg,
-    directions,
-    format_vector,
-    references,
-)
+from .compared import ALGORITHMS, COLORS, NAMES
+from .directions import REF_COLORS, angles_deg, directions, format_vector, references
 from .heun import Horizons, multi_sample_tasks
 
 FIG7_ALPHA = [1.5, 0.8]

@@ -1,5 +1,5 @@
 """The direction of beta against the l1 / l2 max-margin references: the pieces shared by figures
-1, 6 and 7 (:mod:`figures.geometry`, :mod:`figures.blobs`).
+1, 6 and 7 (:mod:`figures.geometry`, :mod:`figures.blobs`), with the references' colours.
 
 Directions are taken from the cached results in log space (``log|beta_j|`` and signs), so they
 are exact at any scale of beta; angles are in degrees.
@@ -13,10 +13,6 @@ from flows.cache import Result
 
 from .common import OKABE_ITO
 
-#: the algorithms compared, with their names and colours in the legends
-ALGORITHMS = ("gd", "l2-sam", "linf-sam")
-NAMES = {"gd": "GD", "l2-sam": "ℓ2-SAM", "linf-sam": "ℓ∞-SAM"}
-COLORS = {"gd": OKABE_ITO[0], "l2-sam": OKABE_ITO[5], "linf-sam": OKABE_ITO[6]}
 REF_COLORS = {1: OKABE_ITO[3], 2: OKABE_ITO[1]}  # l1 max-margin green, l2 orange
 
 
@@ -56,8 +52,3 @@ def references(X, y) -> dict[int, np.ndarray]:
 def format_vector(v) -> str:
     """``(0.123, 0.456)``: a vector with three decimals, for legends and titles."""
     return "(" + ", ".join(f"{x:.3f}" for x in np.asarray(v)) + ")"
-
-
-def rho_entry(algorithm: str, rho: float) -> dict:
-    """The ``rho`` entry of a task's parameters: none for GD, which has no radius."""
-    return {} if algorithm == "gd" else {"rho": rho}

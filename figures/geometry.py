@@ -27,18 +27,8 @@ from flows.cache import Result, Task
 
 from .blobs import GAUSSIAN_BLOBS  # noqa: F401 - the figure table reads it from here
 from .common import Figure, plt, save
-from .directions import (
-    ALGORITHMS,
-    COLORS,
-    NAMES,
-    REF_COLORS,
-    angles_deg,
-    directions,
-    format_vector,
-    log_norm,
-    references,
-    rho_entry,
-)
+from .compared import ALGORITHMS, COLORS, NAMES, rho_entry
+from .directions import REF_COLORS, angles_deg, directions, format_vector, log_norm, references
 from .heun import Horizons, multi_sample_tasks
 
 # --------------------------------------------------------------------------- Figure 1

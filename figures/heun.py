@@ -35,7 +35,7 @@ from flows.initialization import initialization
 from flows.model import LOSSES
 from flows.signedlog import SignedLog
 
-from .directions import ALGORITHMS, rho_entry
+from .compared import ALGORITHMS, rho_entry
 
 #: ``{quick: {depth: (t_max, n_points)}}``: the horizon of a figure's runs
 Horizons = dict[bool, dict[int, tuple[float, int]]]
