@@ -1,6 +1,6 @@
 """Sequential feature amplification: which coordinate of ``beta`` leads, and when.
 
-Paper: Thm 4.4 / 4.5, Prop 4.7 (SPEC §5). All quantities are computed from ``log|beta|`` so
+Paper: Thm 4.4 / 4.5, Prop 4.7 (docs/theory.md §14). All quantities are computed from ``log|beta|`` so
 they stay meaningful far beyond float64.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The boundaries between the regimes of ``alpha`` (l2-SAM, L = 2, single example, uniform
 ``alpha``; see :mod:`analysis.regimes`).
 
-* Analytic (SPEC §5): with ``N0 = alpha sqrt(2 sum mu_k^2)`` (:func:`initial_norm`) the initial
+* Analytic (docs/theory.md §14): with ``N0 = alpha sqrt(2 sum mu_k^2)`` (:func:`initial_norm`) the initial
   growth rate of ``a_j`` is ``mu_j (1 - rho mu_j / N0)``, so regime 3 holds iff
   ``N0 >= rho (mu_d + mu_{d-1})`` (:func:`regime3_boundary`), and ``N0 <= rho mu_1`` certifies
   collapse (:func:`collapse_certificate_boundary`).

@@ -3,7 +3,7 @@
 * :func:`final_direction` — ``beta / ||beta||_2`` at the end of a run, with diagnostics of how
   far it still moves, whether ``beta`` collapsed to 0 and whether it diverges.
 * :func:`angle_series` — angle to a reference direction over time.
-* :func:`predict_linf_limit` — Cor 3.5 (SPEC §5): which basis vector ``e_{j*}`` l_inf-SAM
+* :func:`predict_linf_limit` — Cor 3.5 (docs/theory.md §14): which basis vector ``e_{j*}`` l_inf-SAM
   selects on the single example ``D_mu`` from a balanced initialization, or None.
 * :func:`observed_linf_limit` — the same read off a simulated trajectory.
 
@@ -171,7 +171,7 @@ def linf_limit_scores(mu, alpha, rho, depth: int) -> np.ndarray:
     """``log(mu_j (alpha_j - rho)^(L-2))`` for ``alpha_j > rho``, ``-inf`` otherwise (d,).
 
     For ``L >= 3`` this is ``-log((L-2) tau_j)`` with ``tau_j = 1 / ((L-2) mu_j (alpha_j -
-    rho)^(L-2))`` the blow-up time of coordinate j (SPEC §4): the largest score blows up first.
+    rho)^(L-2))`` the blow-up time of coordinate j (docs/theory.md §8): the largest score blows up first.
     For ``L = 2`` it is ``log mu_j``, the exponential growth rate ``a_j ~ e^{mu_j tau}``.
     """
     mu, alpha, rho, depth = _check_linf_inputs(mu, alpha, rho, depth)

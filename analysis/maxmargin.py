@@ -1,4 +1,4 @@
-"""Max-margin reference classifiers (SPEC §6): the l2 and l1 max-margin directions.
+"""Max-margin reference classifiers (docs/theory.md §10): the l2 and l1 max-margin directions.
 
 * ``p = 2``: ``min ||beta||_2`` s.t. ``y_i <beta, x_i> >= 1`` (a QP). GD on a linear model
   (``L = 1``) and l2/l_inf-SAM with ``L = 1`` (Thm 3.1) converge in direction to it.

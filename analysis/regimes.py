@@ -1,6 +1,6 @@
 """The three regimes of the initialization scale for l2-SAM (L = 2, single example, uniform alpha).
 
-Paper (SPEC §5, "Three regimes"): as ``alpha`` grows, (1) the predictor collapses to 0,
+Paper (docs/theory.md §14, "Three regimes"): as ``alpha`` grows, (1) the predictor collapses to 0,
 (2) sequential feature amplification: the leading coordinate ``argmax_j |beta_j(tau)|`` starts
 at a minor coordinate and moves up to ``d``, (3) ``e_d`` leads from the start.
 
@@ -8,7 +8,7 @@ What is proved and what is numerical here:
 
 * Proved (paper, as summarised): the existence of the regimes and minor-first / major-last
   amplification (Thm 4.4/4.5, Prop 4.7) for ``L = 2``.
-* Derived in SPEC §5 and checked here against the engine's own field: with
+* Derived in docs/theory.md §13 and checked here against the engine's own field: with
   ``N0 = alpha sqrt(2 sum mu_k^2)`` the initial growth rate of ``a_j`` is
   ``mu_j (1 - rho mu_j / N0)``, so regime 3 holds iff ``N0 >= rho (mu_d + mu_{d-1})``
   (:func:`regime3_boundary`, verified by :func:`regime3_boundary_from_field`; both in
@@ -21,7 +21,7 @@ What is proved and what is numerical here:
   ``L >= 3`` (:func:`leader_sequence_at_depth`; there ``l2``-SAM blows up in finite time and
   the "regimes" are read off the leader sequence before the blow-up, not from a theorem).
 
-The path depends on ``alpha / rho`` only (scale symmetry, SPEC §4, L = 2), so every function
+The path depends on ``alpha / rho`` only (scale symmetry, docs/theory.md §8, L = 2), so every function
 takes ``ratio = alpha / rho`` where it sweeps, and runs at ``rho = 1``. It also depends on the
 scale of ``mu`` only through the clock (``mu -> s mu`` is ``tau -> tau / s`` in the rescaled
 clock: the field ``grad m(theta + eps)`` is linear in ``mu`` and ``eps`` is normalised), so the

@@ -10,7 +10,7 @@ Parts (every table is printed as Markdown and, in a full run, written to ``resul
 
 1. Single example D_mu, mu = (1..5), l2-SAM, L = 2, rho = 1, alpha = 0.4, rescaled clock,
    tau in [0, 10], 101 output times. Accuracy = max over times and coordinates of
-   |log|beta| - log|beta_ref||, against an independent reference: the reduced system of SPEC §4
+   |log|beta| - log|beta_ref||, against an independent reference: the reduced system of docs/theory.md §8
    in log coordinates, ``u_j = log a_j``, ``du_j/dtau = mu_j (1 - rho mu_j / N)``,
    ``N = (2 sum_k mu_k^2 e^{2 u_k})^{1/2}``, scipy DOP853 at rtol 1e-13 (shares no code with
    ``flows``; self-checked against rtol 1e-11 and against ``simulate(rtol=1e-13)``). Compared:
@@ -262,7 +262,7 @@ def part_single(report: Report, quick: bool) -> dict:
     timed_ref = best_of(lambda: single_reference(1e-13))
     ref = timed_ref.value
     sim_13, _, status_13 = simulate_log_beta(data, "l2-sam", rho=RHO_1, t_max=TAU_MAX, rtol=1e-13)
-    report.add("Reference: reduced system (SPEC §4) in log coordinates, scipy DOP853 rtol 1e-13, "
+    report.add("Reference: reduced system (docs/theory.md §8) in log coordinates, scipy DOP853 rtol 1e-13, "
                f"atol 1e-14 ({ms(timed_ref.seconds)} ms); independent of `flows`.")
     report.add()
     report.table(["self-check", "max difference"], [

@@ -1,7 +1,7 @@
 """Figure 7 (``fig7_gaussian_blobs``): two Gaussian blobs with means ``+-(1, 2)``: the data with
 the final directions of beta, the polar angle of beta against tau, and the training loss, for
 GD / l2-SAM / l_inf-SAM at L = 2 and L = 1 (L = 2 l_inf-SAM on the Heun fallback,
-:mod:`figures.heun`). Clock: the rescaled one (SPEC §3).
+:mod:`figures.heun`). Clock: the rescaled one (docs/theory.md §3).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@
 Figure 7, on the same theme, is in :mod:`figures.blobs`; the shared pieces (directions, angles,
 references, legend colours) are in :mod:`figures.directions`.
 
-Clock: the rescaled one (SPEC §3); for n > 1 the engine divides by
+Clock: the rescaled one (docs/theory.md §3); for n > 1 the engine divides by
 ``c = (1/n) sum_i |l'(m_i(theta + eps))|``.
 """
 from __future__ import annotations

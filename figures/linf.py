@@ -9,7 +9,7 @@
   (:func:`analysis.limits.observed_linf_limit`) as markers.
 
 In the rescaled clock the coordinates of the balanced single-example l_inf-SAM flow decouple
-(SPEC §4), so each case of figure 2 is simulated as its own 1-D example ``(mu_j, +1)``; one joint
+(docs/theory.md §8), so each case of figure 2 is simulated as its own 1-D example ``(mu_j, +1)``; one joint
 3-D run per depth checks that the decoupling holds in the engine too (its agreement with the
 1-D runs is printed in the figure's footer).
 """

@@ -1,6 +1,6 @@
 """Clocks: the same path, parametrized by rescaled time ``tau`` or by original time ``t``.
 
-SPEC §3. The engine always evaluates the *rescaled* field ``F = dtheta/dtau`` (the gradient of
+docs/theory.md §3. The engine always evaluates the *rescaled* field ``F = dtheta/dtau`` (the gradient of
 the weighted margin at ``theta + eps``), related to the original one by
 ``dtheta/dt = -grad L(theta + eps) = c(theta + eps) F`` with
 ``c = (1/n) sum_i |l'(m_i(theta + eps))|`` (for one example ``c = -l'(m)``, the paper's clock;

@@ -1,6 +1,6 @@
 """Exact solutions of the balanced single-example GD and l-inf-SAM flows.
 
-Setting (SPEC sections 1, 2, 4): one example ``(mu, +1)`` with ``mu_j > 0``, an
+Setting (docs/theory.md §1, §2, §8): one example ``(mu, +1)`` with ``mu_j > 0``, an
 ``L``-layer diagonal linear network whose layers are all initialised at the same vector
 ``alpha > 0``.  The layers then stay equal to a common vector ``a(tau)``, the predictor is
 ``beta = a**L`` and, in the *rescaled* clock ``tau`` (``dtheta/dtau`` = gradient of the

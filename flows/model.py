@@ -1,6 +1,6 @@
 """The L-layer diagonal linear network, its loss and gradient, in signed-log arithmetic.
 
-Model (SPEC §1): ``beta = w^(1) * ... * w^(L)`` (elementwise), margins ``m_i = y_i <beta, x_i>``,
+Model (docs/theory.md §1): ``beta = w^(1) * ... * w^(L)`` (elementwise), margins ``m_i = y_i <beta, x_i>``,
 loss ``L(theta) = (1/n) sum_i l(m_i)``, gradient ``grad_{w^(l)} L = g * prod_{k != l} w^(k)``
 with ``g = (1/n) sum_i l'(m_i) y_i x_i``.
 
@@ -77,7 +77,7 @@ class LossWeights(NamedTuple):
 
 
 def loss_weights(m: Margins, loss: Loss) -> LossWeights:
-    """Example weights and clock factor of SPEC §3, stable for any margins.
+    """Example weights and clock factor of docs/theory.md §3, stable for any margins.
 
     When the margins leave the float64 range, ``|l'(m_i)|`` concentrates on the examples of
     smallest scaled margin (the limit of the softmax), and ``log c`` becomes -inf.

@@ -1,10 +1,10 @@
 """Tests of analysis.amplification and of sequential feature amplification (Thm 4.4 / 4.5,
-Prop 4.7; SPEC §5) for l2-SAM at L = 2 on the single example D_mu.
+Prop 4.7; docs/theory.md §14) for l2-SAM at L = 2 on the single example D_mu.
 
 * The helpers (leaders, leader_sequence, shares) on hand-made log|beta| arrays.
 * Thm 4.4 / 4.5 (amplification in tau): the engine's leader sequence starts at a minor
   coordinate and ends at d, while GD leads with d from the start; the switch times agree with
-  an independent integration of the reduced ODE of SPEC §4 in log coordinates,
+  an independent integration of the reduced ODE of docs/theory.md §8 in log coordinates,
   ``d log a_j / dtau = mu_j (1 - rho mu_j / N)``, ``N = sqrt(2 sum mu_k^2 a_k^2)``
   (:func:`reference_log_beta`, which shares no code with the engine).
 * Prop 4.7 (amplification in alpha at fixed tau): the leading coordinate at tau = 0.3 is
@@ -43,7 +43,7 @@ def run(mu: tuple, algorithm: str, alpha: float, rho, t_max: float, n_points: in
 
 
 def reference_log_beta(mu, alpha: float, rho: float, tau: np.ndarray) -> np.ndarray:
-    """log|beta_j(tau)| = 2 log a_j(tau) for l2-SAM, L = 2, uniform alpha, from SPEC §4's
+    """log|beta_j(tau)| = 2 log a_j(tau) for l2-SAM, L = 2, uniform alpha, from docs/theory.md §8's
     closed expression integrated in u = log a (exact at any magnitude; no collapse handling,
     so only for non-collapsing runs)."""
     mu = np.asarray(mu, dtype=float)
@@ -60,7 +60,7 @@ def reference_log_beta(mu, alpha: float, rho: float, tau: np.ndarray) -> np.ndar
 
 
 def initial_leader(mu, alpha: float, rho: float) -> int:
-    """argmax_j mu_j (1 - rho mu_j / N0): the coordinate with the largest initial rate (SPEC §5)."""
+    """argmax_j mu_j (1 - rho mu_j / N0): the coordinate with the largest initial rate (docs/theory.md §14)."""
     mu = np.asarray(mu, dtype=float)
     n0 = alpha * np.sqrt(2.0 * np.sum(mu**2))
     return int(np.argmax(mu * (1.0 - rho * mu / n0)))
@@ -137,7 +137,7 @@ def test_sequential_amplification_in_tau(mu, alpha, expected, t_max):
     regime 2: the leader sequence starts at a minor coordinate (the one with the largest initial
     rate mu_j (1 - rho mu_j / N0)), moves up and ends at d, where e_d then holds > 99 % of
     ||beta||_1. The sequence and its switch times (to one sample) agree with an independent
-    log-space integration of SPEC §4's reduced ODE."""
+    log-space integration of docs/theory.md §8's reduced ODE."""
     d = len(mu)
     traj = run(mu, "l2-sam", alpha, 1.0, t_max, 401)
     assert traj.status == 0 and traj.collapse_time is None
@@ -159,7 +159,7 @@ def test_sequential_amplification_in_tau(mu, alpha, expected, t_max):
 
 @pytest.mark.parametrize("mu, alpha, expected, t_max", AMPLIFICATION_CASES)
 def test_gd_leads_with_major_from_the_start(mu, alpha, expected, t_max):
-    """Thm 4.4 / 4.5 contrast (SPEC §5, GD facts): GD at the same alpha has no amplification
+    """Thm 4.4 / 4.5 contrast (docs/theory.md §14, GD facts): GD at the same alpha has no amplification
     phase: e_d is the strict leader from the first sample on (a_j = alpha e^{mu_j tau})."""
     d = len(mu)
     traj = run(mu, "gd", alpha, None, t_max, 401)

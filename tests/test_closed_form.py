@@ -1,4 +1,4 @@
-"""Tests of flows.closed_form: exact balanced GD / l-inf-SAM solutions (SPEC section 4).
+"""Tests of flows.closed_form: exact balanced GD / l-inf-SAM solutions (docs/theory.md §8).
 
 Every closed form is checked against things that do not share its code:
 (a) numerical integration of the reduced ODE with scipy's DOP853,
@@ -459,7 +459,7 @@ def test_depth_one_ignores_rho():
     t=st.floats(0.0, 1.0),
 )
 def test_scale_symmetry(L, c, alpha, rho, mu, t):
-    """a(tau; c alpha, c rho) = c a(c^(L-2) tau; alpha, rho) (SPEC section 4)."""
+    """a(tau; c alpha, c rho) = c a(c^(L-2) tau; alpha, rho) (docs/theory.md §8)."""
     base = linf_sam([mu], alpha, rho, L, [0.0])
     t_end = np.nanmin([base.blowup_time[0], base.hit_time[0], 5.0])
     tau = t * 0.9 * t_end / c ** (L - 2)

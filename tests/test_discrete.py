@@ -1,7 +1,7 @@
 """Tests of flows.discrete.iterate: theta_{k+1} = theta_k - eta grad L(theta_k + eps(theta_k)).
 
 The discrete iterates at t = k eta are an explicit Euler scheme for the original-clock flow, so
-they must converge to it with order one in eta (SPEC §2, §5 "discrete SAM closely follows the
+they must converge to it with order one in eta (docs/theory.md §2, §5 "discrete SAM closely follows the
 SAM flow"). References: ``simulate(..., clock="original")`` at tight tolerance, and for a
 sliding mode of l_inf-SAM an independent Filippov reference built from the closed form.
 """
@@ -146,7 +146,7 @@ def test_discrete_linf_sam_through_sliding_converges_to_filippov_flow():
 
 
 def test_discrete_linf_sam_through_sliding_converges_to_simulate():
-    """Claim (SPEC §5): discrete l_inf-SAM follows simulate(..., clock='original') also after a
+    """Claim (docs/theory.md §14): discrete l_inf-SAM follows simulate(..., clock='original') also after a
     coordinate starts sliding: the error decreases like eta."""
     mu, alpha, rho, T = SLIDE.values()
     flow = simulate(single_example(mu), "linf-sam", depth=2, alpha=alpha, rho=rho, t_max=T,

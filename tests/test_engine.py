@@ -2,8 +2,8 @@
 
 Everything is compared with something that does not share the engine's code: the exact
 solutions of flows.closed_form (GD, l_inf-SAM; themselves tested in test_closed_form.py),
-independent scipy integrations / quadratures of the reduced single-example ODEs of SPEC §4,
-the full (unreduced) system, the other clock, and the scale symmetry of SPEC §4.
+independent scipy integrations / quadratures of the reduced single-example ODEs of docs/theory.md §8,
+the full (unreduced) system, the other clock, and the scale symmetry of docs/theory.md §8.
 
 Runs are cached per configuration (``run``) so that tests sharing a configuration pay once;
 horizons are short and ``n_points`` small because every field evaluation costs ~0.3 ms. The
@@ -68,7 +68,7 @@ RF_HIT = float(np.log(1.25) / 2.0)
 @pytest.mark.parametrize("depth", [1, 2, 3])
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_reduced_matches_full_system(algorithm, depth):
-    """Claim (SPEC §4): balanced layers stay equal, so the reduced system (one group of
+    """Claim (docs/theory.md §8): balanced layers stay equal, so the reduced system (one group of
     multiplicity L) traces the same path as the full L x d system: |Delta log|beta|| <= 1e-8,
     identical signs and -inf (sliding zero) pattern, all layers of the full run equal."""
     kw = dict(RF_KW, n_points=7)
@@ -107,7 +107,7 @@ LINF_TMAX = {2: 1.0, 3: 1.5, 4: 2.4}
 
 @pytest.mark.parametrize("depth", [2, 3, 4])
 def test_linf_sam_matches_closed_form(depth):
-    """Claim (SPEC §4, Thm 3.2): the l_inf-SAM flow equals the exact solution (relative error of
+    """Claim (docs/theory.md §8, Thm 3.2): the l_inf-SAM flow equals the exact solution (relative error of
     beta <= 1e-8 before blow-up); even L: the coordinate below rho is exactly 0 after the
     closed-form hitting time, with a 'sliding' event there; alpha = rho stays at rho^L; L >= 3:
     status 1 at the first closed-form blow-up time 1/((L-2) mu_j (alpha_j - rho)^(L-2)).
@@ -177,7 +177,7 @@ def test_linf_sam_odd_depth_below_rho_tends_to_rho_power_L(depth):
 
 
 def test_gd_depth2_is_exponential():
-    """Claim (SPEC §4): GD, L = 2: beta_j = alpha_j^2 exp(2 mu_j tau), i.e.
+    """Claim (docs/theory.md §8): GD, L = 2: beta_j = alpha_j^2 exp(2 mu_j tau), i.e.
     log beta_j = 2 log alpha_j + 2 mu_j tau (checked in log space, 1e-8)."""
     tr = run(MU3, "gd", 2, ALPHA3, t_max=2.0, n_points=9)
     assert tr.status == 0
@@ -212,7 +212,7 @@ MU5 = (1.0, 2.0, 3.0, 4.0, 5.0)
 
 
 def test_long_horizon_l2_sam_runs_to_tau_2000():
-    """Claim (SPEC §4 overflow): in log space the l2-SAM flow (L=2, mu=1..5, rho=1, alpha=0.4)
+    """Claim (docs/theory.md §8 overflow): in log space the l2-SAM flow (L=2, mu=1..5, rho=1, alpha=0.4)
     runs to tau = 2000 (log beta ~ 2e4, far beyond float64) with status 0 and e_5 leading.
 
     Tolerance: d log a_j / dtau = mu_j (1 - rho mu_j / N) <= mu_j, so
@@ -245,7 +245,7 @@ CLOCK_CASES = {
 
 @pytest.mark.parametrize("algorithm", sorted(CLOCK_CASES))
 def test_original_and_rescaled_clocks_trace_the_same_path(algorithm):
-    """Claim (SPEC §3): dividing the field by c > 0 changes the clock, not the path: at matched
+    """Claim (docs/theory.md §3): dividing the field by c > 0 changes the clock, not the path: at matched
     tau the directions beta/||beta|| of the two clocks agree to 1e-6, the event times (rescaled)
     agree, and the rescaled run's log t(tau) (a quadrature) matches the original run's t."""
     mu, alpha, rho, T = CLOCK_CASES[algorithm]
@@ -278,7 +278,7 @@ def test_original_and_rescaled_clocks_trace_the_same_path(algorithm):
 
 
 def test_log_t_original_matches_quadrature():
-    """Claim (SPEC §3): for GD, L = 2, one example, logistic loss, the original time is
+    """Claim (docs/theory.md §3): for GD, L = 2, one example, logistic loss, the original time is
     t(tau) = int_0^tau (1 + exp(m(s))) ds with m(s) = sum_j mu_j alpha_j^2 e^{2 mu_j s}
     (dt/dtau = 1/c, c = sigmoid(-m)); log_t_original matches scipy quad to relative 1e-5."""
     mu, alpha = np.array([1.0, 2.0]), np.array([0.5, 0.3])
@@ -308,7 +308,7 @@ SCALE_CASES = [  # (algorithm, depth, mu, alpha, rho, T of the scaled run)
 
 @pytest.mark.parametrize("algorithm, depth, mu, alpha, rho, T", SCALE_CASES)
 def test_scale_symmetry(algorithm, depth, mu, alpha, rho, T):
-    """Claim (SPEC §4): a(tau; c alpha, c rho) = c a(c^(L-2) tau; alpha, rho) for l2-SAM and
+    """Claim (docs/theory.md §8): a(tau; c alpha, c rho) = c a(c^(L-2) tau; alpha, rho) for l2-SAM and
     l_inf-SAM on a balanced single example: log|theta| shifts by log c at matched times, with
     the same signs, zero pattern and (rescaled) event times."""
     c = SCALE_C
@@ -332,7 +332,7 @@ def test_scale_symmetry(algorithm, depth, mu, alpha, rho, T):
 
 
 def test_l2_sam_collapse():
-    """Claim (SPEC §5, regime 1): l2-SAM, L = 2, mu = 1..5, rho = 1, alpha = 0.05 has
+    """Claim (docs/theory.md §14, regime 1): l2-SAM, L = 2, mu = 1..5, rho = 1, alpha = 0.05 has
     N0 = alpha sqrt(2 sum mu^2) < rho mu_1 (collapse certified): the run reports a 'collapse'
     event at the time an independent integration of the reduced ODE
     da_j/dtau = mu_j a_j (1 - rho mu_j / N) reaches ~0 (the path before it matches too), beta is
@@ -374,7 +374,7 @@ MISSED_CROSSING = dict(mu=(1.0, 4.0), alpha=(0.05, 0.6), rho=0.5)
 
 
 def test_full_system_all_layers_slide_together():
-    """Claim (SPEC §4 Filippov sliding, balanced layers stay equal): in the full L = 2 system
+    """Claim (docs/theory.md §8 Filippov sliding, balanced layers stay equal): in the full L = 2 system
     every layer's entry of a sliding coordinate is held at exactly 0, as in the reduced system,
     and in the original clock the two systems have the same tau(t)."""
     mu, alpha, rho = MISSED_CROSSING.values()
@@ -390,7 +390,7 @@ def test_full_system_all_layers_slide_together():
 
 
 def test_original_time_on_a_sliding_mode_is_filippov():
-    """Claim (SPEC §3-4): t(tau) = int dtau / c(theta + eps) along the Filippov solution. For
+    """Claim (docs/theory.md §3-4): t(tau) = int dtau / c(theta + eps) along the Filippov solution. For
     l_inf-SAM, L = 2, once a_1 slides at 0 both one-sided perturbed points have a'_1 = -+rho,
     so the perturbed margin is m' = mu_1 rho^2 + mu_2 (a_2 - rho)^2 (and c = sigmoid(-m'))."""
     mu, alpha, rho = np.array([2.0, 3.0]), np.array([0.1, 0.6]), 0.5

@@ -1,4 +1,4 @@
-"""Tests of analysis.maxmargin: the l2 / l1 max-margin references (SPEC §6).
+"""Tests of analysis.maxmargin: the l2 / l1 max-margin references (docs/theory.md §10).
 
 Optimality is certified independently of the solver's own bookkeeping: KKT conditions
 recomputed here from (beta, lambda) for l2 (a convex QP: KKT <=> optimal), and for l1 strong

@@ -2,7 +2,7 @@
 
 References used here never share code with the module under test:
 (a) central finite differences of ``loss_value`` (plain float64),
-(b) sympy's symbolic gradient of the loss written from the model definition of SPEC §1
+(b) sympy's symbolic gradient of the loss written from the model definition of docs/theory.md §1
     (beta = product of the layers, margins y_i <beta, x_i>, mean of l over examples),
 (c) plain numpy float arithmetic for moderate magnitudes and mpmath (60 digits) for extreme
     ones (1e-300, exp(1e4) held in log form).
@@ -90,7 +90,7 @@ def random_problem(seed: int, L: int, n: int, d: int):
 @given(seed=st.integers(0, 2**32 - 1), L=st.sampled_from([1, 2, 3]),
        n=st.integers(1, 3), d=st.integers(1, 3), loss=st.sampled_from(LOSS_NAMES))
 def test_loss_gradient_matches_finite_differences_and_sympy(seed, L, n, d, loss):
-    """Claim: loss_gradient(theta) is grad of the mean loss of SPEC §1 (finite differences of
+    """Claim: loss_gradient(theta) is grad of the mean loss of docs/theory.md §1 (finite differences of
     loss_value, and sympy's exact derivative of the model written from its definition), also at
     exact zeros of theta (leave-one-out products without division)."""
     data, theta = random_problem(seed, L, n, d)

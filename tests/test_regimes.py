@@ -1,5 +1,5 @@
 """Tests of analysis.regimes: the three regimes of the initialization scale alpha for l2-SAM at
-L = 2 on the single example D_mu with uniform alpha (SPEC §5, "Three regimes").
+L = 2 on the single example D_mu with uniform alpha (docs/theory.md §14, "Three regimes").
 
 * The analytic regime-3 boundary ``rho (mu_d + mu_{d-1}) / sqrt(2 sum mu^2)`` against a
   bisection on the engine's own field, and the collapse certificate against the initial rates.
@@ -9,7 +9,7 @@ L = 2 on the single example D_mu with uniform alpha (SPEC §5, "Three regimes").
   last. Whether leader sequences are monotone is reported (warning + print), not asserted.
 * collapse_boundary lies strictly inside (certificate, regime-3 boundary) and separates
   regime 1 from regime 2.
-* Scale symmetry (SPEC §4): the path depends on alpha / rho only.
+* Scale symmetry (docs/theory.md §8): the path depends on alpha / rho only.
 
 Collapsing runs are the expensive ones (~1-4 s each: the integrator follows theta down to
 1e-12 of rho); classify results are cached per (mu, alpha / rho) for the module. The default
@@ -44,8 +44,8 @@ DEFAULT_GRID_MUS = MUS[:3]
 DEEP_DECAY = pytest.mark.xfail(strict=False, reason="decay below the default chart's precision")
 #: Deep-decay case (regression check): for mu = (0.5, 2, 2.5, 7) just above the collapse
 #: boundary (alpha/rho = 0.418 .. 0.425, boundary 0.4163) the major coordinate decays to
-#: a_4 ~ e^{-300} .. e^{-624} before it regrows; an independent log-space integration of SPEC
-#: §4's ODE shows regime 2 with e_d leading from tau = 75 .. 142. With the asinh chart and
+#: a_4 ~ e^{-300} .. e^{-624} before it regrows; an independent log-space integration of docs/theory.md
+#: §8's ODE shows regime 2 with e_d leading from tau = 75 .. 142. With the asinh chart and
 #: atol = 1e-30 (commit faf10f7) the engine lost that coordinate and classify returned None
 #: there (up to tau = 384). See tests/test_amplification.py::
 #: test_engine_matches_log_space_reference_near_collapse_boundary_default_atol.
@@ -73,7 +73,7 @@ def first_leader(mu: tuple, ratio: float) -> int:
 @pytest.mark.parametrize("mu", MUS + [(1.0, 2.0)], ids=str)
 @pytest.mark.parametrize("rho", [0.3, 1.0, 2.5])
 def test_regime3_boundary_matches_engine_field(mu, rho):
-    """Three regimes (SPEC §5, derived): e_d has the largest initial rate iff
+    """Three regimes (docs/theory.md §14, derived): e_d has the largest initial rate iff
     N0 = alpha sqrt(2 sum mu^2) >= rho (mu_d + mu_{d-1}). The analytic boundary agrees with a
     bisection on the engine's field to 1e-6 (measured ~1e-12), is proportional to rho (scale
     symmetry), and the initial leader switches from d-1 (0-based d-2) to d across it."""
@@ -93,7 +93,7 @@ def test_regime3_boundary_matches_engine_field(mu, rho):
 @pytest.mark.parametrize("mu", MUS, ids=str)
 @pytest.mark.parametrize("rho", [0.3, 1.0, 2.5])
 def test_collapse_certificate_and_initial_rates(mu, rho):
-    """Three regimes (SPEC §5, derived): the engine's initial rates equal
+    """Three regimes (docs/theory.md §14, derived): the engine's initial rates equal
     mu_j (1 - rho mu_j / N0) (to 1e-12), so every rate is <= 0 iff N0 <= rho mu_1, i.e. alpha
     <= collapse_certificate_boundary = rho mu_1 / sqrt(2 sum mu^2) (proportional to rho)."""
     mu = np.array(mu)
@@ -160,7 +160,7 @@ def report_non_monotone(cases: list[str]) -> None:
 
 @pytest.mark.parametrize("mu", DEFAULT_GRID_MUS, ids=str)
 def test_three_regimes_in_order_default_grid(mu):
-    """Three regimes (SPEC §5), l2-SAM, L = 2, uniform alpha, rho = 1, 9 alphas from 0.5 x the
+    """Three regimes (docs/theory.md §14), l2-SAM, L = 2, uniform alpha, rho = 1, 9 alphas from 0.5 x the
     collapse certificate to 1.5 x the regime-3 boundary: regimes appear in the order 1, 2, 3,
     all three present; regime 1 (a real collapse) below the certificate, regime 3 (e_d leads
     from the first sample) above the regime-3 boundary; in regime 2 the first leader is a minor
@@ -172,7 +172,7 @@ def test_three_regimes_in_order_default_grid(mu):
 @pytest.mark.slow
 @pytest.mark.parametrize("mu", MUS[:3] + [pytest.param(MUS[3], marks=DEEP_DECAY)], ids=str)
 def test_three_regimes_in_order_fine_grid(mu):
-    """As the default-grid test (three regimes, SPEC §5) on 30 alphas per mu, plus 6 alphas
+    """As the default-grid test (three regimes, docs/theory.md §14) on 30 alphas per mu, plus 6 alphas
     within +-3 % of the collapse boundary (where leader sequences are least monotone)."""
     cb = collapse_boundary(np.array(mu), rtol=3e-3)
     ratios = np.sort(np.concatenate([alpha_grid(mu, 30), cb * np.array([0.97, 0.985, 0.995,
@@ -191,7 +191,7 @@ def test_three_regimes_in_order_fine_grid(mu):
                  marks=[pytest.mark.slow, DEEP_DECAY]),
 ])
 def test_collapse_boundary_separates_regime_1_from_2(mu, rtol):
-    """Three regimes (SPEC §5; the exact collapse boundary needs the flow): collapse_boundary
+    """Three regimes (docs/theory.md §14; the exact collapse boundary needs the flow): collapse_boundary
     lies strictly between the collapse certificate and the regime-3 boundary, scales with rho,
     and classify gives regime 1 at 0.98 x and regime 2 at 1.02 x the boundary (the flow
     collapses just below and not just above it)."""
@@ -214,7 +214,7 @@ def test_collapse_boundary_separates_regime_1_from_2(mu, rtol):
 @pytest.mark.parametrize("ratio, c", [(0.2, 3.7), (0.45, 0.1), (0.45, 3.7), (0.7, 0.1),
                                       (1.0, 3.7)])
 def test_classify_scale_symmetry(ratio, c):
-    """Scale symmetry (SPEC §4, L = 2: the path depends on alpha / rho only):
+    """Scale symmetry (docs/theory.md §8, L = 2: the path depends on alpha / rho only):
     classify(mu, c alpha, c rho) equals classify(mu, alpha, rho) in regime and leader sequence,
     and a direct simulate at (c alpha, c rho), which does not go through alpha / rho, has
     log|beta| = log|beta(alpha / rho, 1)| + 2 log c (to 1e-6) and the same leader sequence."""
@@ -341,7 +341,7 @@ def test_collapse_boundary_iteration_cap_is_reported():
 
 @pytest.mark.parametrize("scale", [2.0 ** -990, 1e-300, 1e-10, 1e15, 1e300])
 def test_regimes_are_scale_invariant_in_mu(scale):
-    """Scale symmetry in mu (SPEC §4, single example, rescaled clock: mu -> s mu is tau -> tau / s):
+    """Scale symmetry in mu (docs/theory.md §8, single example, rescaled clock: mu -> s mu is tau -> tau / s):
     the boundaries do not depend on the scale of mu, the initial rates scale with it, and
     classify gives the same regime and leaders with switch times divided by s, at every scale
     where 12 / mu_1 is representable (before: 'not separable' at 1e-300, and regime 3 instead of

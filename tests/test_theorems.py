@@ -1,5 +1,5 @@
-"""Numerical checks of the paper's limit-direction theorems (SPEC §5) with flows.simulate, and a
-symbolic derivation of the reduced l2-SAM field of SPEC §4.
+"""Numerical checks of the paper's limit-direction theorems (docs/theory.md §14) with flows.simulate, and a
+symbolic derivation of the reduced l2-SAM field of docs/theory.md §8.
 
 * Thm 3.1 (L = 1): GD, l2-SAM and l_inf-SAM converge in direction to the l2 max-margin
   classifier on random separable data (n = 6, d = 3, labels from a random teacher, points with
@@ -7,7 +7,7 @@ symbolic derivation of the reduced l2-SAM field of SPEC §4.
   tau = 200 of one run (the path up to tau = 20 is the same whatever the horizon).
 * Thm 4.2 (l2-SAM, L = 2, D_mu): non-collapsing runs converge in direction to the l1 max-margin
   solution e_d, as GD does, at the asymptotic rate 2 (mu_d - mu_{d-1}) of GD.
-* SPEC §4: the reduced L = 2 l2-SAM field, derived with sympy from the model definition, equals
+* docs/theory.md §8: the reduced L = 2 l2-SAM field, derived with sympy from the model definition, equals
   the engine's field (reduced and full systems) and the closed expression
   ``da_j/dtau = mu_j a_j (1 - rho mu_j / N)``, ``N = sqrt(2 sum mu_k^2 a_k^2)``.
 """
@@ -186,7 +186,7 @@ def test_thm42_l2_sam_depth2_converges_to_l1_max_margin(mu, alphas, algorithm):
                                    err_msg=f"alpha={alpha}")
 
 
-# --------------------------------------------------------------------------- SPEC §4 (sympy)
+# --------------------------------------------------------------------------- docs/theory.md §8 (sympy)
 
 
 @functools.lru_cache(maxsize=None)
@@ -217,7 +217,7 @@ def engine_field(mu, rho, theta, multiplicity, loss="logistic"):
 @pytest.mark.parametrize("loss", ["logistic", "exponential"])
 @pytest.mark.parametrize("d", [3, 5])
 def test_sympy_reduced_l2_sam_field_matches_engine(d, loss):
-    """SPEC §4 (the reduction used by Thm 4.2-4.5 and the three regimes): the l2-SAM field derived
+    """docs/theory.md §8 (the reduction used by Thm 4.2-4.5 and the three regimes): the l2-SAM field derived
     with sympy from m(theta) = sum mu_j w1_j w2_j equals, at random points (relative 1e-12),
     the engine's rescaled field for the reduced balanced system (multiplicity [2], theta = a),
     for the full system (multiplicity [1, 1], theta = (a, a)), for the full system off the
