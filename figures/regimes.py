@@ -19,6 +19,9 @@ from analysis.regimes import (check_mu, check_positive, classify, collapse_bound
                               collapse_certificate_boundary, regime3_boundary)
 from flows.run import OneLineParser, check_output_path
 
+#: Most rows of the table (each row is one flow).
+MAX_ROWS = 10_000
+
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser."""
@@ -42,14 +45,15 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--mu must be comma-separated numbers, got {args.mu!r}") from None
         mu = check_mu(values)
         rho = check_positive(args.rho, "rho")
-        if args.n_alpha < 1:
-            raise ValueError(f"--n-alpha must be >= 1, got {args.n_alpha}")
+        if not 1 <= args.n_alpha <= MAX_ROWS:
+            raise ValueError(f"--n-alpha must be in [1, {MAX_ROWS}], got {args.n_alpha}")
         check_output_path(args.plot, "--plot", (".png", ".pdf", ".svg"))
+        # raise (naming mu / rho) before any flow runs if the boundaries leave float64
+        a3 = regime3_boundary(mu, rho)
+        a1 = collapse_boundary(mu, rho)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    a3 = regime3_boundary(mu, rho)
-    a1 = collapse_boundary(mu, rho)
     print(f"mu = {mu}, rho = {rho:g}")
     print(f"collapse certain below alpha = {collapse_certificate_boundary(mu, rho):.6g} (N0 <= rho mu_1)")
     print(f"collapse boundary (flow, bisection): alpha = {a1:.6g}   (alpha/rho = {a1 / rho:.6g})")

@@ -176,22 +176,32 @@ def _setup(data, algorithm, depth, alpha, given, t_max, clock, n_points, loss, r
     algo = get_algorithm(algorithm)
     hp = resolve_hyperparameters(algorithm, given)
     the_clock = get_clock(clock)
-    if loss not in LOSSES:
+    if not isinstance(loss, str) or loss not in LOSSES:  # str first: a list is unhashable
         raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
     init = initialization(alpha, depth, data.d, reduced)
-    if not (isinstance(t_max, (int, float, np.number)) and np.isfinite(t_max) and t_max > 0):
+
+    def finite(value) -> bool:  # also an int beyond float64 (np.isfinite raises TypeError)
+        try:
+            return bool(np.isfinite(float(value)))
+        except OverflowError:
+            return False
+
+    if not (isinstance(t_max, (int, float, np.integer, np.floating)) and finite(t_max)
+            and t_max > 0):
         raise ValueError(f"t_max must be a finite number > 0, got {t_max!r}")
     _check_count("n_points", n_points, 2, MAX_POINTS)
     _check_count("max_nfev", max_nfev, 1)
-    if not (isinstance(chart_scale, (int, float)) and np.isfinite(chart_scale) and chart_scale > 0):
+    if not (isinstance(chart_scale, (int, float)) and finite(chart_scale) and chart_scale > 0):
         raise ValueError(f"chart_scale must be finite and > 0, got {chart_scale!r}")
     for name, value in (("rtol", rtol), ("atol", atol)):
-        if not (isinstance(value, (int, float)) and np.isfinite(value) and value > 0):
+        if not (isinstance(value, (int, float)) and finite(value) and value > 0):
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
-    if backend not in ("auto", *BACKENDS):
+    if not isinstance(backend, str) or backend not in ("auto", *BACKENDS):
         raise ValueError(f"backend must be one of {['auto', *BACKENDS]}, got {backend!r}")
+    if not isinstance(chart, str):  # choose_chart checks the name (an array would not compare)
+        raise ValueError(f"chart must be a chart name, got {chart!r}")
     depth_total = int(init.multiplicity.sum())
     _warn_if_signs_cannot_separate(data, alpha, depth_total, algorithm)
     the_chart = choose_chart(chart, init.groups, init.balanced, depth_total,

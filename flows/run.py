@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -57,9 +60,13 @@ def load_dataset(path: str) -> Dataset:
                     raise ValueError("it must contain arrays 'X' and 'y'")
                 X, y = f["X"], f["y"]
         else:
-            table = np.loadtxt(p, delimiter=",", ndmin=2)
+            with warnings.catch_warnings():  # "input contained no data": an error below
+                warnings.simplefilter("ignore", UserWarning)
+                table = np.loadtxt(p, delimiter=",", ndmin=2)
+            if table.size == 0:
+                raise ValueError("it holds no data")
             X, y = table[:, :-1], table[:, -1]
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise ValueError(f"--data {path!r} could not be read: {exc}") from None
     return Dataset(X, y)
 
@@ -118,14 +125,24 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def check_output_path(path: str | None, option: str, suffixes: tuple[str, ...]) -> None:
-    """Fail before any work if ``path`` has the wrong suffix or its folder does not exist."""
+    """Fail before any work if ``path`` has the wrong suffix, is a folder, or its folder does
+    not exist or is not writable."""
     if path is None:
         return
     p = Path(path)
     if p.suffix not in suffixes:
         raise ValueError(f"{option} must end in {' or '.join(suffixes)}, got {path!r}")
+    if p.is_dir():
+        raise ValueError(f"{option} {path!r} is a folder")
     if not p.parent.is_dir():
-        raise ValueError(f"{option}: folder {str(p.parent)!r} does not exist")
+        what = "is not a folder" if p.parent.exists() else "does not exist"
+        raise ValueError(f"{option}: folder {str(p.parent)!r} {what}")
+    try:
+        with tempfile.TemporaryFile(dir=p.parent):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{option}: folder {str(p.parent)!r} is not writable: "
+                         f"{exc.strerror or exc}") from None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -160,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on bad input)."""
     args = parser().parse_args(argv)
     try:
-        data = load_dataset(args.data) if args.data else single_example(
+        data = load_dataset(args.data) if args.data is not None else single_example(
             args.mu if args.mu is not None else [1.0, 2.0])
         check_output_path(args.out, "--out", (".npz", ".csv"))
         check_output_path(args.plot, "--plot", (".png", ".pdf", ".svg"))

@@ -98,6 +98,8 @@ def argument_problem(args: argparse.Namespace, figures: dict) -> str | None:
 
 def check_directory(path: str, option: str) -> str | None:
     """None if ``path`` is (or can be made) a writable directory, else the reason."""
+    if not path:  # Path("") is the current directory: an empty value is a mistake
+        return f"{option} must not be empty"
     p = Path(path)
     try:
         p.mkdir(parents=True, exist_ok=True)
