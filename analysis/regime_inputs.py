@@ -58,7 +58,8 @@ def scaled_mu(mu: np.ndarray) -> tuple[np.ndarray, float]:
     by it is exact); ``ValueError`` naming mu if ``mu_d / mu_1`` is beyond float64 (the flow's
     time scales 1 / mu_d .. 1 / mu_1 cannot both be held)."""
     s = float(np.ldexp(1.0, int(np.frexp(mu[0])[1]) - 1))
-    mu_hat = mu / s
+    with np.errstate(over="ignore"):
+        mu_hat = mu / s
     if not np.all(np.isfinite(mu_hat)):
         raise ValueError(f"mu: mu_d / mu_1 = {mu[-1]:.3g} / {mu[0]:.3g} is beyond float64")
     return mu_hat, s

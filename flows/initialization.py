@@ -8,10 +8,15 @@ import numpy as np
 from .data import finite_array
 
 
+#: The deepest network accepted (the full system holds a (depth, d) array).
+MAX_DEPTH = 100_000
+
+
 def check_depth(depth) -> int:
-    """``depth`` as an int >= 1; ``ValueError`` naming 'depth' otherwise."""
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
-        raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
+    """``depth`` as an int in ``[1, MAX_DEPTH]``; ``ValueError`` naming 'depth' otherwise."""
+    if (isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1
+            or depth > MAX_DEPTH):
+        raise ValueError(f"depth must be an integer in [1, {MAX_DEPTH}], got {depth!r}")
     return int(depth)
 
 

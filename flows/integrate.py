@@ -38,7 +38,7 @@ from .signedlog import SignedLog, product_of_layers
 from .solver import METHODS, integrate_segment
 
 MAX_EVENTS = 10_000
-MAX_POINTS = 1_000_000
+MAX_POINTS = 100_000
 
 #: Field implementations: ``numba`` the fused field with its float path compiled (extra
 #: ``fast``), ``numpy`` the fused batched field, ``reference`` the point-by-point one of
@@ -125,7 +125,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
         (:mod:`flows.schedules`; segments restart at the kinks of named schedules).
     t_max : end time in the chosen clock.
     clock : 'rescaled' (tau) or 'original' (t).
-    n_points : number of equally spaced output times in ``[0, t_max]`` (at most 1e6).
+    n_points : number of equally spaced output times in ``[0, t_max]`` (at most 1e5).
     loss : 'logistic' or 'exponential'.
     reduced : use one parameter group for balanced inits (default: whenever balanced).
     rtol, atol : tolerances on the chart coordinates (in the asinh chart relative control
@@ -149,7 +149,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
     run = _setup(data, algorithm, depth, alpha, dict(rho=rho, sigma=sigma, rho_max=rho_max,
                                                      varrho=varrho),
                  t_max, clock, n_points, loss, reduced, rtol, atol, method, chart,
-                 chart_scale, max_nfev, backend)
+                 chart_scale, max_nfev, backend, original_time)
     while run.s < run.s_end:
         if run.mode.frozen:
             _freeze(run)
@@ -169,7 +169,7 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
 
 
 def _setup(data, algorithm, depth, alpha, given, t_max, clock, n_points, loss, reduced,
-           rtol, atol, method, chart, chart_scale, max_nfev, backend) -> Run:
+           rtol, atol, method, chart, chart_scale, max_nfev, backend, original_time) -> Run:
     """Validate every argument (``ValueError`` naming it) and build the initial run state."""
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
@@ -191,6 +191,8 @@ def _setup(data, algorithm, depth, alpha, given, t_max, clock, n_points, loss, r
         raise ValueError(f"t_max must be a finite number > 0, got {t_max!r}")
     _check_count("n_points", n_points, 2, MAX_POINTS)
     _check_count("max_nfev", max_nfev, 1)
+    if not isinstance(original_time, (bool, np.bool_)):
+        raise ValueError(f"original_time must be True or False, got {original_time!r}")
     if not (isinstance(chart_scale, (int, float)) and finite(chart_scale) and chart_scale > 0):
         raise ValueError(f"chart_scale must be finite and > 0, got {chart_scale!r}")
     for name, value in (("rtol", rtol), ("atol", atol)):
