@@ -1,4 +1,5 @@
 """Input checks shared by :mod:`analysis` (each raises ``ValueError`` naming the parameter)."""
+
 from __future__ import annotations
 
 import numbers
@@ -8,8 +9,16 @@ import numpy as np
 from flows.results import Trajectory
 
 
-def real(value, name: str, *, low: float | None = None, high: float | None = None,
-         low_open: bool = False, high_open: bool = False, finite: bool = True) -> float:
+def real(
+    value,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    finite: bool = True,
+) -> float:
     """``value`` as a float: a real number (not a bool, str or None; a 0-d array is fine), not
     NaN, finite unless ``finite=False``, and within ``[low, high]`` (open ends as asked)."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
@@ -18,8 +27,9 @@ def real(value, name: str, *, low: float | None = None, high: float | None = Non
         raise ValueError(f"{name} must be a real number, got {value!r}")
     v = float(value)
     if np.isnan(v) or (finite and not np.isfinite(v)):
-        raise ValueError(f"{name} must be {'finite' if finite else 'a number (not NaN)'}, "
-                         f"got {value!r}")
+        raise ValueError(
+            f"{name} must be {'finite' if finite else 'a number (not NaN)'}, got {value!r}"
+        )
     if low is not None and (v < low or (low_open and v == low)):
         raise ValueError(f"{name} must be {'>' if low_open else '>='} {low:g}, got {value!r}")
     if high is not None and (v > high or (high_open and v == high)):
@@ -65,8 +75,9 @@ def time_axis(value, name: str, length: int, rows: str = "log_abs_beta") -> np.n
     """A finite, non-decreasing (``length``,) time axis (one entry per row of ``rows``)."""
     arr = numeric_array(value, name, ndim=1)
     if arr.shape[0] != length:
-        raise ValueError(f"{name} must have one entry per row of {rows} ({length} rows), got "
-                         f"{arr.shape[0]}")
+        raise ValueError(
+            f"{name} must have one entry per row of {rows} ({length} rows), got {arr.shape[0]}"
+        )
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite")
     if np.any(np.diff(arr) < 0):
@@ -89,17 +100,22 @@ def trajectory(traj, name: str = "traj") -> Trajectory:
         time_axis(traj.tau, f"{name}.tau", lb.shape[0])
         lt = numeric_array(traj.log_abs_theta, f"{name}.log_abs_theta", ndim=3)
         if lt.shape[0] != lb.shape[0] or lt.shape[2] != lb.shape[1] or lt.shape[1] < 1:
-            raise ValueError(f"{name}.log_abs_theta must have shape (T, G, d) = ({lb.shape[0]}, "
-                             f"G >= 1, {lb.shape[1]}), got {lt.shape}")
+            raise ValueError(
+                f"{name}.log_abs_theta must have shape (T, G, d) = ({lb.shape[0]}, "
+                f"G >= 1, {lb.shape[1]}), got {lt.shape}"
+            )
         for label, arr in (("log_abs_beta", lb), ("log_abs_theta", lt)):
             if np.any(np.isnan(arr)) or np.any(np.isposinf(arr)):
                 raise ValueError(f"{name}.{label} must be finite or -inf (found NaN or +inf)")
-        for label, arr, shape in (("sign_beta", traj.sign_beta, lb.shape),
-                                  ("sign_theta", traj.sign_theta, lt.shape)):
+        for label, arr, shape in (
+            ("sign_beta", traj.sign_beta, lb.shape),
+            ("sign_theta", traj.sign_theta, lt.shape),
+        ):
             sign = numeric_array(arr, f"{name}.{label}")
             if sign.shape != shape or not np.all(np.isin(sign, (-1.0, 0.0, 1.0))):
-                raise ValueError(f"{name}.{label} must have shape {shape} and entries in "
-                                 f"{{-1, 0, 1}}")
+                raise ValueError(
+                    f"{name}.{label} must have shape {shape} and entries in {{-1, 0, 1}}"
+                )
         integer(traj.depth, f"{name}.depth", 1)
     except ValueError as exc:
         if name in str(exc):

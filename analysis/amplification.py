@@ -3,6 +3,7 @@
 Paper: Thm 4.4 / 4.5, Prop 4.7 (docs/theory.md §14). All quantities are computed from ``log|beta|`` so
 they stay meaningful far beyond float64.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,8 +42,10 @@ class LeaderSequence:
     def describe(self, one_based: bool = True) -> str:
         """E.g. ``'1 (t=0.01) -> 2 (t=3.2) -> 5 (t=9.8)'``."""
         shift = 1 if one_based else 0
-        return " -> ".join(f"{'0 (collapsed)' if c < 0 else c + shift} (t={s:.4g})"
-                           for c, s in zip(self.coordinates, self.switch_times))
+        return " -> ".join(
+            f"{'0 (collapsed)' if c < 0 else c + shift} (t={s:.4g})"
+            for c, s in zip(self.coordinates, self.switch_times, strict=False)
+        )
 
 
 def leader_sequence(t: np.ndarray, log_abs_beta: np.ndarray) -> LeaderSequence:

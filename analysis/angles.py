@@ -1,6 +1,7 @@
 """Angles between directions: between two vectors (:func:`angle`) and between a vector and a
 cone (:func:`angle_to_set`, e.g. the face of l1 max-margin solutions). Both are accurate near 0
 and near pi, and scale-invariant at every float64 scale."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,8 +30,9 @@ def angle(u, v) -> float:
     a, b = _unit(u), _unit(v)
     if a is None or b is None:
         return float("nan")
-    return float(np.clip(2.0 * np.arctan2(np.linalg.norm(a - b), np.linalg.norm(a + b)),
-                         0.0, np.pi))
+    return float(
+        np.clip(2.0 * np.arctan2(np.linalg.norm(a - b), np.linalg.norm(a + b)), 0.0, np.pi)
+    )
 
 
 def angle_to_set(u, vertices) -> float:
@@ -56,8 +58,9 @@ def angle_to_set(u, vertices) -> float:
     if V.ndim == 1:
         V = V[None, :]
     if V.ndim != 2 or V.shape[0] == 0 or V.shape[1] != u.size or not np.all(np.isfinite(V)):
-        raise ValueError(f"vertices must be a finite (k, {u.size}) array with k >= 1, got "
-                         f"shape {V.shape}")
+        raise ValueError(
+            f"vertices must be a finite (k, {u.size}) array with k >= 1, got shape {V.shape}"
+        )
     a = _unit(u)
     scale = np.max(np.abs(V), axis=1)
     V = V[scale > 0] / scale[scale > 0, None]  # positive row scalings keep the cone

@@ -14,6 +14,7 @@
 Every search has an iteration cap: hitting it is reported (:class:`BoundarySearch`) or raises a
 ``RuntimeError`` naming the cap, never a silent number.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -68,14 +69,21 @@ def initial_rates_from_field(mu, alpha: float, rho: float = 1.0) -> np.ndarray:
     mu = check_mu(mu)
     alpha = check_positive(alpha, "alpha")
     rho = real(rho, "rho", low=0.0)
-    problem = Problem(single_example(mu), ALGORITHMS["l2-sam"], {"rho": rho},
-                      LOSSES["logistic"], np.array([2]), CLOCKS["rescaled"])
+    problem = Problem(
+        single_example(mu),
+        ALGORITHMS["l2-sam"],
+        {"rho": rho},
+        LOSSES["logistic"],
+        np.array([2]),
+        CLOCKS["rescaled"],
+    )
     theta = SignedLog.from_float(np.full((1, mu.size), alpha))
     return log_growth_rates(theta, problem)[0]
 
 
-def regime3_boundary_from_field(mu, rho: float = 1.0, rtol: float = 1e-12,
-                                max_iter: int = 200) -> float:
+def regime3_boundary_from_field(
+    mu, rho: float = 1.0, rtol: float = 1e-12, max_iter: int = 200
+) -> float:
     """The smallest alpha at which ``e_d`` has the largest initial rate, by bisection on the
     engine's field (an independent check of :func:`regime3_boundary`).
 
@@ -110,8 +118,10 @@ def regime3_boundary_from_field(mu, rho: float = 1.0, rtol: float = 1e-12,
     lo, hi, done = _bisect(major_fastest, lo, hi, rtol, max_iter)
     if done:
         return times_rho(hi, rho)
-    raise RuntimeError(f"regime3_boundary_from_field: max_iter = {max_iter} bisection steps did "
-                       f"not reach rtol = {rtol:g}; bracket [{lo * rho:.17g}, {hi * rho:.17g}]")
+    raise RuntimeError(
+        f"regime3_boundary_from_field: max_iter = {max_iter} bisection steps did "
+        f"not reach rtol = {rtol:g}; bracket [{lo * rho:.17g}, {hi * rho:.17g}]"
+    )
 
 
 @dataclass(frozen=True)
@@ -139,8 +149,9 @@ class BoundarySearch:
     undecided: tuple[float, ...] = ()
 
 
-def collapse_boundary_search(mu, rho: float = 1.0, rtol: float = 1e-4,
-                             max_iter: int = 64) -> BoundarySearch:
+def collapse_boundary_search(
+    mu, rho: float = 1.0, rtol: float = 1e-4, max_iter: int = 64
+) -> BoundarySearch:
     """The alpha separating collapse from amplification, by bisection on the flow, with its
     bracket and how the search ended.
 
@@ -172,11 +183,21 @@ def collapse_boundary_search(mu, rho: float = 1.0, rtol: float = 1e-4,
             undecided.append(ratio * rho)
         return regime != 1
 
-    lo, hi, _ = _bisect(no_collapse, collapse_certificate_boundary(mu, 1.0),
-                        regime3_boundary(mu, 1.0), rtol, max_iter)
-    return BoundarySearch(alpha=0.5 * (lo + hi) * rho, lo=lo * rho, hi=hi * rho,
-                          iterations=iterations, converged=bool(hi - lo <= rtol * hi),
-                          undecided=tuple(undecided))
+    lo, hi, _ = _bisect(
+        no_collapse,
+        collapse_certificate_boundary(mu, 1.0),
+        regime3_boundary(mu, 1.0),
+        rtol,
+        max_iter,
+    )
+    return BoundarySearch(
+        alpha=0.5 * (lo + hi) * rho,
+        lo=lo * rho,
+        hi=hi * rho,
+        iterations=iterations,
+        converged=bool(hi - lo <= rtol * hi),
+        undecided=tuple(undecided),
+    )
 
 
 def collapse_boundary(mu, rho: float = 1.0, rtol: float = 1e-4, max_iter: int = 64) -> float:
@@ -188,18 +209,24 @@ def collapse_boundary(mu, rho: float = 1.0, rtol: float = 1e-4, max_iter: int = 
     """
     res = collapse_boundary_search(mu, rho, rtol, max_iter)
     if not res.converged:
-        raise RuntimeError(f"collapse_boundary: max_iter = {max_iter} bisection steps did not "
-                           f"reach rtol = {rtol:g}; bracket [{res.lo:.6g}, {res.hi:.6g}] "
-                           f"(collapse_boundary_search returns it)")
+        raise RuntimeError(
+            f"collapse_boundary: max_iter = {max_iter} bisection steps did not "
+            f"reach rtol = {rtol:g}; bracket [{res.lo:.6g}, {res.hi:.6g}] "
+            f"(collapse_boundary_search returns it)"
+        )
     if res.undecided:
-        warnings.warn(f"collapse_boundary: classify was undecided at alpha = "
-                      f"{', '.join(f'{a:.6g}' for a in res.undecided)} (counted as no collapse)",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"collapse_boundary: classify was undecided at alpha = "
+            f"{', '.join(f'{a:.6g}' for a in res.undecided)} (counted as no collapse)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return res.alpha
 
 
-def _widened_bracket(major_fastest: Callable[[float], bool], lo: float,
-                     hi: float) -> tuple[float, float]:
+def _widened_bracket(
+    major_fastest: Callable[[float], bool], lo: float, hi: float
+) -> tuple[float, float]:
     """``[lo, hi]`` with ``major_fastest`` False at ``lo`` and True at ``hi``: ``hi`` doubled,
     then ``lo`` halved, at most 64 times each (``RuntimeError`` if that does not do)."""
     for _ in range(64):
@@ -217,8 +244,9 @@ def _widened_bracket(major_fastest: Callable[[float], bool], lo: float,
     return lo, hi
 
 
-def _bisect(high_side: Callable[[float], bool], lo: float, hi: float, rtol: float,
-            max_iter: int) -> tuple[float, float, bool]:
+def _bisect(
+    high_side: Callable[[float], bool], lo: float, hi: float, rtol: float, max_iter: int
+) -> tuple[float, float, bool]:
     """Bisect ``[lo, hi]`` (``high_side(mid)`` True moves ``hi`` to ``mid``) at most
     ``max_iter`` times. Returns ``(lo, hi, done)``: ``done`` when ``hi - lo <= rtol * hi`` or the
     bracket cannot shrink in float64; False when ``max_iter`` ran out first."""

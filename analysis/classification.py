@@ -6,6 +6,7 @@ The certificates use the gradient norm ``N(tau)`` along the path (:func:`log_gra
 ``N <= rho mu_1`` is absorbing and certifies collapse (regime 1); ``e_d`` leading with
 ``N >= rho (mu_d + mu_{d-1})`` certifies that it leads for good (regime 2).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,8 +46,14 @@ class RegimeResult:
     monotone: bool
 
 
-def classify(mu, alpha: float, rho: float = 1.0, t_max: float | None = None,
-             n_points: int = 400, max_extensions: int = 4) -> RegimeResult:
+def classify(
+    mu,
+    alpha: float,
+    rho: float = 1.0,
+    t_max: float | None = None,
+    n_points: int = 400,
+    max_extensions: int = 4,
+) -> RegimeResult:
     """Regime of l2-SAM at L = 2 on ``D_mu`` with uniform ``alpha``, from the flow plus a certificate.
 
     Runs the flow at ``rho = 1`` and ``alpha / rho`` (scale symmetry) for ``t_max`` (default
@@ -76,8 +83,17 @@ def classify(mu, alpha: float, rho: float = 1.0, t_max: float | None = None,
     t_max_hat = horizon(t_max, mu, s, "t_max", max_extensions)
     data = single_example(mu_hat)
     for _ in range(max_extensions + 1):
-        traj = simulate(data, "l2-sam", depth=2, alpha=ratio, rho=1.0, t_max=t_max_hat,
-                        n_points=n_points, original_time=False, rtol=1e-9)
+        traj = simulate(
+            data,
+            "l2-sam",
+            depth=2,
+            alpha=ratio,
+            rho=1.0,
+            t_max=t_max_hat,
+            n_points=n_points,
+            original_time=False,
+            rtol=1e-9,
+        )
         regime, certificate = _decide(traj, mu_hat, ratio, s)
         if regime is not None:
             break
@@ -86,8 +102,9 @@ def classify(mu, alpha: float, rho: float = 1.0, t_max: float | None = None,
     seq = LeaderSequence(seq.coordinates, tuple(t / s for t in seq.switch_times))
     coords = [c for c in seq.coordinates if c >= 0]
     collapse = None if traj.collapse_time is None else traj.collapse_time / s
-    return RegimeResult(regime, ratio, seq, certificate, collapse,
-                        bool(np.all(np.diff(coords) > 0)))
+    return RegimeResult(
+        regime, ratio, seq, certificate, collapse, bool(np.all(np.diff(coords) > 0))
+    )
 
 
 def log_gradient_norm(log_abs_beta: np.ndarray, mu: np.ndarray) -> np.ndarray:
@@ -101,8 +118,10 @@ def log_gradient_norm(log_abs_beta: np.ndarray, mu: np.ndarray) -> np.ndarray:
     if np.any(mu <= 0):
         raise ValueError("mu must be > 0")
     if log_abs_beta.shape[1] != mu.size:
-        raise ValueError(f"log_abs_beta must have d = {mu.size} columns (one per mu_k), got "
-                         f"shape {log_abs_beta.shape}")
+        raise ValueError(
+            f"log_abs_beta must have d = {mu.size} columns (one per mu_k), got "
+            f"shape {log_abs_beta.shape}"
+        )
     terms = 2.0 * np.log(mu)[None, :] + log_abs_beta
     top = np.max(terms, axis=1)
     safe = np.where(np.isfinite(top), top, 0.0)
@@ -110,7 +129,9 @@ def log_gradient_norm(log_abs_beta: np.ndarray, mu: np.ndarray) -> np.ndarray:
         return 0.5 * (np.log(2.0) + safe + np.log(np.sum(np.exp(terms - safe[:, None]), axis=1)))
 
 
-def _decide(traj: Trajectory, mu: np.ndarray, ratio: float, s: float = 1.0) -> tuple[int | None, str]:
+def _decide(
+    traj: Trajectory, mu: np.ndarray, ratio: float, s: float = 1.0
+) -> tuple[int | None, str]:
     """Regime and certificate from one trajectory at rho = 1 on ``mu`` (= the user's mu / s;
     numbers in the certificate are given for the user's mu: N and mu times s, tau over s)."""
     n0 = ratio * mu[-1] * np.sqrt(2.0 * np.sum(unit_mu(mu) ** 2))
@@ -120,14 +141,21 @@ def _decide(traj: Trajectory, mu: np.ndarray, ratio: float, s: float = 1.0) -> t
     with np.errstate(over="ignore"):
         n0_s, top2_s = n0 * s, top2 * s
     if n0 >= top2:
-        return 3, f"N0 = {n0_s:.6g} >= rho (mu_d + mu_(d-1)) = {top2_s:.6g}: e_d grows fastest from tau = 0"
+        return (
+            3,
+            f"N0 = {n0_s:.6g} >= rho (mu_d + mu_(d-1)) = {top2_s:.6g}: e_d grows fastest from tau = 0",
+        )
     when = traj.tau[below[0]] if below.size else traj.collapse_time  # N <= rho mu_1, or collapse
     if when is not None:
         collapse = None if traj.collapse_time is None else traj.collapse_time / s
-        return 1, (f"N(tau) <= rho mu_1 at tau = {when / s:.6g} (N0 = {n0_s:.6g}); every coordinate "
-                   f"shrinks from there on (absorbing), collapse at tau = {collapse}")
+        return 1, (
+            f"N(tau) <= rho mu_1 at tau = {when / s:.6g} (N0 = {n0_s:.6g}); every coordinate "
+            f"shrinks from there on (absorbing), collapse at tau = {collapse}"
+        )
     last = leaders(traj.log_abs_beta)[-1]
     if last == mu.size - 1 and log_n[-1] >= np.log(top2):
-        return 2, (f"first leader is not d (N0 = {n0_s:.6g} < rho (mu_d + mu_(d-1))); at tau = "
-                   f"{traj.tau[-1] / s:.6g} e_d leads and N >= rho (mu_d + mu_(d-1)), so it grows fastest for good")
+        return 2, (
+            f"first leader is not d (N0 = {n0_s:.6g} < rho (mu_d + mu_(d-1))); at tau = "
+            f"{traj.tau[-1] / s:.6g} e_d leads and N >= rho (mu_d + mu_(d-1)), so it grows fastest for good"
+        )
     return None, "undecided within the horizon"

@@ -9,6 +9,7 @@
 
 Coordinates are 0-based throughout.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,8 +22,14 @@ from flows.results import BLOWUP, Trajectory
 from ._checks import integer, real, trajectory
 from .maxmargin import angle
 
-__all__ = ["LimitEstimate", "angle_series", "final_direction", "linf_limit_scores",
-           "observed_linf_limit", "predict_linf_limit"]
+__all__ = [
+    "LimitEstimate",
+    "angle_series",
+    "final_direction",
+    "linf_limit_scores",
+    "observed_linf_limit",
+    "predict_linf_limit",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,8 +95,9 @@ def angle_series(traj: Trajectory, reference) -> np.ndarray:
     return np.array([angle(u, ref) for u in dirs])
 
 
-def final_direction(traj: Trajectory, window: float = 0.2,
-                    growth_tol: float = 5e-2) -> LimitEstimate:
+def final_direction(
+    traj: Trajectory, window: float = 0.2, growth_tol: float = 5e-2
+) -> LimitEstimate:
     """Estimate the limit direction of ``traj`` by its final direction, with diagnostics.
 
     Parameters
@@ -134,11 +142,22 @@ def final_direction(traj: Trajectory, window: float = 0.2,
         late = float(top[k1] - top[kmid])
         frac_late = (t[k1] - t[kmid]) / (t[k1] - t[k0]) if t[k1] > t[k0] else 0.0
     diverged = traj.status == BLOWUP or bool(
-        not collapsed and np.isfinite(growth) and growth > growth_tol and np.isfinite(late)
-        and late >= 0.25 * frac_late * growth)
-    return LimitEstimate(direction=final, t_end=float(t[-1]), tau_end=float(traj.tau[-1]),
-                         movement=movement, growth=growth, collapsed=collapsed,
-                         diverged=bool(diverged), status=int(traj.status))
+        not collapsed
+        and np.isfinite(growth)
+        and growth > growth_tol
+        and np.isfinite(late)
+        and late >= 0.25 * frac_late * growth
+    )
+    return LimitEstimate(
+        direction=final,
+        t_end=float(t[-1]),
+        tau_end=float(traj.tau[-1]),
+        movement=movement,
+        growth=growth,
+        collapsed=collapsed,
+        diverged=bool(diverged),
+        status=int(traj.status),
+    )
 
 
 # --------------------------------------------------------------------------- Cor 3.5
@@ -152,18 +171,22 @@ def _check_linf_inputs(mu, alpha, rho, depth):
     if alpha.ndim == 0:
         alpha = np.full(mu.shape, float(alpha))
     if alpha.shape != mu.shape:
-        raise ValueError(f"alpha must be a scalar or have the shape of mu {mu.shape}, "
-                         f"got {alpha.shape} (Cor 3.5 is for balanced initializations)")
+        raise ValueError(
+            f"alpha must be a scalar or have the shape of mu {mu.shape}, "
+            f"got {alpha.shape} (Cor 3.5 is for balanced initializations)"
+        )
     if np.any(alpha <= 0):
         raise ValueError("alpha must be > 0")
     try:
         rho = real(rho, "rho", low=0.0)
     except ValueError:
         raise ValueError(f"rho must be a finite number >= 0, got {rho!r}") from None
-    depth = integer(depth, "depth", 1, 2 ** 53)
+    depth = integer(depth, "depth", 1, 2**53)
     if depth == 1:
-        raise ValueError("depth must be >= 2 for Cor 3.5; for L = 1 Thm 3.1 applies instead "
-                         "(l_inf-SAM converges to the l2 max-margin direction)")
+        raise ValueError(
+            "depth must be >= 2 for Cor 3.5; for L = 1 Thm 3.1 applies instead "
+            "(l_inf-SAM converges to the l2 max-margin direction)"
+        )
     return mu, alpha, rho, depth
 
 
@@ -245,8 +268,9 @@ def observed_linf_limit(traj: Trajectory, log_bound: float | None = None) -> int
             rho = traj.hyperparameters.get("rho")
             rho = 0.0 if rho is None else real(rho, "traj.hyperparameters['rho']", low=0.0)
             log_alpha_max = float(np.max(traj.log_abs_theta[0]))
-            log_bound = np.log(10.0) + traj.depth * max(log_alpha_max,
-                                                        np.log(rho) if rho > 0 else -np.inf)
+            log_bound = np.log(10.0) + traj.depth * max(
+                log_alpha_max, np.log(rho) if rho > 0 else -np.inf
+            )
         if not top > log_bound:
             return None
     return int(np.flatnonzero(log_beta == top)[-1])

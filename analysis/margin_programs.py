@@ -17,6 +17,7 @@ variables and the KKT residuals (:func:`kkt_residuals`).
   polished in the same way (the square system of its active constraints on its support, solved
   exactly) when that improves the KKT residuals.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,8 +40,10 @@ def solve_l2(Z: np.ndarray) -> Solution:
     u, _ = nnls(E, f, maxiter=50 * max(n, d + 1))
     denom = 1.0 - u.sum()
     if not denom > 0:
-        raise ValueError("data (X, y) are not linearly separable through the origin "
-                         "(least-distance program infeasible)")
+        raise ValueError(
+            "data (X, y) are not linearly separable through the origin "
+            "(least-distance program infeasible)"
+        )
     beta, lam = Z.T @ u / denom, u / denom
     return _polish_l2(Z, (beta, lam, kkt_residuals(Z, beta, lam, 2)))
 
@@ -51,11 +54,19 @@ def solve_l1(Z: np.ndarray) -> Solution:
     n, d = Z.shape
     c = np.ones(2 * d)
     A_ub = -np.hstack([Z, -Z])
-    res = linprog(c, A_ub=A_ub, b_ub=-np.ones(n), bounds=[(0, None)] * (2 * d),
-                  method="highs", options=_HIGHS_OPTIONS)
+    res = linprog(
+        c,
+        A_ub=A_ub,
+        b_ub=-np.ones(n),
+        bounds=[(0, None)] * (2 * d),
+        method="highs",
+        options=_HIGHS_OPTIONS,
+    )
     if res.status == 2:
-        raise ValueError("data (X, y) are not linearly separable through the origin "
-                         "(l1 max-margin LP infeasible)")
+        raise ValueError(
+            "data (X, y) are not linearly separable through the origin "
+            "(l1 max-margin LP infeasible)"
+        )
     if res.status != 0:
         raise RuntimeError(f"linprog failed on the l1 max-margin LP: {res.message}")
     beta = res.x[:d] - res.x[d:]
@@ -143,8 +154,9 @@ def _l2_equality(Z: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return beta, lam
 
 
-def _l1_vertex(Z: np.ndarray, beta: np.ndarray,
-               lam: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def _l1_vertex(
+    Z: np.ndarray, beta: np.ndarray, lam: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Exact vertex: active constraints ``S`` (``lam > 0``) on the support ``J`` of ``beta``;
     None when either is empty."""
     scale_b = max(1.0, np.max(np.abs(beta)))

@@ -21,6 +21,7 @@ when uniqueness is known, ``False`` when non-uniqueness is known (single example
 ``None`` when it was not determined (l1, ``n > 1``). Angles to a non-unique l1 solution should be
 measured to the solution *set*, e.g. with :func:`angle_to_set`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -32,8 +33,15 @@ from flows.data import Dataset, finite_array, is_separable
 from .angles import angle, angle_to_set  # re-exported: public names of this module
 from .margin_programs import RELATIVE_ZERO, solve_l1, solve_l2
 
-__all__ = ["MaxMargin", "angle", "angle_to_set", "l1_solution_set_single_example", "max_margin",
-           "max_margin_of", "normalized_margin"]
+__all__ = [
+    "MaxMargin",
+    "angle",
+    "angle_to_set",
+    "l1_solution_set_single_example",
+    "max_margin",
+    "max_margin_of",
+    "normalized_margin",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,16 +104,25 @@ def max_margin(X, y=None, p=None) -> MaxMargin:
     """
     X, y, p = _arguments(X, y, p)
     if not is_separable(X, y):
-        raise ValueError("data (X, y) are not linearly separable through the origin: no beta "
-                         "has y_i <beta, x_i> >= 1 for all i")
+        raise ValueError(
+            "data (X, y) are not linearly separable through the origin: no beta "
+            "has y_i <beta, x_i> >= 1 for all i"
+        )
     Z = y[:, None] * X
     scale = float(np.max(np.abs(Z)))
     beta_s, lam_s, kkt = solve_l2(Z / scale) if p == 2 else solve_l1(Z / scale)
     beta, lam = _scaled_back(beta_s, lam_s, scale, p)
     support = np.flatnonzero(lam_s > RELATIVE_ZERO * max(1.0, float(np.max(lam_s))))
-    return MaxMargin(beta=beta, direction=beta_s / np.linalg.norm(beta_s),
-                     margin=normalized_margin(beta, X, y, p), p=p, dual=lam, support=support,
-                     unique=_known_uniqueness(Z, p), kkt=kkt)
+    return MaxMargin(
+        beta=beta,
+        direction=beta_s / np.linalg.norm(beta_s),
+        margin=normalized_margin(beta, X, y, p),
+        p=p,
+        dual=lam,
+        support=support,
+        unique=_known_uniqueness(Z, p),
+        kkt=kkt,
+    )
 
 
 def max_margin_of(data: Dataset, p) -> MaxMargin:
@@ -177,8 +194,11 @@ def _arguments(X, y, p) -> tuple[np.ndarray, np.ndarray, int]:
 
 def _check_p(p) -> int:
     """``p`` as the int 1 or 2 (a number, not a bool)."""
-    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)) \
-            or p not in (1, 2):
+    if (
+        isinstance(p, (bool, np.bool_))
+        or not isinstance(p, (int, float, np.integer, np.floating))
+        or p not in (1, 2)
+    ):
         raise ValueError(f"p must be 1 or 2, got {p!r}")
     return int(p)
 
@@ -188,15 +208,17 @@ def _check_data(X, y) -> tuple[np.ndarray, np.ndarray]:
     X = finite_array(X, "X", ndim=2)
     y = finite_array(y, "y", ndim=1)
     if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must have one label per row of X: got {y.shape[0]} labels for "
-                         f"{X.shape[0]} rows")
+        raise ValueError(
+            f"y must have one label per row of X: got {y.shape[0]} labels for {X.shape[0]} rows"
+        )
     if not np.all(np.abs(y) == 1.0):
         raise ValueError("y must contain only labels -1 and +1")
     return X, y
 
 
-def _scaled_back(beta_s: np.ndarray, lam_s: np.ndarray, scale: float,
-                 p: int) -> tuple[np.ndarray, np.ndarray]:
+def _scaled_back(
+    beta_s: np.ndarray, lam_s: np.ndarray, scale: float, p: int
+) -> tuple[np.ndarray, np.ndarray]:
     """``(beta_s / scale, lam_s / scale^p)``: the solution for the data ``Z`` from the one for
     ``Z / scale``; ``ValueError`` naming X where either leaves float64."""
     with np.errstate(over="ignore", under="ignore"):
@@ -205,11 +227,12 @@ def _scaled_back(beta_s: np.ndarray, lam_s: np.ndarray, scale: float,
     lost = ~np.isfinite(beta) | ((beta == 0) & (beta_s != 0))
     lost_dual = ~np.isfinite(lam) | ((lam == 0) & (lam_s != 0))
     if np.any(lost) or np.any(lost_dual):
-        what = "beta (~ 1 / max|x|)" if np.any(lost) else \
-            f"the dual variables (~ 1 / max|x|^{p})"
-        raise ValueError(f"X: at max |x_ij| = {scale:.3g}, {what} of the l{p} max-margin "
-                         f"problem are outside float64; rescale X (the direction does not "
-                         f"depend on the scale)")
+        what = "beta (~ 1 / max|x|)" if np.any(lost) else f"the dual variables (~ 1 / max|x|^{p})"
+        raise ValueError(
+            f"X: at max |x_ij| = {scale:.3g}, {what} of the l{p} max-margin "
+            f"problem are outside float64; rescale X (the direction does not "
+            f"depend on the scale)"
+        )
     return beta, lam
 
 

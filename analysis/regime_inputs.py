@@ -5,6 +5,7 @@ on the scale of ``mu`` only through the clock (``mu -> s mu`` is ``tau -> tau / 
 flows run at ``rho = 1`` on ``mu / s`` (:func:`scaled_mu`), and answers are scaled back
 (:func:`times_rho`, times over ``s``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,8 +43,10 @@ def times_rho(ratio: float, rho: float) -> float:
     with np.errstate(over="ignore", under="ignore"):
         alpha = ratio * rho
     if not (np.isfinite(alpha) and alpha >= np.finfo(float).tiny):
-        raise ValueError(f"rho = {rho!r}, mu: the boundary alpha = {ratio:.6g} * rho is not a "
-                         f"normal float64 number (it under- or overflows)")
+        raise ValueError(
+            f"rho = {rho!r}, mu: the boundary alpha = {ratio:.6g} * rho is not a "
+            f"normal float64 number (it under- or overflows)"
+        )
     return float(alpha)
 
 
@@ -72,9 +75,11 @@ def horizon(t_max, mu: np.ndarray, s: float, name: str, doublings: int = 0) -> f
         horizon_hat, name = 12.0 / (mu[0] / s), "mu"
     else:
         horizon_hat = check_positive(t_max, name) * s
-    longest = horizon_hat * 2.0 ** doublings
+    longest = horizon_hat * 2.0**doublings
     if not (0 < horizon_hat and np.isfinite(longest) and np.isfinite(longest / s)):
         what = "the default horizon 12 / mu_1" if name == "mu" else name
-        raise ValueError(f"{name}: {what} (x 2^{doublings} extensions) in units of 1 / mu_1 "
-                         f"is not representable in float64")
+        raise ValueError(
+            f"{name}: {what} (x 2^{doublings} extensions) in units of 1 / mu_1 "
+            f"is not representable in float64"
+        )
     return horizon_hat

@@ -33,6 +33,7 @@ Every public function validates its inputs before any flow is simulated (``Value
 the parameter), and every search has an iteration cap: hitting it is reported
 (:class:`BoundarySearch`) or raises a ``RuntimeError`` naming the cap, never a silent number.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,14 +60,30 @@ from .boundaries import (
 from .classification import REGIME_NAMES, RegimeResult, classify, log_gradient_norm
 from .regime_inputs import MIN_RTOL, check_mu, check_positive, horizon, scaled_mu
 
-__all__ = ["MIN_RTOL", "REGIME_NAMES", "BoundarySearch", "RegimeResult", "check_mu",
-           "check_positive", "classify", "collapse_boundary", "collapse_boundary_search",
-           "collapse_certificate_boundary", "initial_norm", "initial_rates_from_field",
-           "leader_phase_diagram", "leader_sequence_at_depth", "log_gradient_norm",
-           "regime3_boundary", "regime3_boundary_from_field"]
+__all__ = [
+    "MIN_RTOL",
+    "REGIME_NAMES",
+    "BoundarySearch",
+    "RegimeResult",
+    "check_mu",
+    "check_positive",
+    "classify",
+    "collapse_boundary",
+    "collapse_boundary_search",
+    "collapse_certificate_boundary",
+    "initial_norm",
+    "initial_rates_from_field",
+    "leader_phase_diagram",
+    "leader_sequence_at_depth",
+    "log_gradient_norm",
+    "regime3_boundary",
+    "regime3_boundary_from_field",
+]
 
 
-def leader_phase_diagram(mu, ratios, tau_max: float, n_tau: int = 200) -> tuple[np.ndarray, np.ndarray]:
+def leader_phase_diagram(
+    mu, ratios, tau_max: float, n_tau: int = 200
+) -> tuple[np.ndarray, np.ndarray]:
     """Leading coordinate (0-based; -1 once collapsed) over an ``(alpha / rho, tau)`` grid.
 
     Returns ``(tau, lead)`` with ``lead`` of shape ``(len(ratios), n_tau)``; ``lead`` is -2 at
@@ -78,7 +95,9 @@ def leader_phase_diagram(mu, ratios, tau_max: float, n_tau: int = 200) -> tuple[
     mu = check_mu(mu)
     r = numeric_array(ratios, "ratios", ndim=1)
     if r.size == 0 or not np.all(np.isfinite(r)) or np.any(r <= 0):
-        raise ValueError(f"ratios must be a non-empty 1-D array of finite numbers > 0, got {ratios!r}")
+        raise ValueError(
+            f"ratios must be a non-empty 1-D array of finite numbers > 0, got {ratios!r}"
+        )
     n_tau = integer(n_tau, "n_tau", 2)
     mu_hat, s = scaled_mu(mu)
     tau_max_hat = horizon(tau_max, mu, s, "tau_max")
@@ -86,18 +105,28 @@ def leader_phase_diagram(mu, ratios, tau_max: float, n_tau: int = 200) -> tuple[
     tau = np.linspace(0.0, check_positive(tau_max, "tau_max"), n_tau)
     lead = np.empty((r.size, n_tau), dtype=int)
     for i, ratio in enumerate(r):
-        traj = simulate(data, "l2-sam", depth=2, alpha=float(ratio), rho=1.0,
-                        t_max=tau_max_hat, n_points=n_tau, original_time=False, rtol=1e-9)
+        traj = simulate(
+            data,
+            "l2-sam",
+            depth=2,
+            alpha=float(ratio),
+            rho=1.0,
+            t_max=tau_max_hat,
+            n_points=n_tau,
+            original_time=False,
+            rtol=1e-9,
+        )
         row = leaders(traj.log_abs_beta)[:n_tau]
         lead[i] = -2
-        lead[i, :row.size] = row
+        lead[i, : row.size] = row
         if row.size > 1:
             lead[i, 0] = lead[i, 1]  # ties at tau = 0 (uniform init) are not a leader
     return tau, lead
 
 
-def leader_sequence_at_depth(mu, alpha: float, rho: float, depth: int, t_max: float,
-                             n_points: int = 400) -> tuple[LeaderSequence, Trajectory]:
+def leader_sequence_at_depth(
+    mu, alpha: float, rho: float, depth: int, t_max: float, n_points: int = 400
+) -> tuple[LeaderSequence, Trajectory]:
     """l2-SAM leader sequence at any depth (numerical only; L >= 3 runs end at a blow-up).
 
     Inputs are checked before the run (``ValueError`` naming ``mu``, ``alpha`` (as for
@@ -109,6 +138,14 @@ def leader_sequence_at_depth(mu, alpha: float, rho: float, depth: int, t_max: fl
     rho = real(rho, "rho", low=0.0)
     t_max = check_positive(t_max, "t_max")
     n_points = integer(n_points, "n_points", 2)
-    traj = simulate(single_example(mu), "l2-sam", depth=depth, alpha=alpha, rho=rho,
-                    t_max=t_max, n_points=n_points, original_time=False)
+    traj = simulate(
+        single_example(mu),
+        "l2-sam",
+        depth=depth,
+        alpha=alpha,
+        rho=rho,
+        t_max=t_max,
+        n_points=n_points,
+        original_time=False,
+    )
     return leader_sequence(traj.tau, traj.log_abs_beta), traj

@@ -44,6 +44,7 @@ Numerics
   on ``e_p`` or ``(e_p +- e_q)/sqrt(2)`` is unbounded). An entry whose two terms overflow with
   opposite signs is NaN, and so is the top eigenvalue then.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -56,8 +57,13 @@ from flows.results import Trajectory
 
 from ._checks import numeric_array, trajectory
 
-__all__ = ["LOSS_DERIVATIVES", "hessian", "hessian_trace", "sharpness_along",
-           "top_hessian_eigenvalue"]
+__all__ = [
+    "LOSS_DERIVATIVES",
+    "hessian",
+    "hessian_trace",
+    "sharpness_along",
+    "top_hessian_eigenvalue",
+]
 
 
 def _logistic(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -84,6 +90,7 @@ _CHUNK_ENTRIES = 2_000_000
 
 # ----------------------------------------------------------------------------- validation
 
+
 def _check_data(data) -> Dataset:
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
@@ -109,6 +116,7 @@ def _check_theta(theta, data: Dataset) -> np.ndarray:
 # A value is a pair (mantissa, exponent) with value = mantissa * 2**exponent (numpy.frexp):
 # products of k mantissas stay in [2**-k, 1) (each multiplication rounds as in float64),
 # exponents are int64 sums, so nothing overflows or underflows before the final ldexp.
+
 
 def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mant, expo = np.frexp(x)
@@ -143,8 +151,8 @@ def _layer_products(theta: np.ndarray):
     T, L, d = theta.shape
     mant, expo = _split(theta)
     total_e = np.sum(expo, axis=1)
-    pre = np.ones((T, L + 1, d))          # pre[:, k] = prod_{k' < k} mantissa
-    suf = np.ones((T, L + 1, d))          # suf[:, k] = prod_{k' >= k} mantissa
+    pre = np.ones((T, L + 1, d))  # pre[:, k] = prod_{k' < k} mantissa
+    suf = np.ones((T, L + 1, d))  # suf[:, k] = prod_{k' >= k} mantissa
     for k in range(L):
         pre[:, k + 1] = pre[:, k] * mant[:, k]
         suf[:, L - 1 - k] = suf[:, L - k] * mant[:, L - 1 - k]
@@ -153,7 +161,7 @@ def _layer_products(theta: np.ndarray):
     two_m = np.zeros((T, L, L, d))
     two_e = np.zeros((T, L, L, d), dtype=np.int64)
     for l1 in range(L):
-        middle = np.ones((T, d))          # prod_{l1 < k < l2} mantissa
+        middle = np.ones((T, d))  # prod_{l1 < k < l2} mantissa
         for l2 in range(l1 + 1, L):
             two_m[:, l1, l2] = two_m[:, l2, l1] = pre[:, l1] * middle * suf[:, l2 + 1]
             two_e[:, l1, l2] = two_e[:, l2, l1] = total_e - expo[:, l1] - expo[:, l2]
@@ -166,13 +174,14 @@ def _margins(beta: tuple[np.ndarray, np.ndarray], A: np.ndarray) -> np.ndarray:
     margin beyond float64 is ``+-inf``, not NaN (as :func:`flows.model.margins`)."""
     mant, expo = beta
     nonzero = mant != 0
-    top = np.max(np.where(nonzero, expo, np.iinfo(np.int64).min), axis=1)   # (T,)
+    top = np.max(np.where(nonzero, expo, np.iinfo(np.int64).min), axis=1)  # (T,)
     top = np.where(np.any(nonzero, axis=1), top, 0)
-    scaled = _value((mant, expo - top[:, None]))                            # |.| < 1
+    scaled = _value((mant, expo - top[:, None]))  # |.| < 1
     return _value(_mul(_split(scaled @ A.T), (np.ones(1), top[:, None])))
 
 
 # ------------------------------------------------------------------------------ the core
+
 
 class _Parts:
     """The two ingredients of the Hessian at a stack of points ``theta`` (T, L, d).
@@ -186,17 +195,19 @@ class _Parts:
         A = np.asarray(data.signed_features, dtype=float)
         n = A.shape[0]
         beta, one, two = _layer_products(theta)
-        m = _margins(beta, A)                                                    # (T, n)
+        m = _margins(beta, A)  # (T, n)
         with np.errstate(over="ignore", under="ignore"):
             dl, sqrt_ddl = LOSS_DERIVATIVES[loss](m)
         self.shape = (T, L, d, n)
-        w = _split(sqrt_ddl)                                                     # (T, n)
-        a = _split(A)                                                            # (n, d)
-        rows = _mul((w[0][:, :, None, None], w[1][:, :, None, None]),
-                    (a[0][None, :, None, :], a[1][None, :, None, :]),
-                    (one[0][:, None], one[1][:, None]))                          # (T, n, L, d)
+        w = _split(sqrt_ddl)  # (T, n)
+        a = _split(A)  # (n, d)
+        rows = _mul(
+            (w[0][:, :, None, None], w[1][:, :, None, None]),
+            (a[0][None, :, None, :], a[1][None, :, None, :]),
+            (one[0][:, None], one[1][:, None]),
+        )  # (T, n, L, d)
         self.rows = (rows[0].reshape(T, n, L * d), rows[1].reshape(T, n, L * d))
-        gs = _split(_loss_factor(dl, A))                                        # (T, d)
+        gs = _split(_loss_factor(dl, A))  # (T, d)
         self.second = _mul((gs[0][:, None, None, :], gs[1][:, None, None, :]), two)
 
     def trace(self) -> np.ndarray:
@@ -214,12 +225,16 @@ class _Parts:
         finite = np.all(np.isfinite(rows), axis=(1, 2))
         with np.errstate(over="ignore", invalid="ignore"):
             first[finite] = np.einsum("tip,tiq->tpq", rows[finite], rows[finite])
-            for t in np.flatnonzero(~finite):   # products of inf with exact zeros stay 0
+            for t in np.flatnonzero(~finite):  # products of inf with exact zeros stay 0
                 rm, re = self.rows[0][t], self.rows[1][t]
-                first[t] = np.sum(_value(_mul((rm[:, :, None], re[:, :, None]),
-                                              (rm[:, None, :], re[:, None, :]))), axis=0)
+                first[t] = np.sum(
+                    _value(
+                        _mul((rm[:, :, None], re[:, :, None]), (rm[:, None, :], re[:, None, :]))
+                    ),
+                    axis=0,
+                )
             first /= n
-        second = _value(self.second)                                             # (T, L, L, d)
+        second = _value(self.second)  # (T, L, L, d)
         H = first.reshape(T, L, d, L, d)
         jj = np.arange(d)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -258,6 +273,7 @@ def _chunks(T: int, entries_per_point: int):
 
 
 # ------------------------------------------------------------------------------- public API
+
 
 def hessian(data: Dataset, theta, loss: str = "logistic") -> np.ndarray:
     r"""Exact Hessian of the training loss with respect to all ``L*d`` parameters.
@@ -332,8 +348,9 @@ def top_hessian_eigenvalue(data: Dataset, theta, loss: str = "logistic") -> floa
     return float(_top(H[None])[0])
 
 
-def sharpness_along(traj: Trajectory, data: Dataset,
-                    loss: str = "logistic") -> tuple[np.ndarray, np.ndarray]:
+def sharpness_along(
+    traj: Trajectory, data: Dataset, loss: str = "logistic"
+) -> tuple[np.ndarray, np.ndarray]:
     r"""``tr H`` and ``lambda_max(H)`` at every output time of a flow.
 
     Parameters
@@ -369,8 +386,10 @@ def sharpness_along(traj: Trajectory, data: Dataset,
     loss = _check_loss(loss)
     T, L, d = np.shape(traj.log_abs_theta)
     if L != traj.depth:
-        raise ValueError(f"traj.log_abs_theta must have one row per layer (depth {traj.depth}), "
-                         f"got shape {(T, L, d)}")
+        raise ValueError(
+            f"traj.log_abs_theta must have one row per layer (depth {traj.depth}), "
+            f"got shape {(T, L, d)}"
+        )
     if d != data.d:
         raise ValueError(f"data must have d = {d} features like traj, got d = {data.d}")
     theta = traj.theta

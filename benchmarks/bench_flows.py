@@ -31,6 +31,7 @@ Timings: best of 3 calls (time.perf_counter), except that no further call starts
 ``REP_BUDGET`` seconds were spent on a configuration (the slow old-engine baselines then get
 1 or 2 calls and the phase diagram one; the ``reps`` column says how many calls were made).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,10 +41,10 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable
 from unittest import mock
 
 import numpy as np
@@ -134,13 +135,28 @@ class Row:
     status: int
 
     def cells(self, baseline: float) -> list[str]:
-        return [self.method, self.config, ms(self.timed.seconds),
-                f"{self.timed.seconds / baseline:.2f}x", sci(self.error), str(self.nfev),
-                str(self.status), str(self.timed.reps)]
+        return [
+            self.method,
+            self.config,
+            ms(self.timed.seconds),
+            f"{self.timed.seconds / baseline:.2f}x",
+            sci(self.error),
+            str(self.nfev),
+            str(self.status),
+            str(self.timed.reps),
+        ]
 
 
-ROW_HEADER = ["method", "configuration", "time [ms]", "/ baseline", "max err", "nfev",
-              "status", "reps"]
+ROW_HEADER = [
+    "method",
+    "configuration",
+    "time [ms]",
+    "/ baseline",
+    "max err",
+    "nfev",
+    "status",
+    "reps",
+]
 
 
 def measure(method: str, config: str, fn: Callable, ref: np.ndarray) -> Row:
@@ -171,9 +187,15 @@ def report_rows(report: Report, rows: list[Row], baseline: Row, methods: list[st
     report.add(f"Cheapest configuration with status 0 and max error <= {TARGET:.0e}:")
     report.add()
     best = [(m, cheapest(rows, m)) for m in methods]
-    report.table(["method", "configuration", "time [ms]", "max err"],
-                 [[m, r.config, ms(r.timed.seconds), sci(r.error)] if r else
-                  [m, "none reaches the target", "-", "-"] for m, r in best])
+    report.table(
+        ["method", "configuration", "time [ms]", "max err"],
+        [
+            [m, r.config, ms(r.timed.seconds), sci(r.error)]
+            if r
+            else [m, "none reaches the target", "-", "-"]
+            for m, r in best
+        ],
+    )
 
 
 def ratio(slow: Row | None, fast: Row | None) -> float:
@@ -184,14 +206,21 @@ def ratio(slow: Row | None, fast: Row | None) -> float:
 # --------------------------------------------------------------------------- shared runners
 
 
-def rk45_log_beta(field: Callable[[np.ndarray], np.ndarray], theta0: np.ndarray, t_max: float,
-                  rtol: float) -> tuple[np.ndarray, int, int]:
+def rk45_log_beta(
+    field: Callable[[np.ndarray], np.ndarray], theta0: np.ndarray, t_max: float, rtol: float
+) -> tuple[np.ndarray, int, int]:
     """scipy RK45 on the flat (2, d) theta in linear coordinates (atol 1e-30: pure relative
     control); log|beta| at the ``N_TIMES`` output times (NaN on failure), nfev, status."""
     shape = theta0.shape
-    sol = solve_ivp(lambda _t, y: field(y.reshape(shape)).ravel(), (0.0, t_max), theta0.ravel(),
-                    method="RK45", rtol=rtol, atol=1e-30,
-                    t_eval=np.linspace(0.0, t_max, N_TIMES))
+    sol = solve_ivp(
+        lambda _t, y: field(y.reshape(shape)).ravel(),
+        (0.0, t_max),
+        theta0.ravel(),
+        method="RK45",
+        rtol=rtol,
+        atol=1e-30,
+        t_eval=np.linspace(0.0, t_max, N_TIMES),
+    )
     if sol.status != 0:
         return np.full((N_TIMES, shape[1]), np.nan), sol.nfev, sol.status
     theta = sol.y.T.reshape(N_TIMES, *shape)
@@ -217,9 +246,15 @@ def reduced_log_rhs(_tau: float, u: np.ndarray) -> np.ndarray:
 
 def single_reference(rtol: float) -> np.ndarray:
     """log|beta| (N_TIMES, d) from the reduced system in log coordinates (DOP853)."""
-    sol = solve_ivp(reduced_log_rhs, (0.0, TAU_MAX), np.full(MU.size, np.log(ALPHA)),
-                    method="DOP853", rtol=rtol, atol=1e-14,
-                    t_eval=np.linspace(0.0, TAU_MAX, N_TIMES))
+    sol = solve_ivp(
+        reduced_log_rhs,
+        (0.0, TAU_MAX),
+        np.full(MU.size, np.log(ALPHA)),
+        method="DOP853",
+        rtol=rtol,
+        atol=1e-14,
+        t_eval=np.linspace(0.0, TAU_MAX, N_TIMES),
+    )
     assert sol.status == 0, sol.message
     return DEPTH * sol.y.T
 
@@ -234,20 +269,35 @@ def single_sam_field(theta: np.ndarray) -> np.ndarray:
 def single_configs(data: Dataset, quick: bool) -> list[tuple[str, str, Callable]]:
     """(method, configuration, call) for part 1; the first one is the baseline."""
     sim = partial(simulate_log_beta, data, "l2-sam", rho=RHO_1, t_max=TAU_MAX)
-    configs = [("simulate", f"default (backend {DEFAULT_BACKEND}, rtol 1e-10, log t)", sim),
-               ("simulate, no log t", "original_time=False", partial(sim, original_time=False)),
-               ("simulate, numpy", 'backend="numpy" (log t)', partial(sim, backend="numpy")),
-               ("simulate, numpy, no log t", 'backend="numpy", original_time=False',
-                partial(sim, backend="numpy", original_time=False)),
-               ("simulate, old field", 'backend="reference"', partial(sim, backend="reference"))]
-    for rtol in ([1e-6] if quick else [1e-6, 1e-8, 1e-12]):
+    configs = [
+        ("simulate", f"default (backend {DEFAULT_BACKEND}, rtol 1e-10, log t)", sim),
+        ("simulate, no log t", "original_time=False", partial(sim, original_time=False)),
+        ("simulate, numpy", 'backend="numpy" (log t)', partial(sim, backend="numpy")),
+        (
+            "simulate, numpy, no log t",
+            'backend="numpy", original_time=False',
+            partial(sim, backend="numpy", original_time=False),
+        ),
+        ("simulate, old field", 'backend="reference"', partial(sim, backend="reference")),
+    ]
+    for rtol in [1e-6] if quick else [1e-6, 1e-8, 1e-12]:
         configs.append(("simulate", f"rtol {rtol:.0e}", partial(sim, rtol=rtol)))
-        configs.append(("simulate, no log t", f"rtol {rtol:.0e}, original_time=False",
-                        partial(sim, rtol=rtol, original_time=False)))
+        configs.append(
+            (
+                "simulate, no log t",
+                f"rtol {rtol:.0e}, original_time=False",
+                partial(sim, rtol=rtol, original_time=False),
+            )
+        )
     theta0 = np.full((DEPTH, MU.size), ALPHA)
-    for rtol in [1e-4, 1e-8] if quick else [10.0 ** -k for k in range(3, 13)]:
-        configs.append(("RK45 full theta", f"rtol {rtol:.0e}",
-                        partial(rk45_log_beta, single_sam_field, theta0, TAU_MAX, rtol)))
+    for rtol in [1e-4, 1e-8] if quick else [10.0**-k for k in range(3, 13)]:
+        configs.append(
+            (
+                "RK45 full theta",
+                f"rtol {rtol:.0e}",
+                partial(rk45_log_beta, single_sam_field, theta0, TAU_MAX, rtol),
+            )
+        )
     return configs
 
 
@@ -255,32 +305,54 @@ def part_single(report: Report, quick: bool) -> dict:
     """Part 1; returns the summary ratios."""
     report.add("## 1. Single example: D_mu, mu = (1..5), l2-SAM, rho = 1, alpha = 0.4, L = 2")
     report.add()
-    report.add(f"Rescaled clock, tau in [0, {TAU_MAX:g}], {N_TIMES} output times; error = max "
-               "over times and coordinates of |log|beta| - log|beta_ref||.")
+    report.add(
+        f"Rescaled clock, tau in [0, {TAU_MAX:g}], {N_TIMES} output times; error = max "
+        "over times and coordinates of |log|beta| - log|beta_ref||."
+    )
     report.add()
     data = single_example(MU)
     timed_ref = best_of(lambda: single_reference(1e-13))
     ref = timed_ref.value
     sim_13, _, status_13 = simulate_log_beta(data, "l2-sam", rho=RHO_1, t_max=TAU_MAX, rtol=1e-13)
-    report.add("Reference: reduced system (docs/theory.md §8) in log coordinates, scipy DOP853 rtol 1e-13, "
-               f"atol 1e-14 ({ms(timed_ref.seconds)} ms); independent of `flows`.")
+    report.add(
+        "Reference: reduced system (docs/theory.md §8) in log coordinates, scipy DOP853 rtol 1e-13, "
+        f"atol 1e-14 ({ms(timed_ref.seconds)} ms); independent of `flows`."
+    )
     report.add()
-    report.table(["self-check", "max difference"], [
-        ["reference(rtol 1e-13) vs reference(rtol 1e-11)", sci(max_error(single_reference(1e-11), ref))],
-        [f"reference vs simulate(rtol 1e-13) (status {status_13})", sci(max_error(sim_13, ref))]])
+    report.table(
+        ["self-check", "max difference"],
+        [
+            [
+                "reference(rtol 1e-13) vs reference(rtol 1e-11)",
+                sci(max_error(single_reference(1e-11), ref)),
+            ],
+            [
+                f"reference vs simulate(rtol 1e-13) (status {status_13})",
+                sci(max_error(sim_13, ref)),
+            ],
+        ],
+    )
     rows = [measure(m, c, fn, ref) for m, c, fn in single_configs(data, quick)]
-    methods = ["simulate", "simulate, no log t", "simulate, numpy", "simulate, numpy, no log t",
-               "simulate, old field", "RK45 full theta"]
+    methods = [
+        "simulate",
+        "simulate, no log t",
+        "simulate, numpy",
+        "simulate, numpy, no log t",
+        "simulate, old field",
+        "RK45 full theta",
+    ]
     report_rows(report, rows, rows[0], methods)
     rk, default = cheapest(rows, "RK45 full theta"), rows[0]
     old = next(r for r in rows if r.method == "simulate, old field")
     numpy_default = next(r for r in rows if r.method == "simulate, numpy")
-    return {"rk_over_default": ratio(rk, default) if default.error <= TARGET else np.nan,
-            "rk_over_numpy": ratio(rk, numpy_default) if numpy_default.error <= TARGET else np.nan,
-            "numpy_over_default": ratio(numpy_default, default),
-            "rk_over_no_log_t": ratio(rk, cheapest(rows, "simulate, no log t")),
-            "old_field_over_default": ratio(old, default),
-            "failures": [r for r in rows if r.status != 0]}
+    return {
+        "rk_over_default": ratio(rk, default) if default.error <= TARGET else np.nan,
+        "rk_over_numpy": ratio(rk, numpy_default) if numpy_default.error <= TARGET else np.nan,
+        "numpy_over_default": ratio(numpy_default, default),
+        "rk_over_no_log_t": ratio(rk, cheapest(rows, "simulate, no log t")),
+        "old_field_over_default": ratio(old, default),
+        "failures": [r for r in rows if r.status != 0],
+    }
 
 
 # --------------------------------------------------------------------------- 2. multi-sample
@@ -317,8 +389,10 @@ def multi_field(theta: np.ndarray, signed_x: np.ndarray, rho: float) -> np.ndarr
 def multi_configs(sim: Callable, rk45: Callable, quick: bool) -> list[tuple[str, str, Callable]]:
     """(method, configuration, call) for part 2 from ``sim(**kw)`` and ``rk45(rtol)``; the
     first one is the baseline."""
-    configs = [("simulate", f"default (backend {DEFAULT_BACKEND}, rtol 1e-10)", sim),
-               ("simulate, numpy", 'backend="numpy"', partial(sim, backend="numpy"))]
+    configs = [
+        ("simulate", f"default (backend {DEFAULT_BACKEND}, rtol 1e-10)", sim),
+        ("simulate, numpy", 'backend="numpy"', partial(sim, backend="numpy")),
+    ]
     for rtol in [1e-6, 1e-8] if quick else [1e-6, 1e-7, 1e-8]:
         configs.append(("simulate", f"rtol {rtol:.0e}", partial(sim, rtol=rtol)))
     for rtol in [1e-6, 1e-8] if quick else [1e-4, 1e-6, 1e-7, 1e-8, 1e-10, 1e-12]:
@@ -328,18 +402,28 @@ def multi_configs(sim: Callable, rk45: Callable, quick: bool) -> list[tuple[str,
 
 def part_multi(report: Report, quick: bool) -> dict:
     """Part 2 (l2-SAM rho = 0.1, then GD); returns the summary ratios."""
-    report.add(f"## 2. Multi-sample: n = {N_SAMPLES}, d = {DIM} (seed {SEED}), L = 2, "
-               "alpha = 0.4, original clock")
+    report.add(
+        f"## 2. Multi-sample: n = {N_SAMPLES}, d = {DIM} (seed {SEED}), L = 2, "
+        "alpha = 0.4, original clock"
+    )
     report.add()
-    report.add(f"t in [0, {T_MAX_2:g}], {N_TIMES} outputs. The reference is `simulate(rtol=1e-13)` "
-               "itself (self-referenced); the independent check is its distance to RK45 on the "
-               "full theta at rtol 1e-12 (plain numpy field, shares no code with `flows`).")
+    report.add(
+        f"t in [0, {T_MAX_2:g}], {N_TIMES} outputs. The reference is `simulate(rtol=1e-13)` "
+        "itself (self-referenced); the independent check is its distance to RK45 on the "
+        "full theta at rtol 1e-12 (plain numpy field, shares no code with `flows`)."
+    )
     report.add()
     data = separable_data()
     out = {"failures": []}
     for algorithm, rho in (("l2-sam", RHO_2), ("gd", 0.0)):
-        sim = partial(simulate_log_beta, data, algorithm, t_max=T_MAX_2, clock="original",
-                      **({"rho": rho} if rho > 0 else {}))
+        sim = partial(
+            simulate_log_beta,
+            data,
+            algorithm,
+            t_max=T_MAX_2,
+            clock="original",
+            **({"rho": rho} if rho > 0 else {}),
+        )
         field = partial(multi_field, signed_x=data.y[:, None] * data.X, rho=rho)
         rk45 = partial(rk45_log_beta, field, np.full((DEPTH, data.d), ALPHA), T_MAX_2)
         ref, _, ref_status = sim(rtol=1e-13)
@@ -348,14 +432,17 @@ def part_multi(report: Report, quick: bool) -> dict:
         name = algorithm + (f", rho = {rho:g}" if rho > 0 else "")
         report.add(f"### {name}")
         report.add()
-        report.add(f"Reference status {ref_status}; |simulate(rtol 1e-13) - RK45(rtol 1e-12)|_max "
-                   f"= {sci(max_error(check, ref))}.")
+        report.add(
+            f"Reference status {ref_status}; |simulate(rtol 1e-13) - RK45(rtol 1e-12)|_max "
+            f"= {sci(max_error(check, ref))}."
+        )
         report.add()
         rows = [measure(m, c, fn, ref) for m, c, fn in configs]
         report_rows(report, rows, rows[0], ["simulate", "simulate, numpy", "RK45 full theta"])
         out[algorithm] = ratio(cheapest(rows, "RK45 full theta"), cheapest(rows, "simulate"))
-        out[algorithm + " numpy"] = ratio(cheapest(rows, "RK45 full theta"),
-                                          cheapest(rows, "simulate, numpy"))
+        out[algorithm + " numpy"] = ratio(
+            cheapest(rows, "RK45 full theta"), cheapest(rows, "simulate, numpy")
+        )
         out["failures"] += [r for r in rows if r.status != 0]
     return out
 
@@ -369,39 +456,81 @@ COLLAPSE_TARGET = 0.050  # seconds per collapse run
 
 def fig5_run(alpha: float, **kw):
     """The fig5-type run at ``alpha`` (rescaled clock, tau in [0, 6], 241 outputs)."""
-    return simulate(single_example(MU), "l2-sam", depth=2, alpha=alpha, rho=1.0, t_max=6.0,
-                    n_points=241, original_time=False, rtol=1e-8, **kw)
+    return simulate(
+        single_example(MU),
+        "l2-sam",
+        depth=2,
+        alpha=alpha,
+        rho=1.0,
+        t_max=6.0,
+        n_points=241,
+        original_time=False,
+        rtol=1e-8,
+        **kw,
+    )
 
 
 def describe_run(timed: Timed) -> list[str]:
     """time, nfev, status, collapse tau of a timed fig5 run."""
     traj = timed.value
     tau = traj.collapse_time
-    return [ms(timed.seconds), str(traj.nfev), str(traj.status),
-            "-" if tau is None else f"{tau:.6f}", str(timed.reps)]
+    return [
+        ms(timed.seconds),
+        str(traj.nfev),
+        str(traj.status),
+        "-" if tau is None else f"{tau:.6f}",
+        str(timed.reps),
+    ]
 
 
 def part_collapse(report: Report, quick: bool) -> dict:
     """Part 3; returns the slowest collapse run and the speed-ups."""
     alphas = (0.3, 0.5) if quick else COLLAPSE_ALPHAS + OTHER_ALPHAS
-    report.add("## 3. fig5-type runs: l2-SAM, mu = (1..5), L = 2, rho = 1, tau in [0, 6], "
-               "241 outputs, rtol 1e-8, original_time=False")
+    report.add(
+        "## 3. fig5-type runs: l2-SAM, mu = (1..5), L = 2, rho = 1, tau in [0, 6], "
+        "241 outputs, rtol 1e-8, original_time=False"
+    )
     report.add()
-    report.add('Old engine = `backend="reference", chart="asinh"`. Collapse expected for '
-               f"alpha <= 0.345; target <= {COLLAPSE_TARGET * 1e3:.0f} ms per collapse run.")
+    report.add(
+        'Old engine = `backend="reference", chart="asinh"`. Collapse expected for '
+        f"alpha <= 0.345; target <= {COLLAPSE_TARGET * 1e3:.0f} ms per collapse run."
+    )
     report.add()
     rows, slowest, speedups, failures = [], 0.0, [], []
     for alpha in alphas:
-        new, old = best_of(partial(fig5_run, alpha)), best_of(partial(fig5_run, alpha, **OLD_ENGINE))
-        rows.append([f"{alpha:g}", *describe_run(new), *describe_run(old),
-                     f"{old.seconds / new.seconds:.1f}x"])
+        new, old = (
+            best_of(partial(fig5_run, alpha)),
+            best_of(partial(fig5_run, alpha, **OLD_ENGINE)),
+        )
+        rows.append(
+            [
+                f"{alpha:g}",
+                *describe_run(new),
+                *describe_run(old),
+                f"{old.seconds / new.seconds:.1f}x",
+            ]
+        )
         speedups.append(old.seconds / new.seconds)
         failures += [f"alpha {alpha:g}: {t.value.message}" for t in (new, old) if t.value.status]
         if new.value.collapse_time is not None:
             slowest = max(slowest, new.seconds)
-    report.table(["alpha", "new [ms]", "nfev", "status", "collapse tau", "reps",
-                  "old [ms]", "old nfev", "old status", "old collapse tau", "old reps",
-                  "old / new"], rows)
+    report.table(
+        [
+            "alpha",
+            "new [ms]",
+            "nfev",
+            "status",
+            "collapse tau",
+            "reps",
+            "old [ms]",
+            "old nfev",
+            "old status",
+            "old collapse tau",
+            "old reps",
+            "old / new",
+        ],
+        rows,
+    )
     return {"slowest_collapse": slowest, "speedups": speedups, "failures": failures}
 
 
@@ -415,8 +544,9 @@ def old_engine_phase_estimate(ratios: np.ndarray, n_tau: int, every: int) -> flo
     (``simulate`` inside ``analysis.regimes`` bound to the old backend and asinh chart)."""
     old_simulate = partial(simulate, **OLD_ENGINE)
     with mock.patch.object(regimes, "simulate", old_simulate):
-        timed = best_of(lambda: regimes.leader_phase_diagram(MU, ratios[::every], PHASE_TAU_MAX,
-                                                             n_tau), reps=1)
+        timed = best_of(
+            lambda: regimes.leader_phase_diagram(MU, ratios[::every], PHASE_TAU_MAX, n_tau), reps=1
+        )
     return timed.seconds * ratios.size / ratios[::every].size
 
 
@@ -424,17 +554,26 @@ def part_phase(report: Report, quick: bool) -> dict:
     """Part 4; returns the wall time and the old-engine estimate."""
     n_ratio, n_tau, every = (10, 20, 5) if quick else (100, 100, 20)
     ratios = np.geomspace(0.08, 1.6, n_ratio)
-    report.add(f"## 4. `analysis.regimes.leader_phase_diagram`: {n_ratio} ratios "
-               f"(geomspace(0.08, 1.6)) x {n_tau} tau, tau_max = {PHASE_TAU_MAX:g}")
+    report.add(
+        f"## 4. `analysis.regimes.leader_phase_diagram`: {n_ratio} ratios "
+        f"(geomspace(0.08, 1.6)) x {n_tau} tau, tau_max = {PHASE_TAU_MAX:g}"
+    )
     report.add()
     timed = best_of(lambda: regimes.leader_phase_diagram(MU, ratios, PHASE_TAU_MAX, n_tau))
     _, lead = timed.value
     estimate = old_engine_phase_estimate(ratios, n_tau, every)
-    report.table(["engine", "wall time [s]", "reps", "rows not reached (lead == -2)"],
-                 [["new (default)", f"{timed.seconds:.2f}", str(timed.reps),
-                   str(int(np.sum(np.any(lead == -2, axis=1))))],
-                  [f"old, estimated from every {every}th row x {every}", f"{estimate:.2f}", "1",
-                   "-"]])
+    report.table(
+        ["engine", "wall time [s]", "reps", "rows not reached (lead == -2)"],
+        [
+            [
+                "new (default)",
+                f"{timed.seconds:.2f}",
+                str(timed.reps),
+                str(int(np.sum(np.any(lead == -2, axis=1)))),
+            ],
+            [f"old, estimated from every {every}th row x {every}", f"{estimate:.2f}", "1", "-"],
+        ],
+    )
     return {"seconds": timed.seconds, "old_estimate": estimate}
 
 
@@ -454,10 +593,11 @@ def machine_lines() -> list[str]:
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
-    return [f"- python {platform.python_version()}, numpy {np.__version__}, "
-            f"scipy {scipy.__version__}",
-            f"- machine: {platform.platform()}, nproc {nproc}, CPU {model}",
-            f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}"]
+    return [
+        f"- python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}",
+        f"- machine: {platform.platform()}, nproc {nproc}, CPU {model}",
+        f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
+    ]
 
 
 def load_average() -> str:
@@ -472,25 +612,45 @@ def part_numba(report: Report) -> None:
     report.add("## 5. numba")
     report.add()
     if not compiled.available():
-        report.add("numba is not installed (`pip install -e '.[fast]'`): compiled backend not "
-                   "measured.")
+        report.add(
+            "numba is not installed (`pip install -e '.[fast]'`): compiled backend not measured."
+        )
         report.add()
         return
     data = single_example(MU)
     rows = []
-    for name, kw in (("single example, default call", dict(t_max=TAU_MAX, n_points=N_TIMES)),
-                     ("single example, original_time=False",
-                      dict(t_max=TAU_MAX, n_points=N_TIMES, original_time=False)),
-                     ("fig5 collapse run alpha = 0.3", dict(alpha=0.3, t_max=6.0, n_points=241,
-                                                            original_time=False, rtol=1e-8))):
+    for name, kw in (
+        ("single example, default call", dict(t_max=TAU_MAX, n_points=N_TIMES)),
+        (
+            "single example, original_time=False",
+            dict(t_max=TAU_MAX, n_points=N_TIMES, original_time=False),
+        ),
+        (
+            "fig5 collapse run alpha = 0.3",
+            dict(alpha=0.3, t_max=6.0, n_points=241, original_time=False, rtol=1e-8),
+        ),
+    ):
         kw = {"alpha": ALPHA, **kw}
-        runs = {b: best_of(partial(simulate, data, "l2-sam", DEPTH, rho=RHO_1, backend=b, **kw))
-                for b in ("numpy", "numba")}
+        runs = {
+            b: best_of(partial(simulate, data, "l2-sam", DEPTH, rho=RHO_1, backend=b, **kw))
+            for b in ("numpy", "numba")
+        }
         finite = np.isfinite(runs["numpy"].value.log_abs_beta)
-        gap = np.max(np.abs(runs["numba"].value.log_abs_beta[finite]
-                            - runs["numpy"].value.log_abs_beta[finite]), initial=0.0)
-        rows.append([name, ms(runs["numpy"].seconds), ms(runs["numba"].seconds),
-                     f"{runs['numpy'].seconds / runs['numba'].seconds:.1f}x", sci(gap)])
+        gap = np.max(
+            np.abs(
+                runs["numba"].value.log_abs_beta[finite] - runs["numpy"].value.log_abs_beta[finite]
+            ),
+            initial=0.0,
+        )
+        rows.append(
+            [
+                name,
+                ms(runs["numpy"].seconds),
+                ms(runs["numba"].seconds),
+                f"{runs['numpy'].seconds / runs['numba'].seconds:.1f}x",
+                sci(gap),
+            ]
+        )
     report.table(["run", "numpy [ms]", "numba [ms]", "numpy / numba", "max |dlog|beta||"], rows)
 
 
@@ -502,29 +662,74 @@ def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list
     """(quantity, value, target, verdict) rows."""
     r1, r_np = single["rk_over_default"], single["rk_over_numpy"]
     return [
-        [f"1. time(RK45 <= 1e-6) / time(simulate default, backend {DEFAULT_BACKEND})",
-         f"{r1:.2f}x", ">= 30x (numba)" if DEFAULT_BACKEND == "numba" else ">= 10x",
-         verdict(r1 >= (30 if DEFAULT_BACKEND == "numba" else 10))],
-        ['1. time(RK45 <= 1e-6) / time(simulate default, backend="numpy")', f"{r_np:.2f}x",
-         ">= 10x", verdict(r_np >= 10)],
-        ["1. time(numpy backend) / time(default backend), default call",
-         f"{single['numpy_over_default']:.2f}x", "-", "-"],
-        ["1. time(RK45 <= 1e-6) / time(cheapest simulate, original_time=False)",
-         f"{single['rk_over_no_log_t']:.2f}x", "-", "-"],
-        ["1. time(old field) / time(fused field), default call",
-         f"{single['old_field_over_default']:.1f}x", "-", "-"],
-        *[[f"2. {name}: time(RK45 <= 1e-6) / time(simulate <= 1e-6)", f"{multi[key]:.2f}x",
-           ">= 1x", verdict(multi[key] >= 1)] for key, name in
-          (("l2-sam", f"l2-SAM rho 0.1, {DEFAULT_BACKEND}"), ("gd", f"GD, {DEFAULT_BACKEND}"),
-           ("l2-sam numpy", "l2-SAM rho 0.1, numpy"), ("gd numpy", "GD, numpy"))],
-        ["3. slowest collapse run [ms]", ms(collapse["slowest_collapse"]),
-         f"<= {COLLAPSE_TARGET * 1e3:.0f}", verdict(collapse["slowest_collapse"] <= COLLAPSE_TARGET)],
-        ["3. old / new engine, fig5 runs (min .. max)",
-         f"{min(collapse['speedups']):.1f}x .. {max(collapse['speedups']):.1f}x", "-", "-"],
-        ["4. phase diagram wall time [s]", f"{phase['seconds']:.2f}", f"<= {PHASE_TARGET:g}",
-         verdict(phase["seconds"] <= PHASE_TARGET)],
-        ["4. old (estimated) / new, phase diagram",
-         f"{phase['old_estimate'] / phase['seconds']:.1f}x", "-", "-"],
+        [
+            f"1. time(RK45 <= 1e-6) / time(simulate default, backend {DEFAULT_BACKEND})",
+            f"{r1:.2f}x",
+            ">= 30x (numba)" if DEFAULT_BACKEND == "numba" else ">= 10x",
+            verdict(r1 >= (30 if DEFAULT_BACKEND == "numba" else 10)),
+        ],
+        [
+            '1. time(RK45 <= 1e-6) / time(simulate default, backend="numpy")',
+            f"{r_np:.2f}x",
+            ">= 10x",
+            verdict(r_np >= 10),
+        ],
+        [
+            "1. time(numpy backend) / time(default backend), default call",
+            f"{single['numpy_over_default']:.2f}x",
+            "-",
+            "-",
+        ],
+        [
+            "1. time(RK45 <= 1e-6) / time(cheapest simulate, original_time=False)",
+            f"{single['rk_over_no_log_t']:.2f}x",
+            "-",
+            "-",
+        ],
+        [
+            "1. time(old field) / time(fused field), default call",
+            f"{single['old_field_over_default']:.1f}x",
+            "-",
+            "-",
+        ],
+        *[
+            [
+                f"2. {name}: time(RK45 <= 1e-6) / time(simulate <= 1e-6)",
+                f"{multi[key]:.2f}x",
+                ">= 1x",
+                verdict(multi[key] >= 1),
+            ]
+            for key, name in (
+                ("l2-sam", f"l2-SAM rho 0.1, {DEFAULT_BACKEND}"),
+                ("gd", f"GD, {DEFAULT_BACKEND}"),
+                ("l2-sam numpy", "l2-SAM rho 0.1, numpy"),
+                ("gd numpy", "GD, numpy"),
+            )
+        ],
+        [
+            "3. slowest collapse run [ms]",
+            ms(collapse["slowest_collapse"]),
+            f"<= {COLLAPSE_TARGET * 1e3:.0f}",
+            verdict(collapse["slowest_collapse"] <= COLLAPSE_TARGET),
+        ],
+        [
+            "3. old / new engine, fig5 runs (min .. max)",
+            f"{min(collapse['speedups']):.1f}x .. {max(collapse['speedups']):.1f}x",
+            "-",
+            "-",
+        ],
+        [
+            "4. phase diagram wall time [s]",
+            f"{phase['seconds']:.2f}",
+            f"<= {PHASE_TARGET:g}",
+            verdict(phase["seconds"] <= PHASE_TARGET),
+        ],
+        [
+            "4. old (estimated) / new, phase diagram",
+            f"{phase['old_estimate'] / phase['seconds']:.1f}x",
+            "-",
+            "-",
+        ],
     ]
 
 
@@ -533,11 +738,17 @@ def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke version: fewer configurations, small phase diagram")
-    ap.add_argument("--out", type=Path, default=None,
-                    help=f"Markdown results file (default: {RESULTS} for a full run, none "
-                         "with --quick)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke version: fewer configurations, small phase diagram",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"Markdown results file (default: {RESULTS} for a full run, none with --quick)",
+    )
     args = ap.parse_args(argv)
     out = args.out if args.out is not None else (None if args.quick else RESULTS)
     start = time.perf_counter()
@@ -548,8 +759,10 @@ def main(argv: list[str] | None = None) -> int:
     report.add()
     for line in machine_lines():
         report.add(line)
-    report.add(f"- load average at start: {load_average()} — the machine may be shared with "
-               "other jobs, so timings are noisy upwards; best of up to 3 calls each.")
+    report.add(
+        f"- load average at start: {load_average()} — the machine may be shared with "
+        "other jobs, so timings are noisy upwards; best of up to 3 calls each."
+    )
     report.add()
     single = part_single(report, args.quick)
     multi = part_multi(report, args.quick)
@@ -558,10 +771,12 @@ def main(argv: list[str] | None = None) -> int:
     part_numba(report)
     report.add("## Summary")
     report.add()
-    report.table(["quantity", "value", "target", "verdict"],
-                 summary_rows(single, multi, collapse, phase))
-    failures = ([f"{r.method} {r.config}: status {r.status}" for r in
-                 single["failures"] + multi["failures"]] + collapse["failures"])
+    report.table(
+        ["quantity", "value", "target", "verdict"], summary_rows(single, multi, collapse, phase)
+    )
+    failures = [
+        f"{r.method} {r.config}: status {r.status}" for r in single["failures"] + multi["failures"]
+    ] + collapse["failures"]
     report.add("Runs with status != 0: " + ("; ".join(failures) if failures else "none") + ".")
     report.add()
     report.add(f"- load average at end: {load_average()}")

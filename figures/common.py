@@ -2,11 +2,12 @@
 
 Palette: Okabe–Ito (colour-blind safe) for categories, viridis for ordered coordinates.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import matplotlib
 
@@ -17,8 +18,7 @@ import numpy as np  # noqa: E402
 from analysis.amplification import shares  # noqa: E402
 from flows.cache import Result, Task  # noqa: E402
 
-OKABE_ITO = ["#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00",
-             "#CC79A7"]
+OKABE_ITO = ["#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"]
 MU5 = [1.0, 2.0, 3.0, 4.0, 5.0]
 
 

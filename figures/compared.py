@@ -1,5 +1,6 @@
 """The three algorithms that figures 1, 6 and 7 compare: their names and colours in the legends,
 and their task parameters."""
+
 from __future__ import annotations
 
 from .common import OKABE_ITO

@@ -4,6 +4,7 @@
 Directions are taken from the cached results in log space (``log|beta_j|`` and signs), so they
 are exact at any scale of beta; angles are in degrees.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -20,6 +20,7 @@ solution). It evaluates the engine's own field (:func:`flows.field.rescaled_velo
 float64 (fine here: ``|beta| < 1e4``). Checked against :func:`flows.simulate` where both run
 (GD and l_inf-SAM with rho = 0.02 on the fig6 data, L = 2, tau = 8: angles agree to 1e-3 deg).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -41,8 +42,15 @@ from .compared import ALGORITHMS, rho_entry
 Horizons = dict[bool, dict[int, tuple[float, int]]]
 
 
-def multi_sample_tasks(X: np.ndarray, y: np.ndarray, depths: tuple[int, ...], alpha, rho: float,
-                       horizons: Horizons, quick: bool) -> list[Task]:
+def multi_sample_tasks(
+    X: np.ndarray,
+    y: np.ndarray,
+    depths: tuple[int, ...],
+    alpha,
+    rho: float,
+    horizons: Horizons,
+    quick: bool,
+) -> list[Task]:
     """GD / l2-SAM / l_inf-SAM on data ``(X, y)`` for each depth (depth-major), over
     ``horizons[quick][depth]``; l_inf-SAM at L >= 2 runs on the Heun fallback (module doc), the
     others on :func:`flows.simulate`."""
@@ -50,8 +58,16 @@ def multi_sample_tasks(X: np.ndarray, y: np.ndarray, depths: tuple[int, ...], al
     for depth in depths:
         t_max, n = horizons[quick][depth]
         for alg in ALGORITHMS:
-            params = {"X": X.tolist(), "y": y.tolist(), "algorithm": alg, "depth": depth,
-                      "alpha": alpha, **rho_entry(alg, rho), "t_max": t_max, "n_points": n}
+            params = {
+                "X": X.tolist(),
+                "y": y.tolist(),
+                "algorithm": alg,
+                "depth": depth,
+                "alpha": alpha,
+                **rho_entry(alg, rho),
+                "t_max": t_max,
+                "n_points": n,
+            }
             if alg == "linf-sam" and depth >= 2:
                 out.append(Task("heun_flow", params))
             else:
@@ -76,14 +92,22 @@ def heun_flow(params: dict) -> Result:
     t_max, n_points = float(rest["t_max"]), int(rest["n_points"])
     hp = resolve_hyperparameters(algorithm, {"rho": rest.get("rho")})
     init = initialization(np.asarray(rest.get("alpha", 1.0), dtype=float), depth, data.d)
-    problem = Problem(data, get_algorithm(algorithm), hp, LOSSES["logistic"],
-                      init.multiplicity, get_clock("rescaled"), 1.0)
+    problem = Problem(
+        data,
+        get_algorithm(algorithm),
+        hp,
+        LOSSES["logistic"],
+        init.multiplicity,
+        get_clock("rescaled"),
+        1.0,
+    )
 
     def field(theta: np.ndarray) -> np.ndarray:
         return rescaled_velocity(SignedLog.from_float(theta), problem).dtheta.to_float()
 
-    run = _heun_steps(field, init.groups.astype(float), np.linspace(0.0, t_max, n_points),
-                      rtol, h_min, h_max)
+    run = _heun_steps(
+        field, init.groups.astype(float), np.linspace(0.0, t_max, n_points), rtol, h_min, h_max
+    )
     return _simulate_like(run, init.multiplicity, data.signed_features)
 
 
@@ -107,8 +131,14 @@ class _HeunRun(NamedTuple):
     message: str
 
 
-def _heun_steps(field: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, grid: np.ndarray,
-                rtol: float, h_min: float, h_max: float) -> _HeunRun:
+def _heun_steps(
+    field: Callable[[np.ndarray], np.ndarray],
+    theta: np.ndarray,
+    grid: np.ndarray,
+    rtol: float,
+    h_min: float,
+    h_max: float,
+) -> _HeunRun:
     """Heun steps from ``theta`` at ``tau = 0`` to ``grid[-1]``, the states interpolated
     linearly at the ``grid`` times; stops at a non-finite state (``status = -1``)."""
     n_points = grid.size
@@ -153,9 +183,18 @@ def _simulate_like(run: _HeunRun, multiplicity: np.ndarray, signed: np.ndarray) 
         log_abs_beta = np.log(np.abs(beta))
     loss = np.mean(np.logaddexp(0.0, -(beta @ signed.T)), axis=1)
     grid = run.tau
-    return {"t": grid, "tau": grid.copy(), "log_t_original": np.full(grid.shape, np.nan),
-            "loss": loss, "log_abs_beta": log_abs_beta, "sign_beta": np.sign(beta),
-            "status": np.array(run.status), "message": np.array(run.message),
-            "event_tau": np.zeros(0), "event_kind": np.zeros(0, dtype=str),
-            "event_j": np.zeros(0, dtype=int), "nfev": np.array(run.nfev),
-            "floor_steps": np.array(run.floor_steps)}
+    return {
+        "t": grid,
+        "tau": grid.copy(),
+        "log_t_original": np.full(grid.shape, np.nan),
+        "loss": loss,
+        "log_abs_beta": log_abs_beta,
+        "sign_beta": np.sign(beta),
+        "status": np.array(run.status),
+        "message": np.array(run.message),
+        "event_tau": np.zeros(0),
+        "event_kind": np.zeros(0, dtype=str),
+        "event_j": np.zeros(0, dtype=int),
+        "nfev": np.array(run.nfev),
+        "floor_steps": np.array(run.floor_steps),
+    }

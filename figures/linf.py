@@ -13,6 +13,7 @@ In the rescaled clock the coordinates of the balanced single-example l_inf-SAM f
 3-D run per depth checks that the decoupling holds in the engine too (its agreement with the
 1-D runs is printed in the figure's footer).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -52,10 +53,20 @@ def _solver(quick: bool, rtol: float = 1e-8) -> dict:
 
 
 def _linf_task(mu, alpha, depth: int, t_max: float, n_points: int, quick: bool) -> Task:
-    return Task("simulate", {"mu": list(mu), "algorithm": "linf-sam", "depth": depth,
-                             "alpha": list(alpha), "rho": RHO, "t_max": t_max,
-                             "n_points": n_points, "original_time": False,
-                             **_solver(quick, rtol=1e-10)})
+    return Task(
+        "simulate",
+        {
+            "mu": list(mu),
+            "algorithm": "linf-sam",
+            "depth": depth,
+            "alpha": list(alpha),
+            "rho": RHO,
+            "t_max": t_max,
+            "n_points": n_points,
+            "original_time": False,
+            **_solver(quick, rtol=1e-10),
+        },
+    )
 
 
 def coordinates_tasks(quick: bool) -> list[Task]:
@@ -67,8 +78,9 @@ def coordinates_tasks(quick: bool) -> list[Task]:
             tasks.append(_linf_task([mu], [alpha], L, t_short, n_short, quick))
             if label != "above":
                 tasks.append(_linf_task([mu], [alpha], L, t_long, n_long, quick))
-        tasks.append(_linf_task([c[1] for c in CASES], [c[2] for c in CASES], L, t_short,
-                                n_short, quick))
+        tasks.append(
+            _linf_task([c[1] for c in CASES], [c[2] for c in CASES], L, t_short, n_short, quick)
+        )
     return tasks
 
 
@@ -109,7 +121,7 @@ def coordinate_checks(results: list[Result]) -> dict:
     out = {}
     for L in DEPTHS:
         rel, mismatch, times, n_samples = 0.0, 0, {}, 0
-        for j, (label, mu, alpha) in enumerate(CASES):
+        for label, mu, alpha in CASES:
             short, long = per_case[L, label]
             tau, lb, sb = _stitched(short, long)
             cf = linf_sam([mu], [alpha], RHO, L, tau)
@@ -125,12 +137,14 @@ def coordinate_checks(results: list[Result]) -> dict:
             if np.any(both):
                 rel = max(rel, float(np.max(np.abs(np.expm1(lb[keep][both] - cf_lb[keep][both])))))
             n_samples += int(np.sum(keep))
-            times[label] = {"hit_flow": _event_tau(short, "sliding"),
-                            "hit_exact": float(cf.hit_time[0]),
-                            "blowup_flow": _event_tau(short, "blow-up"),
-                            "blowup_exact": float(cf.blowup_time[0]),
-                            "final_beta": float(np.exp(lb[-1])) if sb[-1] else 0.0,
-                            "final_tau": float(tau[-1])}
+            times[label] = {
+                "hit_flow": _event_tau(short, "sliding"),
+                "hit_exact": float(cf.hit_time[0]),
+                "blowup_flow": _event_tau(short, "blow-up"),
+                "blowup_exact": float(cf.blowup_time[0]),
+                "final_beta": float(np.exp(lb[-1])) if sb[-1] else 0.0,
+                "final_tau": float(tau[-1]),
+            }
         # joint 3-D run against the 1-D runs on the joint run's grid (same grid as the short runs)
         jr = joint[L]
         m = jr["tau"].size
@@ -145,9 +159,15 @@ def coordinate_checks(results: list[Result]) -> dict:
             if np.any(finite):
                 diff = max(diff, float(np.max(np.abs(a[finite] - b[finite]))))
             diff = max(diff, float(np.sum(np.isfinite(a) != np.isfinite(b))))
-        out[L] = {"max_rel_err": rel, "zero_mismatches": mismatch, "samples": n_samples,
-                  "times": times, "joint_vs_1d": diff,
-                  "joint_status": int(jr["status"]), "joint_tau_end": float(jr["tau"][-1])}
+        out[L] = {
+            "max_rel_err": rel,
+            "zero_mismatches": mismatch,
+            "samples": n_samples,
+            "times": times,
+            "joint_vs_1d": diff,
+            "joint_status": int(jr["status"]),
+            "joint_tau_end": float(jr["tau"][-1]),
+        }
     return out
 
 
@@ -157,43 +177,69 @@ def draw_coordinates(results: list[Result], quick: bool, path: Path) -> None:
     checks = coordinate_checks(results)
     (t_short, _), (t_long, _) = _horizons(quick)
     y_top = 1e8
-    fig, axes = plt.subplots(1, len(DEPTHS), figsize=(15, 4.9), sharey=True,
-                             constrained_layout=True)
-    for ax, L in zip(axes, DEPTHS):
+    fig, axes = plt.subplots(
+        1, len(DEPTHS), figsize=(15, 4.9), sharey=True, constrained_layout=True
+    )
+    for ax, L in zip(axes, DEPTHS, strict=False):
         for label, mu, alpha in CASES:
             color = CASE_COLORS[label]
             short, long = per_case[L, label]
             tau, lb, sb = _stitched(short, long)
             with np.errstate(over="ignore"):
                 beta = np.where(sb == 0, 0.0, np.exp(np.minimum(lb, 700.0)))
-            ax.plot(tau[1:], np.minimum(beta[1:], y_top), color=color, lw=2,
-                    label=f"{CASE_TEXT[label]}: μ_j={mu:g}, α_j={alpha:g}")
+            ax.plot(
+                tau[1:],
+                np.minimum(beta[1:], y_top),
+                color=color,
+                lw=2,
+                label=f"{CASE_TEXT[label]}: μ_j={mu:g}, α_j={alpha:g}",
+            )
             end = tau[-1]
             marks = np.geomspace(1.5e-2, end, 22 if not quick else 8)
             blow = checks[L]["times"][label]["blowup_exact"]
             if np.isfinite(blow):
                 marks = np.geomspace(1.5e-2, blow * (1 - 1e-3), 14 if not quick else 6)
             cf = linf_sam([mu], [alpha], RHO, L, marks)
-            ax.plot(marks, np.minimum(cf.beta[:, 0], y_top), ls="none", marker="o", ms=6,
-                    mfc="none", mec=color, mew=1.3)
+            ax.plot(
+                marks,
+                np.minimum(cf.beta[:, 0], y_top),
+                ls="none",
+                marker="o",
+                ms=6,
+                mfc="none",
+                mec=color,
+                mew=1.3,
+            )
             times = checks[L]["times"][label]
             if np.isfinite(times["hit_flow"]):
                 ax.axvline(times["hit_flow"], color=color, ls=":", lw=1)
-                ax.annotate(f"hits 0 at τ={times['hit_flow']:.10g}\n(exact {times['hit_exact']:.10g}),"
-                            " then slides at 0", xy=(times["hit_flow"], 0.0),
-                            xytext=(times["hit_flow"] * 1.4, 2e-3), fontsize=8, color=color,
-                            arrowprops=dict(arrowstyle="->", color=color, lw=0.8))
+                ax.annotate(
+                    f"hits 0 at τ={times['hit_flow']:.10g}\n(exact {times['hit_exact']:.10g}),"
+                    " then slides at 0",
+                    xy=(times["hit_flow"], 0.0),
+                    xytext=(times["hit_flow"] * 1.4, 2e-3),
+                    fontsize=8,
+                    color=color,
+                    arrowprops=dict(arrowstyle="->", color=color, lw=0.8),
+                )
             if np.isfinite(times["blowup_flow"]):
                 ax.axvline(times["blowup_flow"], color=color, ls="--", lw=1)
-                ax.annotate(f"blow-up at τ*={times['blowup_flow']:.10g}\n(exact {blow:.10g})",
-                            xy=(times["blowup_flow"], y_top * 0.3),
-                            xytext=(times["blowup_flow"] * 1.5, 3e5), fontsize=8, color=color,
-                            arrowprops=dict(arrowstyle="->", color=color, lw=0.8))
-        ax.axhline(RHO ** L, color="grey", ls="-.", lw=2.5, zorder=0)
+                ax.annotate(
+                    f"blow-up at τ*={times['blowup_flow']:.10g}\n(exact {blow:.10g})",
+                    xy=(times["blowup_flow"], y_top * 0.3),
+                    xytext=(times["blowup_flow"] * 1.5, 3e5),
+                    fontsize=8,
+                    color=color,
+                    arrowprops=dict(arrowstyle="->", color=color, lw=0.8),
+                )
+        ax.axhline(RHO**L, color="grey", ls="-.", lw=2.5, zorder=0)
         parity = "even" if L % 2 == 0 else "odd"
         c = checks[L]
-        ax.set_title(f"L = {L} ({parity}): max rel. error flow vs exact {c['max_rel_err']:.1e}\n"
-                     f"over {c['samples']} samples", fontsize=10)
+        ax.set_title(
+            f"L = {L} ({parity}): max rel. error flow vs exact {c['max_rel_err']:.1e}\n"
+            f"over {c['samples']} samples",
+            fontsize=10,
+        )
         ax.set_xscale("log")
         ax.set_yscale("symlog", linthresh=1e-2, linscale=0.6)
         ax.set_xlim(1e-2, t_long if not quick else t_long)
@@ -202,14 +248,18 @@ def draw_coordinates(results: list[Result], quick: bool, path: Path) -> None:
         ax.grid(alpha=0.3, which="major")
     axes[0].set_ylabel("β_j(τ) = a_j(τ)^L   (symlog: linear below 10⁻²)")
     handles, labels = axes[0].get_legend_handles_labels()
-    handles += [Line2D([], [], color="grey", lw=2),
-                Line2D([], [], color="grey", ls="none", marker="o", mfc="none"),
-                Line2D([], [], color="grey", ls="-.")]
+    handles += [
+        Line2D([], [], color="grey", lw=2),
+        Line2D([], [], color="grey", ls="none", marker="o", mfc="none"),
+        Line2D([], [], color="grey", ls="-."),
+    ]
     labels += ["flow (simulate)", "closed form (exact)", "ρ^L"]
     fig.legend(handles, labels, loc="outside lower center", ncol=6, fontsize=9)
-    fig.suptitle("Thm 3.2 — ℓ∞-SAM on one example, ρ = 1: α_j < ρ → 0 (even L, sliding) or ρ^L "
-                 "(odd L);  α_j = ρ → ρ^L;  α_j > ρ → diverges (finite-time blow-up for L ≥ 3)",
-                 fontsize=11)
+    fig.suptitle(
+        "Thm 3.2 — ℓ∞-SAM on one example, ρ = 1: α_j < ρ → 0 (even L, sliding) or ρ^L "
+        "(odd L);  α_j = ρ → ρ^L;  α_j > ρ → diverges (finite-time blow-up for L ≥ 3)",
+        fontsize=11,
+    )
     save(fig, path)
 
 
@@ -232,13 +282,25 @@ def run_linf_limit(params: dict) -> Result:
     Returns ``observed`` (0-based index, -1 for None), ``status``, ``tau_end`` and the final
     ``log_abs_beta``.
     """
-    traj = simulate(single_example(params["mu"]), "linf-sam", depth=params["depth"],
-                    alpha=np.array(params["alpha"], dtype=float), rho=params["rho"],
-                    t_max=params["t_max"], n_points=params["n_points"], rtol=params["rtol"],
-                    method=params.get("method", "DOP853"), original_time=False)
+    traj = simulate(
+        single_example(params["mu"]),
+        "linf-sam",
+        depth=params["depth"],
+        alpha=np.array(params["alpha"], dtype=float),
+        rho=params["rho"],
+        t_max=params["t_max"],
+        n_points=params["n_points"],
+        rtol=params["rtol"],
+        method=params.get("method", "DOP853"),
+        original_time=False,
+    )
     obs = observed_linf_limit(traj)
-    return {"observed": np.array(-1 if obs is None else obs), "status": np.array(traj.status),
-            "tau_end": np.array(traj.tau[-1]), "log_abs_beta_end": traj.log_abs_beta[-1]}
+    return {
+        "observed": np.array(-1 if obs is None else obs),
+        "status": np.array(traj.status),
+        "tau_end": np.array(traj.tau[-1]),
+        "log_abs_beta_end": traj.log_abs_beta[-1],
+    }
 
 
 register("linf_limit", run_linf_limit)
@@ -251,9 +313,23 @@ def _grid(quick: bool) -> tuple[float, ...]:
 def limit_map_tasks(quick: bool) -> list[Task]:
     """One ``linf_limit`` run per depth and grid point (alpha_2 outer, alpha_1 inner)."""
     grid = _grid(quick)
-    return [Task("linf_limit", {"mu": list(MU2), "alpha": [a1 * RHO, a2 * RHO], "rho": RHO,
-                                "depth": L, "t_max": 10.0, "n_points": 11, **_solver(quick)})
-            for L in MAP_DEPTHS for a2 in grid for a1 in grid]
+    return [
+        Task(
+            "linf_limit",
+            {
+                "mu": list(MU2),
+                "alpha": [a1 * RHO, a2 * RHO],
+                "rho": RHO,
+                "depth": L,
+                "t_max": 10.0,
+                "n_points": 11,
+                **_solver(quick),
+            },
+        )
+        for L in MAP_DEPTHS
+        for a2 in grid
+        for a1 in grid
+    ]
 
 
 def _code(j: int | None) -> int:
@@ -283,12 +359,12 @@ def _boundaries(ax, L: int) -> None:
     kw = dict(color="black", lw=1.6)
     top = MAP_MAX
     if L == 2:
-        ax.plot([0, top], [1, 1], **kw)                      # alpha_2 = rho: e_2 above
-        ax.plot([1, 1], [0, 1], **kw)                        # alpha_1 = rho below it
+        ax.plot([0, top], [1, 1], **kw)  # alpha_2 = rho: e_2 above
+        ax.plot([1, 1], [0, 1], **kw)  # alpha_1 = rho below it
         return
-    ax.plot([0, 1], [1, 1], **kw)                            # alpha_2 = rho, alpha_1 < rho
-    ax.plot([1, 1], [0, 1], **kw)                            # alpha_1 = rho, alpha_2 < rho
-    a1 = np.linspace(1, top, 50)                             # mu_1 (a1 - 1) = mu_2 (a2 - 1)
+    ax.plot([0, 1], [1, 1], **kw)  # alpha_2 = rho, alpha_1 < rho
+    ax.plot([1, 1], [0, 1], **kw)  # alpha_1 = rho, alpha_2 < rho
+    a1 = np.linspace(1, top, 50)  # mu_1 (a1 - 1) = mu_2 (a2 - 1)
     ax.plot(a1, 1 + MU2[0] * (a1 - 1) / MU2[1], **kw)
 
 
@@ -299,35 +375,75 @@ def draw_limit_map(results: list[Result], quick: bool, path: Path) -> None:
     fine = np.linspace(MAP_MAX / (2 * n_fine), MAP_MAX - MAP_MAX / (2 * n_fine), n_fine)
     cmap = ListedColormap(CLASS_COLORS)
     fig, axes = plt.subplots(1, len(MAP_DEPTHS), figsize=(12, 5.6), constrained_layout=True)
-    for ax, L in zip(axes, MAP_DEPTHS):
-        classes = np.array([[_code(predict_linf_limit(list(MU2), [a1 * RHO, a2 * RHO], RHO, L))
-                             for a1 in fine] for a2 in fine])
-        ax.imshow(classes, origin="lower", extent=(0, MAP_MAX, 0, MAP_MAX), cmap=cmap,
-                  vmin=-0.5, vmax=2.5, alpha=0.45, interpolation="nearest", aspect="equal")
+    for ax, L in zip(axes, MAP_DEPTHS, strict=False):
+        classes = np.array(
+            [
+                [_code(predict_linf_limit(list(MU2), [a1 * RHO, a2 * RHO], RHO, L)) for a1 in fine]
+                for a2 in fine
+            ]
+        )
+        ax.imshow(
+            classes,
+            origin="lower",
+            extent=(0, MAP_MAX, 0, MAP_MAX),
+            cmap=cmap,
+            vmin=-0.5,
+            vmax=2.5,
+            alpha=0.45,
+            interpolation="nearest",
+            aspect="equal",
+        )
         _boundaries(ax, L)
         info = agreement[L]
-        for a1, a2, pred, obs, status, _ in info["rows"]:
-            ax.plot(a1, a2, ls="none", marker=CLASS_MARKERS[obs], ms=10, mfc=CLASS_COLORS[obs],
-                    mec="black", mew=1.0)
+        for a1, a2, pred, obs, _status, _ in info["rows"]:
+            ax.plot(
+                a1,
+                a2,
+                ls="none",
+                marker=CLASS_MARKERS[obs],
+                ms=10,
+                mfc=CLASS_COLORS[obs],
+                mec="black",
+                mew=1.0,
+            )
             if obs != pred:
                 ax.plot(a1, a2, ls="none", marker="x", ms=16, color="red", mew=2.5)
-        ax.set(xlim=(0, MAP_MAX), ylim=(0, MAP_MAX), xlabel="α₁ / ρ  (minor coordinate, μ₁ = 1)",
-               ylabel="α₂ / ρ  (major coordinate, μ₂ = 2)")
-        rule = ("argmax μ_j over α_j > ρ" if L == 2 else "argmax μ_j (α_j − ρ) over α_j > ρ")
-        ax.set_title(f"L = {L}: prediction j* = {rule}\nobserved = predicted at "
-                     f"{info['agree']}/{info['n']} simulated points", fontsize=10)
-    handles = [Patch(facecolor=c, alpha=0.45, edgecolor="none", label=f"predicted: {n}")
-               for c, n in zip(CLASS_COLORS, CLASS_NAMES)]
-    handles += [Line2D([], [], ls="none", marker=m, ms=9, mfc=c, mec="black",
-                       label=f"observed: {n}")
-                for c, m, n in zip(CLASS_COLORS, CLASS_MARKERS, CLASS_NAMES)]
-    handles += [Line2D([], [], color="black", lw=1.6,
-                       label="predicted boundary: α_j = ρ;\nL = 3 also μ₁(α₁−ρ) = μ₂(α₂−ρ)"),
-                Line2D([], [], ls="none", marker="x", color="red", mew=2.5,
-                       label="observed ≠ predicted")]
+        ax.set(
+            xlim=(0, MAP_MAX),
+            ylim=(0, MAP_MAX),
+            xlabel="α₁ / ρ  (minor coordinate, μ₁ = 1)",
+            ylabel="α₂ / ρ  (major coordinate, μ₂ = 2)",
+        )
+        rule = "argmax μ_j over α_j > ρ" if L == 2 else "argmax μ_j (α_j − ρ) over α_j > ρ"
+        ax.set_title(
+            f"L = {L}: prediction j* = {rule}\nobserved = predicted at "
+            f"{info['agree']}/{info['n']} simulated points",
+            fontsize=10,
+        )
+    handles = [
+        Patch(facecolor=c, alpha=0.45, edgecolor="none", label=f"predicted: {n}")
+        for c, n in zip(CLASS_COLORS, CLASS_NAMES, strict=False)
+    ]
+    handles += [
+        Line2D([], [], ls="none", marker=m, ms=9, mfc=c, mec="black", label=f"observed: {n}")
+        for c, m, n in zip(CLASS_COLORS, CLASS_MARKERS, CLASS_NAMES, strict=False)
+    ]
+    handles += [
+        Line2D(
+            [],
+            [],
+            color="black",
+            lw=1.6,
+            label="predicted boundary: α_j = ρ;\nL = 3 also μ₁(α₁−ρ) = μ₂(α₂−ρ)",
+        ),
+        Line2D([], [], ls="none", marker="x", color="red", mew=2.5, label="observed ≠ predicted"),
+    ]
     fig.legend(handles=handles, loc="outside right center", fontsize=9)
-    fig.suptitle("Cor 3.5 — which basis vector ℓ∞-SAM converges to, μ = (1, 2), ρ = 1 "
-                 "(flows to τ = 10 or blow-up)", fontsize=11)
+    fig.suptitle(
+        "Cor 3.5 — which basis vector ℓ∞-SAM converges to, μ = (1, 2), ρ = 1 "
+        "(flows to τ = 10 or blow-up)",
+        fontsize=11,
+    )
     save(fig, path)
 
 
@@ -336,7 +452,9 @@ COORDINATES = Figure(
     "linf-SAM beta_j(tau) for alpha_j <, =, > rho at L = 2, 3, 4: flow vs closed form",
     "Does the simulated ℓ∞-SAM flow follow the closed form coordinate by coordinate (decay to "
     "0, standstill, growth, finite-time blow-up) for α_j below, at and above ρ at L = 2, 3, 4?",
-    coordinates_tasks, draw_coordinates)
+    coordinates_tasks,
+    draw_coordinates,
+)
 
 LIMIT_MAP = Figure(
     "fig3_linf_limit_map",
@@ -344,4 +462,6 @@ LIMIT_MAP = Figure(
     "Cor 3.5 vs simulated",
     "Does Corollary 3.5 predict the ℓ∞-SAM limit direction over the whole (α₁/ρ, α₂/ρ) plane at "
     "L = 2 and 3, as the simulated limits show it?",
-    limit_map_tasks, draw_limit_map)
+    limit_map_tasks,
+    draw_limit_map,
+)

@@ -9,6 +9,7 @@
 
 Setting: the single example mu = (1, ..., 5), depth L = 2, balanced init alpha, logistic loss.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,9 +26,11 @@ from .common import MU5, OKABE_ITO, Figure, coordinate_colors, plt, save
 
 ALPHA8 = 0.4
 #: (algorithm, rho, label, colour); l_inf-SAM uses rho < alpha so that no coordinate hits 0.
-ALGOS8 = (("gd", None, "GD", OKABE_ITO[0]),
-          ("l2-sam", 1.0, "ℓ2-SAM, ρ = 1", OKABE_ITO[5]),
-          ("linf-sam", 0.2, "ℓ∞-SAM, ρ = 0.2", OKABE_ITO[6]))
+ALGOS8 = (
+    ("gd", None, "GD", OKABE_ITO[0]),
+    ("l2-sam", 1.0, "ℓ2-SAM, ρ = 1", OKABE_ITO[5]),
+    ("linf-sam", 0.2, "ℓ∞-SAM, ρ = 0.2", OKABE_ITO[6]),
+)
 ETAS = (0.2, 0.1, 0.05, 0.02, 0.01, 0.005)
 ETAS_QUICK = (0.1, 0.05, 0.02)
 #: the discrete run drawn over its flow in the right panel (algorithm index, eta)
@@ -44,14 +47,39 @@ def discrete_tasks(quick: bool) -> list[Task]:
     T, etas = _config8(quick)
     tasks = []
     for alg, rho, _, _ in ALGOS8:
-        tasks.append(Task("simulate", {"mu": MU5, "algorithm": alg, "depth": 2, "alpha": ALPHA8,
-                                       "rho": rho, "clock": "original", "t_max": T,
-                                       "n_points": 21 if quick else 201, "rtol": 1e-11}))
+        tasks.append(
+            Task(
+                "simulate",
+                {
+                    "mu": MU5,
+                    "algorithm": alg,
+                    "depth": 2,
+                    "alpha": ALPHA8,
+                    "rho": rho,
+                    "clock": "original",
+                    "t_max": T,
+                    "n_points": 21 if quick else 201,
+                    "rtol": 1e-11,
+                },
+            )
+        )
         for eta in etas:
             steps = int(round(T / eta))
-            tasks.append(Task("iterate", {"mu": MU5, "algorithm": alg, "depth": 2,
-                                          "alpha": ALPHA8, "rho": rho, "eta": eta,
-                                          "steps": steps, "record_every": max(1, steps // 50)}))
+            tasks.append(
+                Task(
+                    "iterate",
+                    {
+                        "mu": MU5,
+                        "algorithm": alg,
+                        "depth": 2,
+                        "alpha": ALPHA8,
+                        "rho": rho,
+                        "eta": eta,
+                        "steps": steps,
+                        "record_every": max(1, steps // 50),
+                    },
+                )
+            )
     return tasks
 
 
@@ -68,9 +96,15 @@ def discrete_errors(results: list[Result], quick: bool) -> dict:
         with np.errstate(divide="ignore"):
             errs = np.array([np.max(np.abs(np.log(np.abs(r["beta"][-1])) - ref)) for r in runs])
         slope, intercept = np.polyfit(np.log(etas), np.log(errs), 1)
-        out[alg] = {"eta": np.array(etas), "err": errs, "slope": float(slope),
-                    "intercept": float(intercept), "flow": flow, "runs": runs,
-                    "status": [int(r["status"]) for r in runs]}
+        out[alg] = {
+            "eta": np.array(etas),
+            "err": errs,
+            "slope": float(slope),
+            "intercept": float(intercept),
+            "flow": flow,
+            "runs": runs,
+            "status": [int(r["status"]) for r in runs],
+        }
     return out
 
 
@@ -81,14 +115,29 @@ def draw_discrete(results: list[Result], quick: bool, path: Path) -> None:
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 5.2), constrained_layout=True)
     for alg, _, label, color in ALGOS8:
         e = errors[alg]
-        ax.loglog(e["eta"], e["err"], marker="o", color=color, lw=1.8,
-                  label=f"{label}: fitted slope {e['slope']:.3f}")
+        ax.loglog(
+            e["eta"],
+            e["err"],
+            marker="o",
+            color=color,
+            lw=1.8,
+            label=f"{label}: fitted slope {e['slope']:.3f}",
+        )
     eta = np.array(etas)
     anchor = errors["l2-sam"]["err"][0] * 2.0
-    ax.loglog(eta, anchor * eta / eta[0], color="grey", ls="--", lw=1.2,
-              label="slope 1 (first order in η)")
-    ax.set(xlabel="step size η", ylabel="max_j |log|β_j^discrete(T)| − log|β_j^flow(T)||",
-           title=f"Error at original time T = {T:g} against step size η")
+    ax.loglog(
+        eta,
+        anchor * eta / eta[0],
+        color="grey",
+        ls="--",
+        lw=1.2,
+        label="slope 1 (first order in η)",
+    )
+    ax.set(
+        xlabel="step size η",
+        ylabel="max_j |log|β_j^discrete(T)| − log|β_j^flow(T)||",
+        title=f"Error at original time T = {T:g} against step size η",
+    )
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=9, loc="lower right")
 
@@ -100,20 +149,41 @@ def draw_discrete(results: list[Result], quick: bool, path: Path) -> None:
     flow = e["flow"]
     colors = coordinate_colors(len(MU5))
     for j, c in enumerate(colors):
-        bx.semilogy(flow["t"], np.exp(flow["log_abs_beta"][:, j]), color=c, lw=2,
-                    label=f"j = {j + 1} (μ_j = {MU5[j]:g})")
-        bx.semilogy(run["t"], np.abs(run["beta"][:, j]), ls="none", marker="o", ms=4.5,
-                    mfc="none", mec=c, mew=1.1)
-    bx.set(xlabel="original time t = k η", ylabel="|β_j|",
-           title=f"{label}: discrete (markers, η = {shown:g}) over the flow (lines)")
+        bx.semilogy(
+            flow["t"],
+            np.exp(flow["log_abs_beta"][:, j]),
+            color=c,
+            lw=2,
+            label=f"j = {j + 1} (μ_j = {MU5[j]:g})",
+        )
+        bx.semilogy(
+            run["t"],
+            np.abs(run["beta"][:, j]),
+            ls="none",
+            marker="o",
+            ms=4.5,
+            mfc="none",
+            mec=c,
+            mew=1.1,
+        )
+    bx.set(
+        xlabel="original time t = k η",
+        ylabel="|β_j|",
+        title=f"{label}: discrete (markers, η = {shown:g}) over the flow (lines)",
+    )
     bx.grid(alpha=0.3, which="both")
     handles, labels = bx.get_legend_handles_labels()
-    handles += [Line2D([], [], color="grey", lw=2),
-                Line2D([], [], color="grey", ls="none", marker="o", mfc="none")]
+    handles += [
+        Line2D([], [], color="grey", lw=2),
+        Line2D([], [], color="grey", ls="none", marker="o", mfc="none"),
+    ]
     labels += ["flow (simulate, original clock)", f"discrete SAM, η = {shown:g}"]
     bx.legend(handles, labels, fontsize=8.5, loc="lower right")
-    fig.suptitle(f"Discrete SAM follows the SAM flow: μ = (1,…,5), L = 2, α = {ALPHA8:g}; "
-                 "error at fixed T is O(η)", fontsize=11)
+    fig.suptitle(
+        f"Discrete SAM follows the SAM flow: μ = (1,…,5), L = 2, α = {ALPHA8:g}; "
+        "error at fixed T is O(η)",
+        fontsize=11,
+    )
     save(fig, path)
 
 
@@ -122,8 +192,8 @@ def draw_discrete(results: list[Result], quick: bool, path: Path) -> None:
 ALPHAS9 = (0.2, 0.4, 1.0)
 ALGOS9 = (("gd", None, "GD", "--"), ("l2-sam", 1.0, "ℓ2-SAM (ρ = 1)", "-"))
 HORIZONS = (1.0, 1e2, 1e4, 1e6)  # original-clock runs, stitched for a log t axis
-TAU_MAX = 25.0                   # rescaled runs (log t = +inf from tau ~ 23)
-TAU_MATCH = 1.5                  # short rescaled runs compared with the original-clock runs
+TAU_MAX = 25.0  # rescaled runs (log t = +inf from tau ~ 23)
+TAU_MATCH = 1.5  # short rescaled runs compared with the original-clock runs
 SHOWN9 = ("l2-sam", 0.4)
 
 
@@ -142,17 +212,30 @@ def clocks_tasks(quick: bool) -> list[Task]:
     tasks = []
     for alg, rho, _, _ in ALGOS9:
         for a in alphas:
-            base = {"mu": MU5, "algorithm": alg, "depth": 2, "alpha": a, "rho": rho,
-                    "rtol": 1e-8}
+            base = {"mu": MU5, "algorithm": alg, "depth": 2, "alpha": a, "rho": rho, "rtol": 1e-8}
             for h in horizons:
-                tasks.append(Task("simulate", {**base, "clock": "original", "t_max": h,
-                                               "n_points": n_h}))
+                tasks.append(
+                    Task("simulate", {**base, "clock": "original", "t_max": h, "n_points": n_h})
+                )
             # log_t_original is an adaptive quadrature (~1-2.5 s a run): skipped in quick mode
-            tasks.append(Task("simulate", {**base, "t_max": tau_max, "n_points": n_r,
-                                           "original_time": not quick}))
-            tasks.append(Task("simulate", {**base, "t_max": TAU_MATCH if not quick else 1.0,
-                                           "n_points": n_m, "rtol": 1e-10,
-                                           "original_time": not quick}))
+            tasks.append(
+                Task(
+                    "simulate",
+                    {**base, "t_max": tau_max, "n_points": n_r, "original_time": not quick},
+                )
+            )
+            tasks.append(
+                Task(
+                    "simulate",
+                    {
+                        **base,
+                        "t_max": TAU_MATCH if not quick else 1.0,
+                        "n_points": n_m,
+                        "rtol": 1e-10,
+                        "original_time": not quick,
+                    },
+                )
+            )
     return tasks
 
 
@@ -177,8 +260,11 @@ def clock_checks(results: list[Result], quick: bool) -> dict:
             prev = 0.0
             for r in orig:
                 keep = r["t"] > prev
-                t.append(r["t"][keep]); tau.append(r["tau"][keep]); loss.append(r["loss"][keep])
-                lb.append(r["log_abs_beta"][keep]); sb.append(r["sign_beta"][keep])
+                t.append(r["t"][keep])
+                tau.append(r["tau"][keep])
+                loss.append(r["loss"][keep])
+                lb.append(r["log_abs_beta"][keep])
+                sb.append(r["sign_beta"][keep])
                 prev = r["t"][-1]
             t, tau, loss = np.concatenate(t), np.concatenate(tau), np.concatenate(loss)
             lb, sb = np.concatenate(lb), np.concatenate(sb)
@@ -189,17 +275,19 @@ def clock_checks(results: list[Result], quick: bool) -> dict:
             angle = np.nan
             alive = np.all(sb != 0, axis=1) & (tau <= match["tau"][max(n_alive - 1, 0)])
             if np.any(alive) and n_alive >= 4:
-                spline = CubicSpline(match["tau"][:n_alive], match["log_abs_beta"][:n_alive],
-                                     axis=0)
+                spline = CubicSpline(
+                    match["tau"][:n_alive], match["log_abs_beta"][:n_alive], axis=0
+                )
                 u = _direction(lb[alive], sb[alive])
-                v = _direction(spline(tau[alive]), np.sign(match["sign_beta"][0])[None, :]
-                               * np.ones_like(lb[alive]))
+                v = _direction(
+                    spline(tau[alive]),
+                    np.sign(match["sign_beta"][0])[None, :] * np.ones_like(lb[alive]),
+                )
                 # 2 arcsin(|u - v| / 2): accurate for tiny angles (arccos is not)
                 angle = float(np.max(2 * np.arcsin(np.linalg.norm(u - v, axis=1) / 2)))
             # log t of the dense rescaled run (spline) against the original-clock runs'
             # (tau, log t), for tau from the first positive grid point to TAU_MATCH
             lt = resc["log_t_original"]
-            finite = np.isfinite(lt)
             is_inf = np.isposinf(lt)
             first_inf = float(resc["tau"][np.argmax(is_inf)]) if np.any(is_inf) else np.nan
             mt, mlt = match["tau"][1:], match["log_t_original"][1:]
@@ -208,16 +296,32 @@ def clock_checks(results: list[Result], quick: bool) -> dict:
             if np.any(sel) and np.all(np.isfinite(mlt)):
                 # log t - log tau is smooth in tau (t = tau / c(0) + O(tau^2)): spline that
                 spline_t = CubicSpline(mt, mlt - np.log(mt))
-                dlogt = float(np.max(np.abs(spline_t(tau[sel]) + np.log(tau[sel])
-                                            - np.log(t[sel]))))
-            out[alg, a] = {"t": t, "tau": tau, "loss": loss, "log_abs_beta": lb, "sign_beta": sb,
-                           "rescaled": resc, "match": match, "angle": angle,
-                           "first_inf_tau": first_inf, "dlogt": dlogt,
-                           "loss_end": float(loss[-1]), "t_end": float(t[-1]),
-                           "tau_end": float(tau[-1]),
-                           "collapse_tau": next((float(et) for ek, et in zip(
-                               orig[-1]["event_kind"], orig[-1]["event_tau"])
-                               if ek == "collapse"), np.nan)}
+                dlogt = float(
+                    np.max(np.abs(spline_t(tau[sel]) + np.log(tau[sel]) - np.log(t[sel])))
+                )
+            out[alg, a] = {
+                "t": t,
+                "tau": tau,
+                "loss": loss,
+                "log_abs_beta": lb,
+                "sign_beta": sb,
+                "rescaled": resc,
+                "match": match,
+                "angle": angle,
+                "first_inf_tau": first_inf,
+                "dlogt": dlogt,
+                "loss_end": float(loss[-1]),
+                "t_end": float(t[-1]),
+                "tau_end": float(tau[-1]),
+                "collapse_tau": next(
+                    (
+                        float(et)
+                        for ek, et in zip(orig[-1]["event_kind"], orig[-1]["event_tau"], strict=False)
+                        if ek == "collapse"
+                    ),
+                    np.nan,
+                ),
+            }
     return out
 
 
@@ -225,7 +329,7 @@ def draw_clocks(results: list[Result], quick: bool, path: Path) -> None:
     """Loss vs original t; tau -> log t; shares at matched tau (both clocks)."""
     alphas, *_ = _config9(quick)
     checks = clock_checks(results, quick)
-    alpha_colors = dict(zip(alphas, (OKABE_ITO[6], OKABE_ITO[5], OKABE_ITO[3])))
+    alpha_colors = dict(zip(alphas, (OKABE_ITO[6], OKABE_ITO[5], OKABE_ITO[3]), strict=False))
     fig, (ax, bx, cx) = plt.subplots(1, 3, figsize=(18, 5.6), constrained_layout=True)
 
     # (a) loss vs original time
@@ -233,16 +337,33 @@ def draw_clocks(results: list[Result], quick: bool, path: Path) -> None:
         for a in alphas:
             c = checks[alg, a]
             color = alpha_colors[a]
-            ax.loglog(c["t"], c["loss"], color=color, ls=ls, lw=2,
-                      label=f"{label}, α = {a:g}: loss(t={c['t_end']:.0e}) = {c['loss_end']:.1e}")
+            ax.loglog(
+                c["t"],
+                c["loss"],
+                color=color,
+                ls=ls,
+                lw=2,
+                label=f"{label}, α = {a:g}: loss(t={c['t_end']:.0e}) = {c['loss_end']:.1e}",
+            )
             r = c["rescaled"]
             ok = np.isfinite(r["log_t_original"]) & (r["log_t_original"] <= np.log(c["t_end"]))
             ok[0] = False
-            ax.loglog(np.exp(r["log_t_original"][ok]), r["loss"][ok], ls="none",
-                      marker="o", ms=4, mfc="none", mec=color)
-    ax.set(xlabel="original time t (log)", ylabel="training loss L(θ) (log)",
-           title="Loss against original time t\n(lines: clock=\"original\"; ○: rescaled runs at "
-                 "t(τ) from log_t_original)", xlim=(1e-2, None))
+            ax.loglog(
+                np.exp(r["log_t_original"][ok]),
+                r["loss"][ok],
+                ls="none",
+                marker="o",
+                ms=4,
+                mfc="none",
+                mec=color,
+            )
+    ax.set(
+        xlabel="original time t (log)",
+        ylabel="training loss L(θ) (log)",
+        title='Loss against original time t\n(lines: clock="original"; ○: rescaled runs at '
+        "t(τ) from log_t_original)",
+        xlim=(1e-2, None),
+    )
     ax.grid(alpha=0.3, which="major")
     ax.legend(fontsize=7.5, loc="lower left")
 
@@ -253,41 +374,73 @@ def draw_clocks(results: list[Result], quick: bool, path: Path) -> None:
             r = c["rescaled"]
             lt = r["log_t_original"]
             fin = np.isfinite(lt)
-            bx.plot(r["tau"][fin][1:], lt[fin][1:], color=alpha_colors[a], ls=ls, lw=2,
-                    label=f"{label}, α = {a:g}")
+            bx.plot(
+                r["tau"][fin][1:],
+                lt[fin][1:],
+                color=alpha_colors[a],
+                ls=ls,
+                lw=2,
+                label=f"{label}, α = {a:g}",
+            )
             if np.isfinite(c["first_inf_tau"]):
-                bx.plot(c["first_inf_tau"], 1e100, marker="^", ms=9, color=alpha_colors[a],
-                        mec="black")
+                bx.plot(
+                    c["first_inf_tau"], 1e100, marker="^", ms=9, color=alpha_colors[a], mec="black"
+                )
             sel = (c["t"] > 0) & (c["tau"] <= r["tau"][-1])
-            bx.plot(c["tau"][sel][::4], np.log(c["t"][sel])[::4], ls="none", marker="o", ms=3.5,
-                    mfc="none", mec=alpha_colors[a])
+            bx.plot(
+                c["tau"][sel][::4],
+                np.log(c["t"][sel])[::4],
+                ls="none",
+                marker="o",
+                ms=3.5,
+                mfc="none",
+                mec=alpha_colors[a],
+            )
     ins = bx.inset_axes([0.56, 0.08, 0.42, 0.36])
-    for alg, _, label, ls in ALGOS9:
+    for alg, _, _label, ls in ALGOS9:
         for a in alphas:
             c = checks[alg, a]
             m = c["match"]
             ins.plot(m["tau"][1:], m["log_t_original"][1:], color=alpha_colors[a], ls=ls, lw=1.5)
             sel = (c["t"] > 0) & (c["tau"] <= m["tau"][-1])
-            ins.plot(c["tau"][sel][::3], np.log(c["t"][sel])[::3], ls="none", marker="o", ms=3,
-                     mfc="none", mec=alpha_colors[a])
+            ins.plot(
+                c["tau"][sel][::3],
+                np.log(c["t"][sel])[::3],
+                ls="none",
+                marker="o",
+                ms=3,
+                mfc="none",
+                mec=alpha_colors[a],
+            )
     dlogts = [checks[k]["dlogt"] for k in checks if np.isfinite(checks[k]["dlogt"])]
     worst = max(dlogts) if dlogts else np.nan
     ins.set(xlim=(0, TAU_MATCH if not quick else 1.0), ylim=(-5, 16), ylabel="log t")
-    ins.set_title(f"zoom, τ ≤ {TAU_MATCH if not quick else 1.0:g}: max |Δ log t| = {worst:.1e}",
-                  fontsize=8)
+    ins.set_title(
+        f"zoom, τ ≤ {TAU_MATCH if not quick else 1.0:g}: max |Δ log t| = {worst:.1e}", fontsize=8
+    )
     ins.tick_params(labelsize=7)
     ins.xaxis.label.set_size(8)
     ins.yaxis.label.set_size(8)
     ins.grid(alpha=0.3)
     bx.axhline(1e100, color="grey", ls=":", lw=1)
-    bx.text(0.3, 3e98, "log t = +∞ from here on (margin ≳ 10¹⁰⁰; ▲ = first τ with log t = +∞)",
-            fontsize=8, color="dimgrey", va="top")
+    bx.text(
+        0.3,
+        3e98,
+        "log t = +∞ from here on (margin ≳ 10¹⁰⁰; ▲ = first τ with log t = +∞)",
+        fontsize=8,
+        color="dimgrey",
+        va="top",
+    )
     bx.set_yscale("symlog", linthresh=1.0)
-    bx.set_yticks([0] + [10.0 ** k for k in range(10, 101, 10)])
-    bx.set(xlabel="rescaled time τ", ylabel="log t_original (symlog)", ylim=(-5, 1e104),
-           xlim=(0, checks[ALGOS9[0][0], alphas[0]]["rescaled"]["tau"][-1]),
-           title="Clock map τ ↦ log t (lines: rescaled runs' log_t_original;\n"
-                 "○: original-clock runs' (τ, log t))")
+    bx.set_yticks([0] + [10.0**k for k in range(10, 101, 10)])
+    bx.set(
+        xlabel="rescaled time τ",
+        ylabel="log t_original (symlog)",
+        ylim=(-5, 1e104),
+        xlim=(0, checks[ALGOS9[0][0], alphas[0]]["rescaled"]["tau"][-1]),
+        title="Clock map τ ↦ log t (lines: rescaled runs' log_t_original;\n"
+        "○: original-clock runs' (τ, log t))",
+    )
     bx.grid(alpha=0.3, which="major")
     bx.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, 0.93))
 
@@ -305,28 +458,46 @@ def draw_clocks(results: list[Result], quick: bool, path: Path) -> None:
     shares_o /= shares_o.sum(axis=1, keepdims=True)
     for j, col in enumerate(colors):
         cx.plot(m["tau"], shares_m[:, j], color=col, lw=2, label=f"j = {j + 1} (μ_j = {MU5[j]:g})")
-        cx.plot(c["tau"][sel][::3], shares_o[::3, j], ls="none", marker="o", ms=4, mfc="none",
-                mec=col)
+        cx.plot(
+            c["tau"][sel][::3], shares_o[::3, j], ls="none", marker="o", ms=4, mfc="none", mec=col
+        )
     lines = [f"max angle between β directions at matched τ (τ ≤ {m['tau'][-1]:g}):"]
     for alg, _, label, _ in ALGOS9:
         for a in alphas:
             ang = checks[alg, a]["angle"]
             col = checks[alg, a]["collapse_tau"]
-            lines.append(f"  {label}, α = {a:g}: " + ("n/a" if np.isnan(ang) else f"{ang:.1e} rad")
-                         + (f" (τ < {col:.3f}: β collapses to 0 at τ = {col:.3f})"
-                            if np.isfinite(col) else ""))
-    cx.text(0.02, 0.98, "\n".join(lines), transform=cx.transAxes, fontsize=7.5, va="top",
-            bbox=dict(facecolor="white", alpha=0.85, edgecolor="lightgrey"))
-    cx.set(xlabel="rescaled time τ", ylabel="share |β_j| / ‖β‖₁", ylim=(0, 0.75),
-           title=f"Same path in both clocks ({dict((a[0], a[2]) for a in ALGOS9)[alg_s]}, "
-                 f"α = {a_s:g}):\nlines rescaled run, ○ original-clock run at its τ")
+            lines.append(
+                f"  {label}, α = {a:g}: "
+                + ("n/a" if np.isnan(ang) else f"{ang:.1e} rad")
+                + (
+                    f" (τ < {col:.3f}: β collapses to 0 at τ = {col:.3f})"
+                    if np.isfinite(col)
+                    else ""
+                )
+            )
+    cx.text(
+        0.02,
+        0.98,
+        "\n".join(lines),
+        transform=cx.transAxes,
+        fontsize=7.5,
+        va="top",
+        bbox=dict(facecolor="white", alpha=0.85, edgecolor="lightgrey"),
+    )
+    cx.set(
+        xlabel="rescaled time τ",
+        ylabel="share |β_j| / ‖β‖₁",
+        ylim=(0, 0.75),
+        title=f"Same path in both clocks ({dict((a[0], a[2]) for a in ALGOS9)[alg_s]}, "
+        f"α = {a_s:g}):\nlines rescaled run, ○ original-clock run at its τ",
+    )
     cx.grid(alpha=0.3)
     cx.legend(fontsize=8, loc="lower right")
     handles = [Line2D([], [], color="grey", ls="--", lw=2), Line2D([], [], color="grey", lw=2)]
-    fig.legend(handles, ["GD", "ℓ2-SAM (ρ = 1)"], loc="outside lower center", ncol=2,
-               fontsize=9)
-    fig.suptitle("Original time t vs rescaled time τ: μ = (1,…,5), L = 2, logistic loss",
-                 fontsize=11)
+    fig.legend(handles, ["GD", "ℓ2-SAM (ρ = 1)"], loc="outside lower center", ncol=2, fontsize=9)
+    fig.suptitle(
+        "Original time t vs rescaled time τ: μ = (1,…,5), L = 2, logistic loss", fontsize=11
+    )
     save(fig, path)
 
 
@@ -335,11 +506,15 @@ DISCRETE_VS_FLOW = Figure(
     "discrete SAM vs flow: error at T against eta (gd, l2-SAM, linf-SAM), one trajectory",
     "Does discrete GD / SAM with step η follow its flow, with an error at a fixed time that is "
     "first order in η?",
-    discrete_tasks, draw_discrete)
+    discrete_tasks,
+    draw_discrete,
+)
 
 CLOCKS_AND_LOSS = Figure(
     "fig9_clocks_and_loss",
     "loss vs original time (GD, l2-SAM), tau -> log t map, same path in both clocks",
     "Do the original and the rescaled clock trace the same path, how does τ map to log t, and "
     "how fast does the loss fall in original time?",
-    clocks_tasks, draw_clocks)
+    clocks_tasks,
+    draw_clocks,
+)

@@ -8,6 +8,7 @@ regime-3 boundary and a table of regimes over alpha; ``--plot`` draws the (alpha
 phase diagram for the given ``mu`` (any increasing ``mu``). Bad input prints one line
 ``error: ...`` on stderr and exits with status 2, before any computation.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,8 +16,14 @@ import sys
 
 import numpy as np
 
-from analysis.regimes import (check_mu, check_positive, classify, collapse_boundary,
-                              collapse_certificate_boundary, regime3_boundary)
+from analysis.regimes import (
+    check_mu,
+    check_positive,
+    classify,
+    collapse_boundary,
+    collapse_certificate_boundary,
+    regime3_boundary,
+)
 from flows.run import OneLineParser, check_output_path
 
 #: Most rows of the table (each row is one flow).
@@ -25,13 +32,16 @@ MAX_ROWS = 10_000
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser."""
-    p = OneLineParser(prog="python -m figures.regimes",
-                      description="Regimes of l2-SAM (L = 2) over the initialization scale.")
+    p = OneLineParser(
+        prog="python -m figures.regimes",
+        description="Regimes of l2-SAM (L = 2) over the initialization scale.",
+    )
     p.add_argument("--mu", default="1,2,3,4,5", help="comma-separated increasing features")
     p.add_argument("--rho", type=float, default=1.0)
     p.add_argument("--n-alpha", type=int, default=12, help="rows of the table")
-    p.add_argument("--plot", help="write the (alpha/rho, tau) phase diagram here "
-                                  "(.png, .pdf or .svg)")
+    p.add_argument(
+        "--plot", help="write the (alpha/rho, tau) phase diagram here (.png, .pdf or .svg)"
+    )
     return p
 
 
@@ -55,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"mu = {mu}, rho = {rho:g}")
-    print(f"collapse certain below alpha = {collapse_certificate_boundary(mu, rho):.6g} (N0 <= rho mu_1)")
+    print(
+        f"collapse certain below alpha = {collapse_certificate_boundary(mu, rho):.6g} (N0 <= rho mu_1)"
+    )
     print(f"collapse boundary (flow, bisection): alpha = {a1:.6g}   (alpha/rho = {a1 / rho:.6g})")
     print(f"regime-3 boundary (analytic):        alpha = {a3:.6g}   (alpha/rho = {a3 / rho:.6g})")
     print(f"{'alpha':>10} {'regime':>7}  leader sequence (1-based, rescaled time)")

@@ -1,4 +1,5 @@
 """The plot of ``python -m flows.run --plot``: one trajectory's shares and ``log|beta_j|``."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,8 +22,12 @@ def plot_trajectory(traj: Trajectory, path: str | Path) -> None:
     ax1.set(xlabel=clock, ylabel="share |β_j| / ‖β‖₁", ylim=(-0.02, 1.02))
     ax2.set(xlabel=clock, ylabel="log |β_j|")
     ax1.legend(fontsize="small")
-    fig.suptitle(f"{traj.algorithm}, L = {traj.depth}, "
-                 + ", ".join(f"{k} = {v:g}" if not callable(v) or hasattr(v, "spec") else f"{k} = {v!r}"
-                             for k, v in traj.hyperparameters.items()))
+    fig.suptitle(
+        f"{traj.algorithm}, L = {traj.depth}, "
+        + ", ".join(
+            f"{k} = {v:g}" if not callable(v) or hasattr(v, "spec") else f"{k} = {v!r}"
+            for k, v in traj.hyperparameters.items()
+        )
+    )
     fig.savefig(path, dpi=120)
     plt.close(fig)

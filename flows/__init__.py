@@ -4,6 +4,7 @@
 >>> traj = simulate(single_example([1, 2, 3, 4, 5]), "l2-sam", depth=2, rho=1.0, alpha=0.4,
 ...                 t_max=30.0)
 """
+
 from .algorithms import ALGORITHMS
 from .clocks import CLOCKS
 from .data import Dataset, single_example
@@ -11,5 +12,13 @@ from .discrete import DiscreteRun, iterate
 from .integrate import simulate
 from .results import Trajectory
 
-__all__ = ["ALGORITHMS", "CLOCKS", "Dataset", "DiscreteRun", "Trajectory", "iterate", "simulate",
-           "single_example"]
+__all__ = [
+    "ALGORITHMS",
+    "CLOCKS",
+    "Dataset",
+    "DiscreteRun",
+    "Trajectory",
+    "iterate",
+    "simulate",
+    "single_example",
+]

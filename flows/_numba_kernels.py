@@ -3,6 +3,7 @@
 Loops over the entries of one parameter point, with the formulas of
 :meth:`flows.kernel.FusedField._float_rhs`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,6 +16,7 @@ def log_abs_derivative(u: float, loss_id: int) -> float:
     if loss_id == 0:
         return -(max(u, 0.0) + np.log1p(np.exp(-abs(u))))
     return -u
+
 
 @njit(cache=True)
 def forward(w, depth, features, loss_id):
@@ -56,6 +58,7 @@ def forward(w, depth, features, loss_id):
             direction[j] += p * features[i, j]
     return direction, top + np.log(total) - np.log(n), loo
 
+
 @njit(cache=True)
 def parameters(z, log_chart, chart_sign, delta, depth, limit):
     """Float parameters from chart coordinates, and whether they are in the float range
@@ -75,6 +78,7 @@ def parameters(z, log_chart, chart_sign, delta, depth, limit):
             bottom = min(bottom, log_abs)
     ok = -limit < depth * top < limit and depth * bottom > -4.0 * limit
     return w, ok
+
 
 @njit(cache=True)
 def summary(w, depth, multiplicity, features, loss_id, pattern, use_pattern):
@@ -99,9 +103,11 @@ def summary(w, depth, multiplicity, features, loss_id, pattern, use_pattern):
             unit[layer, j] = sign[layer, j] * (abs(g[layer, j]) / norm) if norm > 0 else 0.0
     return norm > 0, unit, sign, np.log(norm) + log_c
 
+
 @njit(cache=True)
-def chart_velocity(w, point, z, held, depth, features, loss_id, original_clock,
-                    log_chart, delta, limit):
+def chart_velocity(
+    w, point, z, held, depth, features, loss_id, original_clock, log_chart, delta, limit
+):
     """``d(z, tau)/ds`` from the perturbed point (ok flag first)."""
     groups, d = w.shape
     top, bottom = -np.inf, np.inf

@@ -6,6 +6,7 @@
 neither rounding nor overflow touches the direction: the norm may be ``exp(-1e18)``); the
 field implementations (:mod:`flows.field`, :mod:`flows.kernel`) build the summary.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -93,12 +94,15 @@ class Algorithm:
 ALGORITHMS: dict[str, Algorithm] = {
     "gd": Algorithm(no_perturbation, {}, lambda hp: 0.0),
     "l2-sam": Algorithm(l2_perturbation, {"rho": None}, lambda hp: hp["rho"]),
-    "linf-sam": Algorithm(linf_perturbation, {"rho": None}, lambda hp: hp["rho"],
-                          sign_discontinuous=True),
+    "linf-sam": Algorithm(
+        linf_perturbation, {"rho": None}, lambda hp: hp["rho"], sign_discontinuous=True
+    ),
     "usam": Algorithm(unnormalized_perturbation, {"rho": None}, lambda hp: hp["rho"]),
-    "le-sam": Algorithm(loss_equilibrated_perturbation,
-                        {"sigma": None, "rho_max": None, "varrho": 1e-12},
-                        lambda hp: hp["rho_max"]),
+    "le-sam": Algorithm(
+        loss_equilibrated_perturbation,
+        {"sigma": None, "rho_max": None, "varrho": 1e-12},
+        lambda hp: hp["rho_max"],
+    ),
 }
 
 
@@ -118,8 +122,9 @@ def _checked(key: str, value):
     """A finite number >= 0, or (for :data:`SCHEDULABLE` keys) a callable."""
     if callable(value):
         if key not in SCHEDULABLE:
-            raise ValueError(f"{key} must be a number (only {', '.join(SCHEDULABLE)} may be "
-                             "schedules)")
+            raise ValueError(
+                f"{key} must be a number (only {', '.join(SCHEDULABLE)} may be schedules)"
+            )
         return value
     try:
         value = float(value)
@@ -171,7 +176,8 @@ def hyperparameters_at(hp: Mapping[str, object], time) -> dict:
         except (TypeError, ValueError):  # a scalar-only callable: one call per time
             v = np.array([float(value(x)) for x in t.ravel()]).reshape(t.shape)
         if not (np.all(np.isfinite(v)) and np.all(v >= 0)):
-            raise ValueError(f"the schedule of {key} must return finite numbers >= 0, got {v} "
-                             f"at time {t}")
+            raise ValueError(
+                f"the schedule of {key} must return finite numbers >= 0, got {v} at time {t}"
+            )
         out[key] = float(v) if v.ndim == 0 else v
     return out

@@ -15,19 +15,19 @@ the parameters and :data:`ENGINE_VERSION` (not the optional ``cost`` estimate).
 * ``costs.json`` keeps the measured compute seconds of every task (by kind and parameters,
   whatever the engine version): the next run schedules the slowest first from them.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 
@@ -67,15 +67,17 @@ class Task:
 
     def key(self) -> str:
         """Stable hash of kind, parameters and engine version."""
-        text = json.dumps({"kind": self.kind, "params": self.params, "engine": ENGINE_VERSION},
-                          sort_keys=True, default=_json_value)
+        text = json.dumps(
+            {"kind": self.kind, "params": self.params, "engine": ENGINE_VERSION},
+            sort_keys=True,
+            default=_json_value,
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     def cost_key(self) -> str:
         """Hash of kind and parameters only: a measured compute time stays a good estimate
         across engine versions."""
-        text = json.dumps({"kind": self.kind, "params": self.params}, sort_keys=True,
-                          default=float)
+        text = json.dumps({"kind": self.kind, "params": self.params}, sort_keys=True, default=float)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     def describe(self) -> str:
@@ -92,8 +94,19 @@ def dataset_from(params: dict) -> tuple[Dataset, dict]:
     return Dataset(np.array(rest.pop("X")), np.array(rest.pop("y"))), rest
 
 
-SIMULATE_KEYS = ("t", "tau", "log_t_original", "loss", "log_abs_beta", "sign_beta", "status",
-                 "message", "event_tau", "event_kind", "event_j")
+SIMULATE_KEYS = (
+    "t",
+    "tau",
+    "log_t_original",
+    "loss",
+    "log_abs_beta",
+    "sign_beta",
+    "status",
+    "message",
+    "event_tau",
+    "event_kind",
+    "event_j",
+)
 
 
 def _json_value(value):
@@ -102,15 +115,18 @@ def _json_value(value):
     if isinstance(value, Schedule):
         return value.spec()
     if callable(value):
-        raise ValueError(f"a task parameter cannot be an arbitrary callable ({value!r}): only "
-                         "named schedules (flows.schedules) are cached")
+        raise ValueError(
+            f"a task parameter cannot be an arbitrary callable ({value!r}): only "
+            "named schedules (flows.schedules) are cached"
+        )
     return float(value)
 
 
 def _schedules_from_specs(rest: dict) -> dict:
     """Task parameters with schedule specs (dicts) turned back into schedules."""
-    return {k: from_spec(v) if isinstance(v, dict) and "schedule" in v else v
-            for k, v in rest.items()}
+    return {
+        k: from_spec(v) if isinstance(v, dict) and "schedule" in v else v for k, v in rest.items()
+    }
 
 
 def run_simulate(params: dict) -> Result:
@@ -120,12 +136,19 @@ def run_simulate(params: dict) -> Result:
     if isinstance(rest.get("alpha"), list):
         rest["alpha"] = np.array(rest["alpha"])
     traj = simulate(data, **rest)
-    return {"t": traj.t, "tau": traj.tau, "log_t_original": traj.log_t_original,
-            "loss": traj.loss, "log_abs_beta": traj.log_abs_beta, "sign_beta": traj.sign_beta,
-            "status": np.array(traj.status), "message": np.array(traj.message),
-            "event_tau": np.array([e.tau for e in traj.events]),
-            "event_kind": np.array([e.kind for e in traj.events], dtype=str),
-            "event_j": np.array([-1 if e.entry is None else e.entry[1] for e in traj.events])}
+    return {
+        "t": traj.t,
+        "tau": traj.tau,
+        "log_t_original": traj.log_t_original,
+        "loss": traj.loss,
+        "log_abs_beta": traj.log_abs_beta,
+        "sign_beta": traj.sign_beta,
+        "status": np.array(traj.status),
+        "message": np.array(traj.message),
+        "event_tau": np.array([e.tau for e in traj.events]),
+        "event_kind": np.array([e.kind for e in traj.events], dtype=str),
+        "event_j": np.array([-1 if e.entry is None else e.entry[1] for e in traj.events]),
+    }
 
 
 def run_iterate(params: dict) -> Result:
@@ -144,8 +167,12 @@ def simulate_cost(params: dict) -> float:
     """Rough seconds of a ``simulate`` task (measured: 0.1 to 3 s, hardly a function of the
     horizon; more output samples, more examples and the original-time quadrature cost more)."""
     quadrature = 1.5 if params.get("original_time", True) else 1.0
-    return (0.5 * (1.0 + params.get("n_points", 201) / 1000.0) * quadrature
-            * (1.0 + _samples(params) / 20.0))
+    return (
+        0.5
+        * (1.0 + params.get("n_points", 201) / 1000.0)
+        * quadrature
+        * (1.0 + _samples(params) / 20.0)
+    )
 
 
 def iterate_cost(params: dict) -> float:
@@ -154,18 +181,25 @@ def iterate_cost(params: dict) -> float:
 
 
 #: Task kinds; other modules register more (e.g. figure computations) with :func:`register`.
-TASK_KINDS: dict[str, Callable[[dict], Result]] = {"simulate": run_simulate,
-                                                   "iterate": run_iterate}
+TASK_KINDS: dict[str, Callable[[dict], Result]] = {"simulate": run_simulate, "iterate": run_iterate}
 #: Cost heuristics by kind (``params -> float``); kinds without one cost 1.
-COST_ESTIMATES: dict[str, Callable[[dict], float]] = {"simulate": simulate_cost,
-                                                      "iterate": iterate_cost}
+COST_ESTIMATES: dict[str, Callable[[dict], float]] = {
+    "simulate": simulate_cost,
+    "iterate": iterate_cost,
+}
 #: Arrays every result of a kind must hold (checked when a cached file is read).
-RESULT_KEYS: dict[str, tuple[str, ...]] = {"simulate": SIMULATE_KEYS,
-                                           "iterate": ("t", "beta", "loss", "status")}
+RESULT_KEYS: dict[str, tuple[str, ...]] = {
+    "simulate": SIMULATE_KEYS,
+    "iterate": ("t", "beta", "loss", "status"),
+}
 
 
-def register(kind: str, fn: Callable[[dict], Result],
-             cost: Callable[[dict], float] | None = None, keys: tuple[str, ...] = ()) -> None:
+def register(
+    kind: str,
+    fn: Callable[[dict], Result],
+    cost: Callable[[dict], float] | None = None,
+    keys: tuple[str, ...] = (),
+) -> None:
     """Add a task kind, with an optional cost heuristic and the arrays its results hold.
 
     ``fn`` should be a module-level function: it is sent to worker processes by reference.

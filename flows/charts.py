@@ -13,6 +13,7 @@
 Both give ``(sign w, log|w|)`` without overflow, and the chart velocity ``dz/ds`` from ``dw/ds``
 in signed-log form.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -88,8 +89,14 @@ def log_chart_applies(balanced: bool, groups: int, depth: int, sign_discontinuou
     return balanced and groups == 1 and depth >= 2 and not sign_discontinuous
 
 
-def choose_chart(name: str, groups: np.ndarray, balanced: bool, depth: int,
-                 sign_discontinuous: bool, delta: float) -> AsinhChart | LogChart:
+def choose_chart(
+    name: str,
+    groups: np.ndarray,
+    balanced: bool,
+    depth: int,
+    sign_discontinuous: bool,
+    delta: float,
+) -> AsinhChart | LogChart:
     """The chart a run starts in.
 
     ``auto`` is ``log`` wherever :func:`log_chart_applies` (exact multiplicative dynamics at any
@@ -102,7 +109,8 @@ def choose_chart(name: str, groups: np.ndarray, balanced: bool, depth: int,
         raise ValueError(f"chart must be one of {list(CHARTS)}, got {name!r}")
     if name == "log" and sign_discontinuous:
         raise ValueError("chart 'log' cannot follow parameters through 0 (l_inf-SAM): use 'asinh'")
-    if name == "log" or (name == "auto" and log_chart_applies(
-            balanced, groups.shape[0], depth, sign_discontinuous)):
+    if name == "log" or (
+        name == "auto" and log_chart_applies(balanced, groups.shape[0], depth, sign_discontinuous)
+    ):
         return LogChart(np.sign(groups))
     return AsinhChart(delta)

@@ -11,6 +11,7 @@ The original time of a rescaled run, ``t(tau) = int_0^tau ds / c(s)``, is a stif
 (``log t`` follows the margin, which grows like ``exp(2 mu_d tau)``); it is computed afterwards
 by an adaptive quadrature in log space, :func:`log_original_time`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -85,8 +86,9 @@ def _log_exp_chords(h: np.ndarray, k: np.ndarray) -> np.ndarray:
     dk = np.abs(np.diff(k, axis=1))
     top = np.maximum(k[:, 1:], k[:, :-1])
     safe = np.maximum(dk, 1e-12)
-    pieces = np.where(dk < 1e-12, 0.5 * (k[:, 1:] + k[:, :-1]),
-                      top + np.log(-np.expm1(-safe)) - np.log(safe))
+    pieces = np.where(
+        dk < 1e-12, 0.5 * (k[:, 1:] + k[:, :-1]), top + np.log(-np.expm1(-safe)) - np.log(safe)
+    )
     best = np.max(pieces, axis=1, keepdims=True)
     return best[:, 0] + np.log(np.sum(np.exp(pieces - best), axis=1)) + np.log(h)
 
@@ -116,8 +118,9 @@ def _interval_rule(length: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.nd
     if np.any(gentle):
         g = k[gentle]
         value[gentle] = _log_exp_gauss(length[gentle], g @ _GL_HIGH.T)
-        error[gentle] = np.abs(value[gentle]
-                               - _log_exp_gauss(length[gentle], g[:, ::2] @ _GL_LOW.T))
+        error[gentle] = np.abs(
+            value[gentle] - _log_exp_gauss(length[gentle], g[:, ::2] @ _GL_LOW.T)
+        )
     steep = ~gentle
     if np.any(steep):
         s, h = k[steep], length[steep] * _FINE[1]
@@ -131,8 +134,12 @@ def _interval_rule(length: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.nd
     return value, error
 
 
-def log_exp_integrals(a: np.ndarray, b: np.ndarray, K: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                      tol: float = 1e-9) -> np.ndarray:
+def log_exp_integrals(
+    a: np.ndarray,
+    b: np.ndarray,
+    K: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    tol: float = 1e-9,
+) -> np.ndarray:
     """``log int_{a_i}^{b_i} exp(K)`` for many intervals at once, adaptively.
 
     ``K(s, ref)`` evaluates the exponent at times ``s`` (a batch); ``ref`` holds, for each
@@ -167,9 +174,12 @@ def log_exp_integrals(a: np.ndarray, b: np.ndarray, K: Callable[[np.ndarray, np.
     return total
 
 
-def log_original_time(grid: np.ndarray, breakpoints: np.ndarray,
-                      K: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                      tol: float = 1e-9) -> np.ndarray:
+def log_original_time(
+    grid: np.ndarray,
+    breakpoints: np.ndarray,
+    K: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    tol: float = 1e-9,
+) -> np.ndarray:
     """``log t(tau) = log int_0^tau exp(K)``, ``K = -log c``, at the increasing times ``grid``.
 
     The integral is cut at the grid times and at ``breakpoints`` (event times, where ``K``

@@ -135,8 +135,9 @@ def gd(mu, alpha, depth: int, tau) -> ClosedFormSolution:
     shape = (tau.shape[0], mu.shape[0])
     log_a = np.ascontiguousarray(np.broadcast_to(log_a, shape), dtype=float)
     sign = np.ones(shape, dtype=np.int8)
-    return _make(tau, log_a, sign, L, np.full(mu.shape[0], np.nan),
-                 np.asarray(blow, dtype=float).copy())
+    return _make(
+        tau, log_a, sign, L, np.full(mu.shape[0], np.nan), np.asarray(blow, dtype=float).copy()
+    )
 
 
 def linf_sam(mu, alpha, rho, depth: int, tau) -> ClosedFormSolution:
@@ -198,8 +199,7 @@ def _checked_point(mu, alpha) -> tuple[np.ndarray, np.ndarray]:
     return mu, check_alpha(alpha, mu.shape[0])
 
 
-def _linf_sam_branches(mu: np.ndarray, alpha: np.ndarray, rho: np.float64, L: int,
-                       t: np.ndarray):
+def _linf_sam_branches(mu: np.ndarray, alpha: np.ndarray, rho: np.float64, L: int, t: np.ndarray):
     """``(log|a|, sign(a), hit_time, blowup_time)`` of the l-inf-SAM flow (``rho > 0``,
     ``L >= 2``) at the times ``t`` (T, 1), each coordinate by its branch: ``alpha_j`` above,
     equal to or below ``rho`` (and, below, the parity of ``L``)."""
@@ -210,13 +210,15 @@ def _linf_sam_branches(mu: np.ndarray, alpha: np.ndarray, rho: np.float64, L: in
     blow = np.full(d, np.inf)
     above = np.flatnonzero(alpha > rho)
     if above.size:
-        log_a[:, above], blow[above] = growth_above_rho(alpha[above][None, :],
-                                                        mu[above][None, :], rho, k, t)
+        log_a[:, above], blow[above] = growth_above_rho(
+            alpha[above][None, :], mu[above][None, :], rho, k, t
+        )
     log_a[:, np.flatnonzero(alpha == rho)] = np.log(rho)
     below = np.flatnonzero(alpha < rho)
     if below.size and L % 2 == 0:
-        log_a[:, below], zero, hit[below] = even_hit(alpha[below][None, :], mu[below][None, :],
-                                                     rho, k, t)
+        log_a[:, below], zero, hit[below] = even_hit(
+            alpha[below][None, :], mu[below][None, :], rho, k, t
+        )
         sign[:, below] = np.where(zero, 0, 1)
     elif below.size:
         log_a[:, below] = odd_saturate(alpha[below][None, :], mu[below][None, :], rho, k, t)

@@ -6,6 +6,7 @@ a branch at once. They take ``tau`` of shape (T, 1) and per-coordinate parameter
 
 Notation: ``k = L - 2``, ``b = a - rho``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,9 @@ def linear_growth(alpha: np.ndarray, mu: np.ndarray, tau: np.ndarray):
     """
     with np.errstate(over="ignore", divide="ignore"):
         lin = alpha + mu * tau
-        log_a = np.where(np.isfinite(lin), np.log(lin),
-                         np.logaddexp(np.log(alpha), np.log(mu) + np.log(tau)))
+        log_a = np.where(
+            np.isfinite(lin), np.log(lin), np.logaddexp(np.log(alpha), np.log(mu) + np.log(tau))
+        )
     return log_a, np.full(alpha.shape[-1], np.inf)
 
 

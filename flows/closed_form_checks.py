@@ -1,5 +1,6 @@
 """Input checks of :mod:`flows.closed_form`: each returns the checked value or raises
 ``ValueError`` whose message names the parameter in quotes (``'mu'``, ``'rho'``, ...)."""
+
 from __future__ import annotations
 
 import operator

@@ -11,6 +11,7 @@ hold the two to 1e-10 in log|beta|.
 
 numba compiles on first use (about 10 s) and caches the machine code on disk.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -54,8 +55,9 @@ class CompiledField(FusedField):
 
         super().__init__(problem)
         self.kernels = _numba_kernels
-        self.loss_id = next(i for i, name in enumerate(COMPILED_LOSSES)
-                            if problem.loss is LOSSES[name])
+        self.loss_id = next(
+            i for i, name in enumerate(COMPILED_LOSSES) if problem.loss is LOSSES[name]
+        )
         chart = problem.chart
         self.log_chart = isinstance(chart, LogChart)
         if isinstance(chart, LogChart):
@@ -66,27 +68,46 @@ class CompiledField(FusedField):
         self.mult_f = self.multiplicity.astype(float)
         self.no_pattern = np.zeros(problem.shape)
 
-    def _float_rhs(self, z: np.ndarray, held: np.ndarray, pattern_signs: np.ndarray | None,
-                   time: float = 0.0) -> np.ndarray | None:
+    def _float_rhs(
+        self, z: np.ndarray, held: np.ndarray, pattern_signs: np.ndarray | None, time: float = 0.0
+    ) -> np.ndarray | None:
         """The compiled version of :meth:`FusedField._float_rhs` (None outside its range)."""
         problem = self.problem
-        w, ok = self.kernels.parameters(z, self.log_chart, self.chart_sign, self.delta, self.depth,
-                            FLOAT_RANGE)
+        w, ok = self.kernels.parameters(
+            z, self.log_chart, self.chart_sign, self.delta, self.depth, FLOAT_RANGE
+        )
         if not ok:
             return None
         point = w
         if problem.algorithm.perturbs:
             use_pattern = pattern_signs is not None
             ok, unit, sign, log_norm = self.kernels.summary(
-                w, self.depth, self.mult_f, self.features_c, self.loss_id,
-                pattern_signs if use_pattern else self.no_pattern, use_pattern)
+                w,
+                self.depth,
+                self.mult_f,
+                self.features_c,
+                self.loss_id,
+                pattern_signs if use_pattern else self.no_pattern,
+                use_pattern,
+            )
             if not ok:
                 return None
             eps = problem.algorithm.perturb(
                 GradientSummary(unit, sign, float(log_norm), self.multiplicity),
-                self.hyperparameters(time))
+                self.hyperparameters(time),
+            )
             point = w + eps
-        ok, out = self.kernels.chart_velocity(w, point, z, held, self.depth, self.features_c, self.loss_id,
-                                  problem.clock.original, self.log_chart, self.delta,
-                                  FLOAT_RANGE)
+        ok, out = self.kernels.chart_velocity(
+            w,
+            point,
+            z,
+            held,
+            self.depth,
+            self.features_c,
+            self.loss_id,
+            problem.clock.original,
+            self.log_chart,
+            self.delta,
+            FLOAT_RANGE,
+        )
         return out if ok else None

@@ -1,4 +1,5 @@
 """Linearly separable binary classification data ``{(x_i, y_i)}``, ``y_i`` in {-1, +1}."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -69,8 +70,9 @@ def is_separable(X: np.ndarray, y: np.ndarray) -> bool:
     X = finite_array(X, "X", ndim=2)
     y = finite_array(y, "y", ndim=1)
     if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must have one label per row of X: got {y.shape[0]} labels for "
-                         f"{X.shape[0]} rows")
+        raise ValueError(
+            f"y must have one label per row of X: got {y.shape[0]} labels for {X.shape[0]} rows"
+        )
     return _separating_lp(y[:, None] * X, [(None, None)] * X.shape[1])
 
 
@@ -97,8 +99,9 @@ class Dataset:
         X = finite_array(self.X, "X", ndim=2)
         y = finite_array(self.y, "y", ndim=1)
         if y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must have one label per row of X: got {y.shape[0]} labels "
-                             f"for {X.shape[0]} rows")
+            raise ValueError(
+                f"y must have one label per row of X: got {y.shape[0]} labels for {X.shape[0]} rows"
+            )
         if not np.all(np.abs(y) == 1.0):
             raise ValueError("y must contain only labels -1 and +1")
         if not is_separable(X, y):

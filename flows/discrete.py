@@ -4,6 +4,7 @@ The same perturbation table and gradient code as the flows (:mod:`flows.field`),
 float64 (the iterates are what a practitioner would run). Step ``k`` sits at original time
 ``t = k eta``, so a run is compared with ``simulate(..., clock="original")``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -56,26 +57,38 @@ def sam_step(theta: np.ndarray, problem: Problem, eta: float, time: float = 0.0)
     """One step ``theta - eta grad L(theta + eps(theta))`` on the full (L, d) parameters, with
     scheduled hyper-parameters evaluated at ``time`` (``k * eta`` at step ``k``)."""
     if is_scheduled(problem.hyperparameters):
-        problem = replace(problem,
-                          hyperparameters=hyperparameters_at(problem.hyperparameters, time))
+        problem = replace(
+            problem, hyperparameters=hyperparameters_at(problem.hyperparameters, time)
+        )
     theta_p = perturbed_point(SignedLog.from_float(theta), problem)
     ev = evaluate(theta_p, problem.multiplicity, problem.data, problem.loss)
     return theta - eta * loss_gradient_signed(ev).to_float()
 
 
-def iterate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0, *,
-            rho: float | None = None, sigma: float | None = None,
-            rho_max: float | None = None, varrho: float | None = None,
-            eta: float = 1e-3, steps: int = 1000, record_every: int = 1,
-            loss: str = "logistic") -> DiscreteRun:
+def iterate(
+    data: Dataset,
+    algorithm: str = "l2-sam",
+    depth: int = 2,
+    alpha=1.0,
+    *,
+    rho: float | None = None,
+    sigma: float | None = None,
+    rho_max: float | None = None,
+    varrho: float | None = None,
+    eta: float = 1e-3,
+    steps: int = 1000,
+    record_every: int = 1,
+    loss: str = "logistic",
+) -> DiscreteRun:
     """Run ``steps`` iterations of GD / SAM with step size ``eta`` (see :func:`flows.simulate`
     for the other parameters); every ``record_every``-th iterate is kept. ``rho``, ``sigma``
     and ``rho_max`` may be schedules of the time ``k * eta`` (:mod:`flows.schedules`): step
     ``k`` (from ``theta_k`` to ``theta_{k+1}``) uses their values at ``k * eta``."""
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
-    hp = resolve_hyperparameters(algorithm, {"rho": rho, "sigma": sigma, "rho_max": rho_max,
-                                             "varrho": varrho})
+    hp = resolve_hyperparameters(
+        algorithm, {"rho": rho, "sigma": sigma, "rho_max": rho_max, "varrho": varrho}
+    )
     if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
     init = initialization(alpha, depth, data.d, reduced=False)
@@ -83,16 +96,24 @@ def iterate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0,
     for name, value in (("steps", steps), ("record_every", record_every)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    problem = Problem(data, get_algorithm(algorithm), hp, LOSSES[loss], init.multiplicity,
-                      CLOCKS["original"])
-    kept_steps, kept, status, message = _run(init.groups.copy(), problem, eta, steps,
-                                             record_every)
+    problem = Problem(
+        data, get_algorithm(algorithm), hp, LOSSES[loss], init.multiplicity, CLOCKS["original"]
+    )
+    kept_steps, kept, status, message = _run(init.groups.copy(), problem, eta, steps, record_every)
     thetas = np.array(kept)
     betas = np.prod(thetas, axis=1)
     steps_arr = np.array(kept_steps)
-    return DiscreteRun(steps=steps_arr, t=steps_arr * eta, theta=thetas, beta=betas,
-                       loss=_losses(betas, data.signed_features, LOSSES[loss]), status=status,
-                       message=message, algorithm=algorithm, eta=float(eta))
+    return DiscreteRun(
+        steps=steps_arr,
+        t=steps_arr * eta,
+        theta=thetas,
+        beta=betas,
+        loss=_losses(betas, data.signed_features, LOSSES[loss]),
+        status=status,
+        message=message,
+        algorithm=algorithm,
+        eta=float(eta),
+    )
 
 
 def _check_eta(eta) -> float:
@@ -106,8 +127,9 @@ def _check_eta(eta) -> float:
     return eta_f
 
 
-def _run(theta: np.ndarray, problem: Problem, eta: float, steps: int,
-         record_every: int) -> tuple[list[int], list[np.ndarray], int, str]:
+def _run(
+    theta: np.ndarray, problem: Problem, eta: float, steps: int, record_every: int
+) -> tuple[list[int], list[np.ndarray], int, str]:
     """The recorded ``(steps, thetas)`` from ``theta`` (L, d), the status and the message.
 
     Stops at the first iterate that float64 cannot represent, keeping the last one that it can.
@@ -116,8 +138,12 @@ def _run(theta: np.ndarray, problem: Problem, eta: float, steps: int,
     kept_steps, kept = [0], [theta.copy()]
     why = _not_representable(theta, signed)
     if why:
-        return kept_steps, kept, FAILURE, (f"iterate not representable at step 0: {why}; only "
-                                           f"the initial theta is returned")
+        return (
+            kept_steps,
+            kept,
+            FAILURE,
+            (f"iterate not representable at step 0: {why}; only the initial theta is returned"),
+        )
     last_k, last = 0, theta
     for k in range(1, steps + 1):
         with np.errstate(over="ignore", invalid="ignore"):
@@ -127,8 +153,15 @@ def _run(theta: np.ndarray, problem: Problem, eta: float, steps: int,
             if kept_steps[-1] != last_k:
                 kept_steps.append(last_k)
                 kept.append(last.copy())
-            return kept_steps, kept, FAILURE, (f"iterate not representable at step {k}: {why}; "
-                                               f"the iterates up to step {last_k} are kept")
+            return (
+                kept_steps,
+                kept,
+                FAILURE,
+                (
+                    f"iterate not representable at step {k}: {why}; "
+                    f"the iterates up to step {last_k} are kept"
+                ),
+            )
         last_k, last = k, theta
         if k % record_every == 0 or k == steps:
             kept_steps.append(k)
@@ -141,8 +174,9 @@ def _losses(betas: np.ndarray, signed: np.ndarray, loss: Loss) -> np.ndarray:
     margin is not finite)."""
     with np.errstate(over="ignore", invalid="ignore"):
         margins = betas @ signed.T
-        return np.where(np.all(np.isfinite(margins), axis=1),
-                        np.mean(loss.value(margins), axis=1), np.nan)
+        return np.where(
+            np.all(np.isfinite(margins), axis=1), np.mean(loss.value(margins), axis=1), np.nan
+        )
 
 
 def _not_representable(theta: np.ndarray, signed: np.ndarray) -> str:
@@ -159,8 +193,10 @@ def _not_representable(theta: np.ndarray, signed: np.ndarray) -> str:
         beta = np.prod(theta, axis=0)
         if not np.all(np.isfinite(beta)):
             top = float(np.max(np.abs(theta)))
-            return (f"beta = prod_l theta^(l) overflows float64 (|theta| up to {top:.3g}, "
-                    f"{theta.shape[0]} layers)")
+            return (
+                f"beta = prod_l theta^(l) overflows float64 (|theta| up to {top:.3g}, "
+                f"{theta.shape[0]} layers)"
+            )
         if not np.all(np.isfinite(signed @ beta)):
             return "the margins <beta, y_i x_i> overflow float64"
     return ""

@@ -26,6 +26,7 @@ in place, returning an :class:`Outcome`.
 Threshold events (collapse, near zero, stationary) that already hold where a segment starts
 fire at once (:meth:`SegmentEvent.already`), before any step.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -97,8 +98,9 @@ class SegmentEvent:
         starts; only threshold events say yes)."""
         return False
 
-    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
-               log: list[FlowEvent]) -> Outcome:
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
         raise NotImplementedError
 
 
@@ -111,16 +113,18 @@ class ZeroCrossing(SegmentEvent):
     def __call__(self, s: float, y: np.ndarray) -> float:
         return float(y[self.index])
 
-    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
-               log: list[FlowEvent]) -> Outcome:
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
         """Cross or slide; also every entry that reached 0 in the same instant."""
         self._cross_or_slide(y, self.index, mode, s, tau, log)
         for flat in self._also_crossed(y, mode):
             self._cross_or_slide(y, flat, mode, s, tau, log)
         return Outcome()
 
-    def _cross_or_slide(self, y: np.ndarray, flat: int, mode: Mode, s: float, tau: float,
-                        log: list[FlowEvent]) -> None:
+    def _cross_or_slide(
+        self, y: np.ndarray, flat: int, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> None:
         """Hold the entry at 0 if it slides (``F(+0) < 0 < F(-0)``), else push it across."""
         group, j = np.unravel_index(flat, self.problem.shape)
         entry = (int(group), int(j))
@@ -153,8 +157,9 @@ class ZeroCrossing(SegmentEvent):
         rounding."""
         assert mode.sign_pattern is not None
         z = y[:-1]
-        crossed = (~mode.held.ravel()) & ((np.sign(z) == -mode.sign_pattern.ravel())
-                                          | (np.abs(z) < 1e-14))
+        crossed = (~mode.held.ravel()) & (
+            (np.sign(z) == -mode.sign_pattern.ravel()) | (np.abs(z) < 1e-14)
+        )
         return [int(i) for i in np.flatnonzero(crossed)]
 
 
@@ -168,16 +173,22 @@ class SlidingRelease(SegmentEvent):
 
     def __call__(self, s: float, y: np.ndarray) -> float:
         theta = self.theta(y)
-        return min(-one_sided_velocity(theta, self.field, self.sign_pattern, self.index, 1.0, s),
-                   one_sided_velocity(theta, self.field, self.sign_pattern, self.index, -1.0, s))
+        return min(
+            -one_sided_velocity(theta, self.field, self.sign_pattern, self.index, 1.0, s),
+            one_sided_velocity(theta, self.field, self.sign_pattern, self.index, -1.0, s),
+        )
 
-    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
-               log: list[FlowEvent]) -> Outcome:
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
         """The held parameter leaves 0 on the side its field points to."""
         assert mode.sign_pattern is not None  # releases are watched for l_inf-SAM only
         theta = self.theta(y)
-        side = 1.0 if one_sided_velocity(theta, self.field, mode.sign_pattern, self.index,
-                                         1.0, s) >= 0 else -1.0
+        side = (
+            1.0
+            if one_sided_velocity(theta, self.field, mode.sign_pattern, self.index, 1.0, s) >= 0
+            else -1.0
+        )
         mode.held[self.index] = False
         mode.sign_pattern[self.index] = side
         y[np.ravel_multi_index(self.index, self.problem.shape)] = side * NUDGE
@@ -207,8 +218,9 @@ class NearZero(_Smallness):
 
     fraction: float = NEAR_ZERO
 
-    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
-               log: list[FlowEvent]) -> Outcome:
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
         """Convert the state to the asinh chart (not a user-visible event)."""
         theta = self.theta(y)
         mode.chart = AsinhChart()
@@ -221,8 +233,9 @@ class NearZero(_Smallness):
 class Collapse(_Smallness):
     """Every parameter below ``radius * COLLAPSE_FRACTION``: theta is 0 from here on."""
 
-    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
-               log: list[FlowEvent]) -> Outcome:
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
         """Set theta to 0 for the rest of the run."""
         return collapse(y, mode, tau, log)
 
@@ -237,8 +250,9 @@ class CollapseCrossing(SegmentEvent):
     def __call__(self, s: float, y: np.ndarray) -> float:
         return float(y[self.index])
 
-    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
-               log: list[FlowEvent]) -> Outcome:
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
         """Set theta to 0 for the rest of the run."""
         return collapse(y, mode, tau, log)
 
@@ -259,8 +273,9 @@ class BlowUp(SegmentEvent):
             log_rate = vel.dtheta.log_abs - theta.log_abs
         return float(np.log(BLOWUP_RATE) - np.max(log_rate[growing]))
 
-    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
-               log: list[FlowEvent]) -> Outcome:
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
         """End the run: the path ends at the blow-up."""
         log.append(FlowEvent(tau, "blow-up"))
         return Outcome(stop=True, status=BLOWUP, message=f"finite-time blow-up at tau={tau:.10g}")
@@ -295,19 +310,24 @@ class Stationary(SegmentEvent):
         """Stationary from the start."""
         return self(0.0, y) < 0
 
-    def handle(self, y: np.ndarray, mode: Mode, s: float, tau: float,
-               log: list[FlowEvent]) -> Outcome:
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
         """Stay at the point for the rest of the run (``eps = 0`` at ``grad L = 0``)."""
         mode.stationary = True
         log.append(FlowEvent(tau, "stationary"))
-        return Outcome(message=(
-            f"reached a stationary point (grad L = 0, theta != 0) at tau={tau:.6g} and stays "
-            "there (eps = 0 at grad L = 0); the data are not separable by the signs this "
-            "initialization keeps"))
+        return Outcome(
+            message=(
+                f"reached a stationary point (grad L = 0, theta != 0) at tau={tau:.6g} and stays "
+                "there (eps = 0 at grad L = 0); the data are not separable by the signs this "
+                "initialization keeps"
+            )
+        )
 
 
-def segment_events(vector_field: VectorField, mode: Mode, depth: int, radius: float,
-                   near_zero: bool = True) -> list[SegmentEvent]:
+def segment_events(
+    vector_field: VectorField, mode: Mode, depth: int, radius: float, near_zero: bool = True
+) -> list[SegmentEvent]:
     """The events to watch in the current mode (``vector_field`` is the field of ``mode.chart``);
     ``near_zero``: leave the log chart when every parameter comes near 0."""
     problem = vector_field.problem
@@ -317,8 +337,13 @@ def segment_events(vector_field: VectorField, mode: Mode, depth: int, radius: fl
         for flat in np.flatnonzero(~mode.held.ravel()):
             found.append(ZeroCrossing(vector_field, index=int(flat)))
         for entry in zip(*np.nonzero(mode.held), strict=True):
-            found.append(SlidingRelease(vector_field, index=(int(entry[0]), int(entry[1])),
-                                        sign_pattern=mode.sign_pattern))
+            found.append(
+                SlidingRelease(
+                    vector_field,
+                    index=(int(entry[0]), int(entry[1])),
+                    sign_pattern=mode.sign_pattern,
+                )
+            )
     if radius > 0 and depth >= 2:
         found.append(Collapse(vector_field, radius=radius))
         if near_zero and not isinstance(mode.chart, AsinhChart):

@@ -8,6 +8,7 @@ with ``G`` the loss-weighted mean of ``y_i x_i`` at ``theta'`` (see :mod:`flows.
 ``dtheta/ds = (dtau/ds) F`` in the clock ``s`` and the state is integrated in a chart
 (:mod:`flows.charts`), e.g. ``z = asinh(theta / delta)``: ``dz/ds = (dtheta/ds) / (delta cosh z)``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -57,14 +58,21 @@ class VectorField(Protocol):
 
     def pattern_signs(self, sign_pattern: np.ndarray | None) -> np.ndarray | None: ...
 
-    def velocity(self, theta: SignedLog, pattern_signs: np.ndarray | None = None,
-                 time: float = 0.0) -> Velocity: ...
+    def velocity(
+        self, theta: SignedLog, pattern_signs: np.ndarray | None = None, time: float = 0.0
+    ) -> Velocity: ...
 
-    def log_c(self, theta: SignedLog, pattern_signs: np.ndarray | None = None,
-              time=0.0) -> np.ndarray: ...
+    def log_c(
+        self, theta: SignedLog, pattern_signs: np.ndarray | None = None, time=0.0
+    ) -> np.ndarray: ...
 
-    def chart_rhs(self, z: np.ndarray, held: np.ndarray,
-                  pattern_signs: np.ndarray | None = None, time: float = 0.0) -> np.ndarray: ...
+    def chart_rhs(
+        self,
+        z: np.ndarray,
+        held: np.ndarray,
+        pattern_signs: np.ndarray | None = None,
+        time: float = 0.0,
+    ) -> np.ndarray: ...
 
 
 def gradient_summary(scaled: SignedLog, log_c, multiplicity: np.ndarray) -> GradientSummary:
@@ -84,8 +92,9 @@ def gradient_summary(scaled: SignedLog, log_c, multiplicity: np.ndarray) -> Grad
     return GradientSummary(unit, scaled.sign, log_grad_norm, np.asarray(multiplicity))
 
 
-def perturbed_point(theta: SignedLog, problem: Problem,
-                    sign_pattern: np.ndarray | None = None) -> SignedLog:
+def perturbed_point(
+    theta: SignedLog, problem: Problem, sign_pattern: np.ndarray | None = None
+) -> SignedLog:
     """``theta' = theta + eps(theta)`` with ``eps`` from the algorithm table.
 
     ``sign_pattern`` (same shape as ``theta``) replaces the signs of the parameters in
@@ -99,8 +108,9 @@ def perturbed_point(theta: SignedLog, problem: Problem,
     mg = margin_gradient(ev)
     sign = -mg.sign
     if sign_pattern is not None:
-        pattern_products = leave_one_out(SignedLog(sign_pattern, theta.log_abs),
-                                          problem.multiplicity).sign
+        pattern_products = leave_one_out(
+            SignedLog(sign_pattern, theta.log_abs), problem.multiplicity
+        ).sign
         sign = -ev.direction.sign * pattern_products
     grad = gradient_summary(SignedLog(sign, mg.log_abs), ev.log_c, problem.multiplicity)
     eps = problem.algorithm.perturb(grad, problem.hyperparameters)
@@ -111,16 +121,22 @@ def perturbed_point(theta: SignedLog, problem: Problem,
     return add_float(theta, eps)
 
 
-def rescaled_velocity(theta: SignedLog, problem: Problem,
-                      sign_pattern: np.ndarray | None = None) -> Velocity:
+def rescaled_velocity(
+    theta: SignedLog, problem: Problem, sign_pattern: np.ndarray | None = None
+) -> Velocity:
     """``F = G(theta') * prod_{k != l} theta'^(k)`` and ``log c(theta')``."""
-    ev = evaluate(perturbed_point(theta, problem, sign_pattern), problem.multiplicity,
-                  problem.data, problem.loss)
+    ev = evaluate(
+        perturbed_point(theta, problem, sign_pattern),
+        problem.multiplicity,
+        problem.data,
+        problem.loss,
+    )
     return Velocity(margin_gradient(ev), ev.log_c)
 
 
-def perturbed_log_c(theta: SignedLog, problem: Problem,
-                    sign_pattern: np.ndarray | None = None) -> float:
+def perturbed_log_c(
+    theta: SignedLog, problem: Problem, sign_pattern: np.ndarray | None = None
+) -> float:
     """``log c(theta')``: the clock factor at the perturbed point (no field needed)."""
     beta = product_of_layers(perturbed_point(theta, problem, sign_pattern), problem.multiplicity)
     return loss_weights(margins(beta, problem.data), problem.loss).log_c
@@ -131,8 +147,9 @@ def chart_state(z: np.ndarray, problem: Problem) -> SignedLog:
     return problem.chart.state(z.reshape(problem.shape))
 
 
-def chart_rhs(z: np.ndarray, problem: Problem, held: np.ndarray,
-              sign_pattern: np.ndarray | None = None) -> np.ndarray:
+def chart_rhs(
+    z: np.ndarray, problem: Problem, held: np.ndarray, sign_pattern: np.ndarray | None = None
+) -> np.ndarray:
     """``d(z, tau)/ds``; entries in ``held`` (boolean, shape (G, d)) stay where they are."""
     theta = chart_state(z, problem)
     vel = rescaled_velocity(theta, problem, sign_pattern)
@@ -158,37 +175,53 @@ class ReferenceField:
         """The problem with its hyper-parameters evaluated at clock time ``time``."""
         if not self.scheduled:
             return self.problem
-        return replace(self.problem,
-                       hyperparameters=hyperparameters_at(self.problem.hyperparameters, time))
+        return replace(
+            self.problem, hyperparameters=hyperparameters_at(self.problem.hyperparameters, time)
+        )
 
     def pattern_signs(self, sign_pattern: np.ndarray | None) -> np.ndarray | None:
         """What :meth:`velocity` takes for a frozen sign pattern (here: the pattern itself)."""
         return sign_pattern
 
-    def velocity(self, theta: SignedLog, pattern_signs: np.ndarray | None = None,
-                 time: float = 0.0) -> Velocity:
+    def velocity(
+        self, theta: SignedLog, pattern_signs: np.ndarray | None = None, time: float = 0.0
+    ) -> Velocity:
         """``F`` and ``log c`` at one point ``theta`` (shape (G, d)) at clock time ``time``."""
         return rescaled_velocity(theta, self.at(time), pattern_signs)
 
-    def log_c(self, theta: SignedLog, pattern_signs: np.ndarray | None = None,
-              time=0.0) -> np.ndarray:
+    def log_c(
+        self, theta: SignedLog, pattern_signs: np.ndarray | None = None, time=0.0
+    ) -> np.ndarray:
         """``log c(theta')`` for a batch ``theta`` of shape (..., G, d) (``time``: one clock
         time, or one per point)."""
         sign = theta.sign.reshape((-1,) + self.problem.shape)
         log_abs = theta.log_abs.reshape(sign.shape)
         times = np.broadcast_to(np.asarray(time, dtype=float), theta.sign.shape[:-2]).ravel()
-        out = [perturbed_log_c(SignedLog(s, a), self.at(float(t)), pattern_signs)
-               for s, a, t in zip(sign, log_abs, times, strict=True)]
+        out = [
+            perturbed_log_c(SignedLog(s, a), self.at(float(t)), pattern_signs)
+            for s, a, t in zip(sign, log_abs, times, strict=True)
+        ]
         return np.array(out).reshape(theta.sign.shape[:-2])
 
-    def chart_rhs(self, z: np.ndarray, held: np.ndarray,
-                  pattern_signs: np.ndarray | None = None, time: float = 0.0) -> np.ndarray:
+    def chart_rhs(
+        self,
+        z: np.ndarray,
+        held: np.ndarray,
+        pattern_signs: np.ndarray | None = None,
+        time: float = 0.0,
+    ) -> np.ndarray:
         """``d(z, tau)/ds`` (see :func:`chart_rhs`)."""
         return chart_rhs(z, self.at(time), held, pattern_signs)
 
 
-def one_sided_velocity(theta: SignedLog, field: VectorField, sign_pattern: np.ndarray,
-                       index: tuple[int, int], side: float, time: float = 0.0) -> float:
+def one_sided_velocity(
+    theta: SignedLog,
+    field: VectorField,
+    sign_pattern: np.ndarray,
+    index: tuple[int, int],
+    side: float,
+    time: float = 0.0,
+) -> float:
     """``F`` of entry ``index`` (whose value is 0) on the side ``sign = side`` of 0.
 
     The one-sided limits of a field that jumps where the entry changes sign (l_inf-SAM):
@@ -199,8 +232,11 @@ def one_sided_velocity(theta: SignedLog, field: VectorField, sign_pattern: np.nd
     pattern[index] = side
     log_abs = theta.log_abs.copy()
     log_abs[index] = -np.inf
-    vel = field.velocity(SignedLog(np.where(np.isneginf(log_abs), 0.0, theta.sign), log_abs),
-                         field.pattern_signs(pattern), time)
+    vel = field.velocity(
+        SignedLog(np.where(np.isneginf(log_abs), 0.0, theta.sign), log_abs),
+        field.pattern_signs(pattern),
+        time,
+    )
     return float(vel.dtheta.sign[index] * np.exp(min(vel.dtheta.log_abs[index], 700.0)))
 
 

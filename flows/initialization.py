@@ -1,4 +1,5 @@
 """Initializations ``w_j^(l)(0) = alpha_j`` (balanced) or ``alpha[l, j]`` (unbalanced), and depth."""
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -7,15 +8,18 @@ import numpy as np
 
 from .data import finite_array
 
-
 #: The deepest network accepted (the full system holds a (depth, d) array).
 MAX_DEPTH = 100_000
 
 
 def check_depth(depth) -> int:
     """``depth`` as an int in ``[1, MAX_DEPTH]``; ``ValueError`` naming 'depth' otherwise."""
-    if (isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1
-            or depth > MAX_DEPTH):
+    if (
+        isinstance(depth, bool)
+        or not isinstance(depth, (int, np.integer))
+        or depth < 1
+        or depth > MAX_DEPTH
+    ):
         raise ValueError(f"depth must be an integer in [1, {MAX_DEPTH}], got {depth!r}")
     return int(depth)
 
@@ -63,20 +67,26 @@ def initialization(alpha, depth: int, d: int, reduced: bool | None = None) -> In
     if reduced is not None and not isinstance(reduced, (bool, np.bool_)):
         raise ValueError(f"reduced must be None, True or False, got {reduced!r}")
     a = finite_array(alpha, "alpha")
-    shapes = (f"alpha must be a scalar, a length-{d} vector or a ({depth}, {d}) array, "
-              f"got shape {a.shape}")
+    shapes = (
+        f"alpha must be a scalar, a length-{d} vector or a ({depth}, {d}) array, "
+        f"got shape {a.shape}"
+    )
     if a.ndim <= 1:
         if np.any(a <= 0):
-            raise ValueError("alpha must be > 0 as a scalar or a vector (every initial weight "
-                             "positive; signed inits need a (depth, d) array)")
+            raise ValueError(
+                "alpha must be > 0 as a scalar or a vector (every initial weight "
+                "positive; signed inits need a (depth, d) array)"
+            )
         if a.ndim == 1 and a.shape != (d,):
             raise ValueError(shapes)
         layers = np.tile(np.broadcast_to(a, (d,)), (depth, 1))
     elif a.shape == (depth, d):
         if np.any(a == 0):
             layer, j = (int(v) for v in np.argwhere(a == 0)[0])
-            raise ValueError(f"alpha must have no zero entry (signs are free in a (depth, d) "
-                             f"array, zeros are not), got 0 at layer {layer}, coordinate {j}")
+            raise ValueError(
+                f"alpha must have no zero entry (signs are free in a (depth, d) "
+                f"array, zeros are not), got 0 at layer {layer}, coordinate {j}"
+            )
         layers = a.copy()
     else:
         raise ValueError(shapes)
@@ -96,8 +106,9 @@ def initialization(alpha, depth: int, d: int, reduced: bool | None = None) -> In
 ZERO_INVARIANT = frozenset({"gd", "l2-sam", "usam", "le-sam"})
 
 
-def kept_sign_pattern(alpha, depth: int, d: int | None = None, *,
-                      algorithm: str | None = None) -> np.ndarray | None:
+def kept_sign_pattern(
+    alpha, depth: int, d: int | None = None, *, algorithm: str | None = None
+) -> np.ndarray | None:
     """The signs ``s_j`` in {-1, +1} with ``s_j beta_j(t) >= 0`` for all t, or None if ``beta``
     is not confined to an orthant.
 
@@ -140,8 +151,9 @@ def kept_sign_pattern(alpha, depth: int, d: int | None = None, *,
         from .algorithms import ALGORITHMS  # noqa: PLC0415 (light module, no cycle at import)
 
         if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be None or one of {sorted(ALGORITHMS)}, "
-                             f"got {algorithm!r}")
+            raise ValueError(
+                f"algorithm must be None or one of {sorted(ALGORITHMS)}, got {algorithm!r}"
+            )
     layers = initialization(a, depth, int(d), reduced=False).groups
     if depth == 1 or not np.all(np.abs(layers) == np.abs(layers[0])):
         return None

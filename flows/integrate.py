@@ -13,6 +13,7 @@ at any scale) and moves to the asinh chart if every parameter comes near 0; ever
 uses ``z = asinh(w / delta)``: linear near 0 for crossings, sliding and collapse, logarithmic
 for large ``|w|``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -89,8 +90,9 @@ class Run:
         rtol, atol = mode.chart.tolerances(self.rtol, self.atol)
         if mode.near_zero is not None:  # on the way into a collapse: see NEAR_ZERO_ATOL
             atol = max(atol, ev.NEAR_ZERO_ATOL * self.radius)
-        tau_atol = max(self.atol, 1e-12, self.rtol * max(1.0, self.s_end) if rtol < self.rtol
-                       else 0.0)
+        tau_atol = max(
+            self.atol, 1e-12, self.rtol * max(1.0, self.s_end) if rtol < self.rtol else 0.0
+        )
         return rtol, np.append(np.full(self.y.size - 1, atol), tau_atol)
 
     def stop(self, status: int, message: str) -> None:
@@ -98,14 +100,30 @@ class Run:
         self.status, self.message, self.s_end = status, message, self.s
 
 
-def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0, *,
-             rho: float | None = None, sigma: float | None = None,
-             rho_max: float | None = None, varrho: float | None = None,
-             t_max: float = 10.0, clock: str = "rescaled", n_points: int = 201,
-             loss: str = "logistic", reduced: bool | None = None,
-             rtol: float = 1e-10, atol: float = 1e-100, method: str = "DOP853",
-             chart: str = "auto", chart_scale: float = 1.0, original_time: bool = True,
-             max_nfev: int = 200_000, backend: str = "auto") -> Trajectory:
+def simulate(
+    data: Dataset,
+    algorithm: str = "l2-sam",
+    depth: int = 2,
+    alpha=1.0,
+    *,
+    rho: float | None = None,
+    sigma: float | None = None,
+    rho_max: float | None = None,
+    varrho: float | None = None,
+    t_max: float = 10.0,
+    clock: str = "rescaled",
+    n_points: int = 201,
+    loss: str = "logistic",
+    reduced: bool | None = None,
+    rtol: float = 1e-10,
+    atol: float = 1e-100,
+    method: str = "DOP853",
+    chart: str = "auto",
+    chart_scale: float = 1.0,
+    original_time: bool = True,
+    max_nfev: int = 200_000,
+    backend: str = "auto",
+) -> Trajectory:
     """Integrate a GD / SAM flow on an L-layer diagonal linear network.
 
     ``dtheta/dt = -grad L(theta + eps(theta))`` (original clock) or
@@ -146,10 +164,26 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
         With ``status`` 0 (reached ``t_max``), 1 (finite-time blow-up: the path ends there) or
         -1 (solver failure or budget spent: the path ends there; ``message`` says why).
     """
-    run = _setup(data, algorithm, depth, alpha, dict(rho=rho, sigma=sigma, rho_max=rho_max,
-                                                     varrho=varrho),
-                 t_max, clock, n_points, loss, reduced, rtol, atol, method, chart,
-                 chart_scale, max_nfev, backend, original_time)
+    run = _setup(
+        data,
+        algorithm,
+        depth,
+        alpha,
+        dict(rho=rho, sigma=sigma, rho_max=rho_max, varrho=varrho),
+        t_max,
+        clock,
+        n_points,
+        loss,
+        reduced,
+        rtol,
+        atol,
+        method,
+        chart,
+        chart_scale,
+        max_nfev,
+        backend,
+        original_time,
+    )
     while run.s < run.s_end:
         if run.mode.frozen:
             _freeze(run)
@@ -168,8 +202,26 @@ def simulate(data: Dataset, algorithm: str = "l2-sam", depth: int = 2, alpha=1.0
     return _assemble(run, float(t_max), n_points, original_time, algorithm)
 
 
-def _setup(data, algorithm, depth, alpha, given, t_max, clock, n_points, loss, reduced,
-           rtol, atol, method, chart, chart_scale, max_nfev, backend, original_time) -> Run:
+def _setup(
+    data,
+    algorithm,
+    depth,
+    alpha,
+    given,
+    t_max,
+    clock,
+    n_points,
+    loss,
+    reduced,
+    rtol,
+    atol,
+    method,
+    chart,
+    chart_scale,
+    max_nfev,
+    backend,
+    original_time,
+) -> Run:
     """Validate every argument (``ValueError`` naming it) and build the initial run state."""
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
@@ -186,8 +238,9 @@ def _setup(data, algorithm, depth, alpha, given, t_max, clock, n_points, loss, r
         except OverflowError:
             return False
 
-    if not (isinstance(t_max, (int, float, np.integer, np.floating)) and finite(t_max)
-            and t_max > 0):
+    if not (
+        isinstance(t_max, (int, float, np.integer, np.floating)) and finite(t_max) and t_max > 0
+    ):
         raise ValueError(f"t_max must be a finite number > 0, got {t_max!r}")
     _check_count("n_points", n_points, 2, MAX_POINTS)
     _check_count("max_nfev", max_nfev, 1)
@@ -206,21 +259,34 @@ def _setup(data, algorithm, depth, alpha, given, t_max, clock, n_points, loss, r
         raise ValueError(f"chart must be a chart name, got {chart!r}")
     depth_total = int(init.multiplicity.sum())
     _warn_if_signs_cannot_separate(data, alpha, depth_total, algorithm)
-    the_chart = choose_chart(chart, init.groups, init.balanced, depth_total,
-                             algo.sign_discontinuous, chart_scale)
+    the_chart = choose_chart(
+        chart, init.groups, init.balanced, depth_total, algo.sign_discontinuous, chart_scale
+    )
     problem = Problem(data, algo, hp, LOSSES[loss], init.multiplicity, the_clock, the_chart)
-    mode = Mode(the_chart, held=np.zeros(problem.shape, dtype=bool),
-                sign_pattern=np.sign(init.groups) if algo.sign_discontinuous else None)
+    mode = Mode(
+        the_chart,
+        held=np.zeros(problem.shape, dtype=bool),
+        sign_pattern=np.sign(init.groups) if algo.sign_discontinuous else None,
+    )
     z0 = the_chart.coordinates(SignedLog.from_float(init.groups))
     if backend == "numba":
         compiled.require()
     if backend == "auto":
         backend = "numba" if compiled.available() and compiled.supports(problem) else "numpy"
-    return Run(problem=problem, backend=BACKENDS[backend],
-               mode=mode, y=np.append(z0.ravel(), 0.0), s_end=float(t_max), rtol=float(rtol),
-               atol=float(atol), budget=int(max_nfev), near_zero_switch=chart == "auto",
-               path=Path(problem.shape), radius=_largest_radius(algo, hp, float(t_max)),
-               kinks=kinks_of(hp.values()))
+    return Run(
+        problem=problem,
+        backend=BACKENDS[backend],
+        mode=mode,
+        y=np.append(z0.ravel(), 0.0),
+        s_end=float(t_max),
+        rtol=float(rtol),
+        atol=float(atol),
+        budget=int(max_nfev),
+        near_zero_switch=chart == "auto",
+        path=Path(problem.shape),
+        radius=_largest_radius(algo, hp, float(t_max)),
+        kinks=kinks_of(hp.values()),
+    )
 
 
 def _warn_if_signs_cannot_separate(data: Dataset, alpha, depth: int, algorithm: str) -> None:
@@ -233,8 +299,10 @@ def _warn_if_signs_cannot_separate(data: Dataset, alpha, depth: int, algorithm: 
         warnings.warn(
             f"the initialization keeps sign(beta) = {signs.astype(int).tolist()} (depth {depth}), "
             "and no predictor with these signs separates the data: the loss cannot tend to 0 "
-            "(use a signed (L, d) alpha to start in another orthant)", RuntimeWarning,
-            stacklevel=3)
+            "(use a signed (L, d) alpha to start in another orthant)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 @functools.lru_cache(maxsize=64)
@@ -251,8 +319,12 @@ def _largest_radius(algo, hp: dict, t_max: float) -> float:
 
 def _check_count(name: str, value, least: int, most: int | None = None) -> None:
     """An integer in ``[least, most]``; ``ValueError`` naming ``name`` otherwise."""
-    if (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least
-            or (most is not None and value > most)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or value < least
+        or (most is not None and value > most)
+    ):
         bound = f">= {least}" if most is None else f"in [{least}, {most}]"
         raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
 
@@ -265,9 +337,9 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     mode = run.mode.copy()
     fld = run.field_for(mode)
     pattern = fld.pattern_signs(mode.sign_pattern)
-    watched = ev.segment_events(fld, mode, int(run.problem.multiplicity.sum()),
-                                run.radius,
-                                near_zero=run.near_zero_switch)
+    watched = ev.segment_events(
+        fld, mode, int(run.problem.multiplicity.sum()), run.radius, near_zero=run.near_zero_switch
+    )
     holding = next((e for e in watched if e.already(run.y)), None)
     if holding is not None:
         return holding
@@ -277,8 +349,9 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
 
     rtol, atol = run.tolerances(mode)
     with np.errstate(over="ignore", under="ignore"):
-        result = integrate_segment(rhs, run.s, run.y, run.next_stop(), watched, method, rtol,
-                                   atol, run.budget - run.nfev)
+        result = integrate_segment(
+            rhs, run.s, run.y, run.next_stop(), watched, method, rtol, atol, run.budget - run.nfev
+        )
     run.nfev += result.nfev
     if len(result.ts) > 1:
         run.path.segments.append(Segment(mode, np.array(result.ts), result.interpolants))
@@ -286,8 +359,11 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     if result.status == "failed":
         run.stop(FAILURE, f"solver failed at s={result.ts[-1]:.6g}: {result.message}")
     elif result.status == "budget":
-        run.stop(FAILURE, f"max_nfev={run.budget} field evaluations spent by s={run.s:.6g} "
-                          f"(t_max={run.s_end:g}); the path up to there is returned")
+        run.stop(
+            FAILURE,
+            f"max_nfev={run.budget} field evaluations spent by s={run.s:.6g} "
+            f"(t_max={run.s_end:g}); the path up to there is returned",
+        )
     elif result.status == "event":
         assert result.event is not None
         return watched[result.event]
@@ -300,8 +376,9 @@ def _freeze(run: Run) -> None:
     fld = run.field_for(run.mode)
     problem = run.problem
     theta = run.mode.chart.state(run.y[:-1].reshape(problem.shape))
-    theta = SignedLog(np.where(run.mode.held, 0.0, theta.sign),
-                      np.where(run.mode.held, -np.inf, theta.log_abs))
+    theta = SignedLog(
+        np.where(run.mode.held, 0.0, theta.sign), np.where(run.mode.held, -np.inf, theta.log_abs)
+    )
     if run.mode.stationary:
         beta = product_of_layers(theta, problem.multiplicity)
         log_c = loss_weights(margins(beta, problem.data), problem.loss).log_c
@@ -312,8 +389,9 @@ def _freeze(run: Run) -> None:
     run.s = run.s_end
 
 
-def _assemble(run: Run, t_max: float, n_points: int, original_time: bool,
-              algorithm: str) -> Trajectory:
+def _assemble(
+    run: Run, t_max: float, n_points: int, original_time: bool, algorithm: str
+) -> Trajectory:
     """Sample the path on the output grid and build the :class:`Trajectory`."""
     if not run.path.segments:  # stopped before the first step: the path is the initial point
         run.path.segments.append(Segment.frozen(run.mode.copy(), 0.0, 0.0, run.y, 0.0))
@@ -336,19 +414,30 @@ def _assemble(run: Run, t_max: float, n_points: int, original_time: bool,
     with np.errstate(over="ignore"):
         loss = np.mean(problem.loss.value(fused.margins(beta)), axis=-1)
     mult = problem.multiplicity
-    return Trajectory(t=grid, tau=tau, log_t_original=log_t,
-                      log_abs_theta=np.repeat(theta.log_abs, mult, axis=1),
-                      sign_theta=np.repeat(theta.sign, mult, axis=1),
-                      log_abs_beta=beta.log_abs, sign_beta=beta.sign, loss=loss,
-                      status=run.status, message=run.message, algorithm=algorithm,
-                      depth=int(mult.sum()), clock="original" if problem.clock.original
-                      else "rescaled", hyperparameters=dict(problem.hyperparameters),
-                      events=tuple(run.log), nfev=run.nfev,
-                      reduced=len(mult) == 1 and int(mult[0]) > 1)
+    return Trajectory(
+        t=grid,
+        tau=tau,
+        log_t_original=log_t,
+        log_abs_theta=np.repeat(theta.log_abs, mult, axis=1),
+        sign_theta=np.repeat(theta.sign, mult, axis=1),
+        log_abs_beta=beta.log_abs,
+        sign_beta=beta.sign,
+        loss=loss,
+        status=run.status,
+        message=run.message,
+        algorithm=algorithm,
+        depth=int(mult.sum()),
+        clock="original" if problem.clock.original else "rescaled",
+        hyperparameters=dict(problem.hyperparameters),
+        events=tuple(run.log),
+        nfev=run.nfev,
+        reduced=len(mult) == 1 and int(mult[0]) > 1,
+    )
 
 
 def _exponent(run: Run):
     """``K(s, ref) = -log c(theta'(s))``, ``s`` sampled on the segment that covers ``ref``."""
+
     def K(s: np.ndarray, ref: np.ndarray) -> np.ndarray:
         which = run.path.segment_of(ref)
         theta, _, _ = run.path.sample(s, which)
@@ -357,7 +446,11 @@ def _exponent(run: Run):
             rows = which == i
             mode = run.path.segments[i].mode
             fld = run.field_for(mode)
-            out[rows] = -fld.log_c(SignedLog(theta.sign[rows], theta.log_abs[rows]),
-                                   fld.pattern_signs(mode.sign_pattern), s[rows])
+            out[rows] = -fld.log_c(
+                SignedLog(theta.sign[rows], theta.log_abs[rows]),
+                fld.pattern_signs(mode.sign_pattern),
+                s[rows],
+            )
         return out
+
     return K

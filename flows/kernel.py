@@ -16,6 +16,7 @@ The arithmetic is the reference's (signed-log products, log-sum-exp weights, the
 table's perturbations, :func:`~flows.signedlog.add_float`), so both agree to rounding; the
 tests compare them.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -123,8 +124,9 @@ class FusedField:
             p = np.where(degenerate, smallest / np.sum(smallest, axis=-1, keepdims=True), p)
         return p, log_c
 
-    def evaluate(self, sign: np.ndarray,
-                 log_abs: np.ndarray) -> tuple[SignedLog, np.ndarray, SignedLog]:
+    def evaluate(
+        self, sign: np.ndarray, log_abs: np.ndarray
+    ) -> tuple[SignedLog, np.ndarray, SignedLog]:
         """Direction ``G`` (..., d), ``log c`` (...) and leave-one-out products at ``theta``."""
         p, log_c = self.weights(self.product_of_layers(sign, log_abs))
         direction = self.direction if p is None else _signed(p @ self.features)
@@ -138,8 +140,13 @@ class FusedField:
             return None
         return self.leave_one_out(sign_pattern, np.zeros(sign_pattern.shape)).sign
 
-    def perturbed_point(self, sign: np.ndarray, log_abs: np.ndarray,
-                        pattern_signs: np.ndarray | None = None, time=0.0) -> SignedLog:
+    def perturbed_point(
+        self,
+        sign: np.ndarray,
+        log_abs: np.ndarray,
+        pattern_signs: np.ndarray | None = None,
+        time=0.0,
+    ) -> SignedLog:
         """``theta' = theta + eps(theta)`` (see :func:`flows.field.perturbed_point`);
         ``pattern_signs`` from :meth:`pattern_signs`; ``time`` the clock time (a float, or
         one per point of a batch)."""
@@ -149,16 +156,20 @@ class FusedField:
         direction, log_c, loo = self.evaluate(sign, log_abs)
         d_sign = direction.sign[..., None, :]
         grad_sign = -d_sign * (loo.sign if pattern_signs is None else pattern_signs)
-        grad = gradient_summary(SignedLog(grad_sign, direction.log_abs[..., None, :] + loo.log_abs),
-                                np.asarray(log_c)[..., None, None], self.multiplicity)
+        grad = gradient_summary(
+            SignedLog(grad_sign, direction.log_abs[..., None, :] + loo.log_abs),
+            np.asarray(log_c)[..., None, None],
+            self.multiplicity,
+        )
         eps = algorithm.perturb(grad, self.hyperparameters(_batch_time(time, sign)))
         finite = np.all(np.isfinite(eps), axis=(-2, -1), keepdims=True)
         if not np.all(finite):
             eps = np.where(finite, eps, np.nan)
         return add_float(SignedLog(sign, log_abs), eps)
 
-    def velocity(self, theta: SignedLog, pattern_signs: np.ndarray | None = None,
-                 time=0.0) -> Velocity:
+    def velocity(
+        self, theta: SignedLog, pattern_signs: np.ndarray | None = None, time=0.0
+    ) -> Velocity:
         """``F = G(theta') prod_{k != l} theta'^(k)`` and ``log c(theta')``."""
         point = self.perturbed_point(theta.sign, theta.log_abs, pattern_signs, time)
         direction, log_c, loo = self.evaluate(point.sign, point.log_abs)
@@ -170,29 +181,37 @@ class FusedField:
             log_abs = np.where(invalid, np.nan, log_abs)
         return Velocity(SignedLog(sign, log_abs), log_c)
 
-    def log_c(self, theta: SignedLog, pattern_signs: np.ndarray | None = None,
-              time=0.0) -> np.ndarray:
+    def log_c(
+        self, theta: SignedLog, pattern_signs: np.ndarray | None = None, time=0.0
+    ) -> np.ndarray:
         """``log c(theta')`` (...): the clock factor at the perturbed point (in plain floats
         for the points where they suffice, see :meth:`_float_rows`)."""
         out = np.empty(theta.sign.shape[:-2])
         time = np.broadcast_to(np.asarray(time, dtype=float), out.shape)
         fast = self._float_rows(theta.log_abs)
         if np.any(fast):
-            floats = self._float_perturbed(theta.sign[fast] * np.exp(theta.log_abs[fast]),
-                                           pattern_signs, time[fast])
+            floats = self._float_perturbed(
+                theta.sign[fast] * np.exp(theta.log_abs[fast]), pattern_signs, time[fast]
+            )
             if floats is None:
                 fast[...] = False
             else:
                 out[fast] = self._float_evaluate(floats)[1]
         slow = ~fast
         if np.any(slow):
-            point = self.perturbed_point(theta.sign[slow], theta.log_abs[slow], pattern_signs,
-                                         time[slow])
+            point = self.perturbed_point(
+                theta.sign[slow], theta.log_abs[slow], pattern_signs, time[slow]
+            )
             out[slow] = self.weights(self.product_of_layers(point.sign, point.log_abs))[1]
         return out
 
-    def chart_rhs(self, z: np.ndarray, held: np.ndarray,
-                  pattern_signs: np.ndarray | None = None, time: float = 0.0) -> np.ndarray:
+    def chart_rhs(
+        self,
+        z: np.ndarray,
+        held: np.ndarray,
+        pattern_signs: np.ndarray | None = None,
+        time: float = 0.0,
+    ) -> np.ndarray:
         """``d(z, tau)/ds`` for one flat chart state ``z`` (see :func:`flows.field.chart_rhs`).
 
         In ordinary floats (:meth:`_float_rhs`) while every quantity is far inside the float64
@@ -232,8 +251,7 @@ class FusedField:
             loo = theta ** (m - 1)
         else:
             beta = np.prod(theta, axis=-2)
-            loo = (theta[..., ::-1, :] if self.groups == 2
-                   else _exclusive(theta, np.multiply, 1.0))
+            loo = theta[..., ::-1, :] if self.groups == 2 else _exclusive(theta, np.multiply, 1.0)
         log_w = self.problem.loss.log_abs_derivative(beta @ self.features.T)
         if self.n == 1:
             return self.features[0], log_w[..., 0], loo
@@ -242,8 +260,9 @@ class FusedField:
         total = e.sum(axis=-1, keepdims=True)
         return ((e / total) @ self.features, (top + np.log(total))[..., 0] - self.log_n, loo)
 
-    def _float_perturbed(self, w: np.ndarray, pattern_signs: np.ndarray | None,
-                         time=0.0) -> np.ndarray | None:
+    def _float_perturbed(
+        self, w: np.ndarray, pattern_signs: np.ndarray | None, time=0.0
+    ) -> np.ndarray | None:
         """``theta' = theta + eps(theta)`` in floats (shape (..., G, d)), or None where any
         point leaves the float range or has a zero gradient (then the signed-log path)."""
         problem = self.problem
@@ -254,22 +273,27 @@ class FusedField:
         norm = np.sqrt(np.sum(self.multiplicity[:, None] * g * g, axis=(-2, -1), keepdims=True))
         if not np.all(norm > 0):
             return None
-        sign = (-np.sign(direction)[..., None, :] * pattern_signs if pattern_signs is not None
-                else -np.sign(g))
+        sign = (
+            -np.sign(direction)[..., None, :] * pattern_signs
+            if pattern_signs is not None
+            else -np.sign(g)
+        )
         log_norm = np.log(norm) + np.asarray(log_c)[..., None, None]
         if np.ndim(w) == 2:
             log_norm = float(log_norm.reshape(()))
         eps = problem.algorithm.perturb(
             GradientSummary(sign * (np.abs(g) / norm), sign, log_norm, self.multiplicity),
-            self.hyperparameters(_batch_time(time, w)))
+            self.hyperparameters(_batch_time(time, w)),
+        )
         point = w + eps
         with np.errstate(divide="ignore", invalid="ignore"):
             if not np.all(self._float_rows(np.log(np.abs(point)))):
                 return None
         return point
 
-    def _float_rhs(self, z: np.ndarray, held: np.ndarray, pattern_signs: np.ndarray | None,
-                   time: float = 0.0) -> np.ndarray | None:
+    def _float_rhs(
+        self, z: np.ndarray, held: np.ndarray, pattern_signs: np.ndarray | None, time: float = 0.0
+    ) -> np.ndarray | None:
         """:meth:`chart_rhs` in plain float64 arithmetic, or None outside its range.
 
         The same formulas as the signed-log path: ``eps`` from the algorithm table on the

@@ -12,15 +12,18 @@ margins with log-sum-exp, and margins themselves are kept as ``exp(M) * m_tilde`
 Parameters are stored in groups of identical layers (see :func:`flows.signedlog.leave_one_out`):
 ``multiplicity = (1,)*L`` is the full network, ``(L,)`` the balanced reduced system.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from .data import Dataset
 from .signedlog import SignedLog, leave_one_out, product_of_layers
+
 
 @dataclass(frozen=True)
 class Loss:
@@ -109,14 +112,17 @@ def evaluate(theta: SignedLog, multiplicity: np.ndarray, data: Dataset, loss: Lo
     """Predictor, clock factor ``c``, direction ``G`` and leave-one-out products at ``theta``."""
     beta = product_of_layers(theta, multiplicity)
     weights = loss_weights(margins(beta, data), loss)
-    return Evaluation(beta, weights.log_c, mean_direction(weights, data),
-                      leave_one_out(theta, multiplicity))
+    return Evaluation(
+        beta, weights.log_c, mean_direction(weights, data), leave_one_out(theta, multiplicity)
+    )
 
 
 def margin_gradient(ev: Evaluation) -> SignedLog:
     """``G * prod_{k != l} w^(k)``: the gradient of the weighted margin, ``-grad L / c``."""
-    return SignedLog(ev.direction.sign * ev.partial_products.sign,
-                     ev.direction.log_abs + ev.partial_products.log_abs)
+    return SignedLog(
+        ev.direction.sign * ev.partial_products.sign,
+        ev.direction.log_abs + ev.partial_products.log_abs,
+    )
 
 
 def loss_gradient_signed(ev: Evaluation) -> SignedLog:
@@ -143,6 +149,7 @@ def loss_value(theta: np.ndarray, data: Dataset, loss: str = "logistic") -> floa
 def loss_gradient(theta: np.ndarray, data: Dataset, loss: str = "logistic") -> np.ndarray:
     """``grad L(theta)``, shape (L, d), by the same signed-log code the flows use."""
     theta = as_theta(theta, data)
-    ev = evaluate(SignedLog.from_float(theta), np.ones(theta.shape[0], dtype=int), data,
-                  LOSSES[loss])
+    ev = evaluate(
+        SignedLog.from_float(theta), np.ones(theta.shape[0], dtype=int), data, LOSSES[loss]
+    )
     return loss_gradient_signed(ev).to_float()

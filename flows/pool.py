@@ -3,6 +3,7 @@
 When that process dies, even by SIGKILL, its workers are re-parented; each worker watches
 ``os.getppid()`` and exits as soon as it changes, so a killed sweep leaves no worker behind.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -20,8 +21,9 @@ def local_pool(jobs: int) -> ProcessPoolExecutor:
     so that task kinds registered at run time are known to the workers)."""
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=worker_init,
-                               initargs=(os.getpid(),))
+    return ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=worker_init, initargs=(os.getpid(),)
+    )
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:
@@ -40,6 +42,7 @@ def worker_init(parent: int) -> None:
 
 def _watch_parent(parent: int) -> None:
     """Exit this process (``os._exit``) as soon as ``parent`` is no longer its parent."""
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(PARENT_POLL)

@@ -1,4 +1,5 @@
 """The result of a flow integration: one object with the path, both clocks and the status."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -77,8 +78,9 @@ class Trajectory:
         """``beta / ||beta||_2`` (T, d) computed in log space (0 where ``beta = 0``)."""
         top = np.max(self.log_abs_beta, axis=1, keepdims=True)
         safe_top = np.where(np.isfinite(top), top, 0.0)
-        scaled = np.where(self.sign_beta == 0, 0.0,
-                          self.sign_beta * np.exp(self.log_abs_beta - safe_top))
+        scaled = np.where(
+            self.sign_beta == 0, 0.0, self.sign_beta * np.exp(self.log_abs_beta - safe_top)
+        )
         norm = np.linalg.norm(scaled, axis=1, keepdims=True)
         return np.divide(scaled, norm, out=np.zeros_like(scaled), where=norm > 0)
 

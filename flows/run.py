@@ -5,6 +5,7 @@
 
 Bad input prints one line on stderr and exits with status 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,11 +28,13 @@ from .schedules import parse
 
 def schedule_or_number(name: str):
     """An argparse type: a number or a named schedule (``name:arg,arg,...``)."""
+
     def convert(text: str):
         try:
             return parse(text, name)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
+
     convert.__name__ = name
     return convert
 
@@ -39,9 +42,13 @@ def schedule_or_number(name: str):
 def number_list(text: str) -> np.ndarray:
     """``'1,2,3'`` -> array; a single number stays a scalar array."""
     try:
-        return np.array([float(v) for v in text.split(",")]) if "," in text else np.array(float(text))
+        return (
+            np.array([float(v) for v in text.split(",")]) if "," in text else np.array(float(text))
+        )
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number or comma-separated list: {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"not a number or comma-separated list: {text!r}"
+        ) from None
 
 
 def load_dataset(path: str) -> Dataset:
@@ -74,10 +81,14 @@ def load_dataset(path: str) -> Dataset:
 def trajectory_table(traj: Trajectory) -> tuple[list[str], np.ndarray]:
     """Column names and values (T rows) of a trajectory for CSV output."""
     d = traj.log_abs_beta.shape[1]
-    names = (["t", "tau", "log_t_original", "loss"] + [f"log_abs_beta_{j + 1}" for j in range(d)]
-             + [f"sign_beta_{j + 1}" for j in range(d)])
-    cols = np.column_stack([traj.t, traj.tau, traj.log_t_original, traj.loss,
-                            traj.log_abs_beta, traj.sign_beta])
+    names = (
+        ["t", "tau", "log_t_original", "loss"]
+        + [f"log_abs_beta_{j + 1}" for j in range(d)]
+        + [f"sign_beta_{j + 1}" for j in range(d)]
+    )
+    cols = np.column_stack(
+        [traj.t, traj.tau, traj.log_t_original, traj.loss, traj.log_abs_beta, traj.sign_beta]
+    )
     return names, cols
 
 
@@ -85,10 +96,19 @@ def save_trajectory(traj: Trajectory, path: str) -> None:
     """Write ``.npz`` (all arrays) or ``.csv`` (t, tau, log t, loss, log|beta|, sign beta)."""
     p = Path(path)
     if p.suffix == ".npz":
-        np.savez(p, t=traj.t, tau=traj.tau, log_t_original=traj.log_t_original, loss=traj.loss,
-                 log_abs_beta=traj.log_abs_beta, sign_beta=traj.sign_beta,
-                 log_abs_theta=traj.log_abs_theta, sign_theta=traj.sign_theta,
-                 status=traj.status, message=traj.message)
+        np.savez(
+            p,
+            t=traj.t,
+            tau=traj.tau,
+            log_t_original=traj.log_t_original,
+            loss=traj.loss,
+            log_abs_beta=traj.log_abs_beta,
+            sign_beta=traj.sign_beta,
+            log_abs_theta=traj.log_abs_theta,
+            sign_theta=traj.sign_theta,
+            status=traj.status,
+            message=traj.message,
+        )
     elif p.suffix == ".csv":
         names, cols = trajectory_table(traj)
         np.savetxt(p, cols, delimiter=",", header=",".join(names), comments="")
@@ -101,19 +121,26 @@ def summary(traj: Trajectory) -> str:
     from analysis.amplification import trajectory_leaders
 
     np.set_printoptions(precision=4, suppress=True)
-    lines = [f"{traj.algorithm}, depth {traj.depth}, clock {traj.clock}: "
-             f"status {traj.status} ({traj.message})",
-             f"final time t = {traj.t[-1]:.6g} (tau = {traj.tau[-1]:.6g}, "
-             f"log t_original = {traj.log_t_original[-1]:.6g})",
-             f"final direction beta/|beta| = {traj.direction[-1]}",
-             f"final log|beta| = {traj.log_abs_beta[-1]}",
-             f"final loss = {traj.loss[-1]:.6g}",
-             f"leader over time (1-based): {trajectory_leaders(traj).describe()}"]
+    lines = [
+        f"{traj.algorithm}, depth {traj.depth}, clock {traj.clock}: "
+        f"status {traj.status} ({traj.message})",
+        f"final time t = {traj.t[-1]:.6g} (tau = {traj.tau[-1]:.6g}, "
+        f"log t_original = {traj.log_t_original[-1]:.6g})",
+        f"final direction beta/|beta| = {traj.direction[-1]}",
+        f"final log|beta| = {traj.log_abs_beta[-1]}",
+        f"final loss = {traj.loss[-1]:.6g}",
+        f"leader over time (1-based): {trajectory_leaders(traj).describe()}",
+    ]
     events = [e for e in traj.events if e.kind != "zero-crossing"]
     if events:
-        lines.append("events: " + "; ".join(
-            f"{e.kind}{'' if e.entry is None else f' j={e.entry[1] + 1}'} at tau={e.tau:.6g}"
-            for e in events[:10]) + (" ..." if len(events) > 10 else ""))
+        lines.append(
+            "events: "
+            + "; ".join(
+                f"{e.kind}{'' if e.entry is None else f' j={e.entry[1] + 1}'} at tau={e.tau:.6g}"
+                for e in events[:10]
+            )
+            + (" ..." if len(events) > 10 else "")
+        )
     return "\n".join(lines)
 
 
@@ -141,28 +168,49 @@ def check_output_path(path: str | None, option: str, suffixes: tuple[str, ...]) 
         with tempfile.TemporaryFile(dir=p.parent):
             pass
     except OSError as exc:
-        raise ValueError(f"{option}: folder {str(p.parent)!r} is not writable: "
-                         f"{exc.strerror or exc}") from None
+        raise ValueError(
+            f"{option}: folder {str(p.parent)!r} is not writable: {exc.strerror or exc}"
+        ) from None
 
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser."""
     p = OneLineParser(prog="python -m flows.run", description=__doc__.splitlines()[0])
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--mu", type=number_list, default=None,
-                     help="single example (mu, +1): comma-separated features (default 1,2)")
+    src.add_argument(
+        "--mu",
+        type=number_list,
+        default=None,
+        help="single example (mu, +1): comma-separated features (default 1,2)",
+    )
     src.add_argument("--data", help="data file: .npz with X, y or .csv with y as last column")
     p.add_argument("--algorithm", default="l2-sam", help=f"one of {', '.join(ALGORITHMS)}")
     p.add_argument("--depth", type=int, default=2, help="number of layers L (default 2)")
-    p.add_argument("--alpha", type=number_list, default=np.array(1.0),
-                   help="initialization: a scalar or comma-separated per coordinate")
+    p.add_argument(
+        "--alpha",
+        type=number_list,
+        default=np.array(1.0),
+        help="initialization: a scalar or comma-separated per coordinate",
+    )
     schedule = "a number or a schedule, e.g. warmup_cosine:0.35,0.5,8,10 (flows.schedules)"
-    p.add_argument("--rho", type=schedule_or_number("rho"), default=1.0,
-                   help=f"perturbation radius (default 1): {schedule}")
-    p.add_argument("--sigma", type=schedule_or_number("sigma"), default=None,
-                   help=f"LE-SAM loss budget: {schedule}")
-    p.add_argument("--rho-max", type=schedule_or_number("rho_max"), default=None,
-                   help=f"LE-SAM radius cap: {schedule}")
+    p.add_argument(
+        "--rho",
+        type=schedule_or_number("rho"),
+        default=1.0,
+        help=f"perturbation radius (default 1): {schedule}",
+    )
+    p.add_argument(
+        "--sigma",
+        type=schedule_or_number("sigma"),
+        default=None,
+        help=f"LE-SAM loss budget: {schedule}",
+    )
+    p.add_argument(
+        "--rho-max",
+        type=schedule_or_number("rho_max"),
+        default=None,
+        help=f"LE-SAM radius cap: {schedule}",
+    )
     p.add_argument("--varrho", type=float, default=None, help="LE-SAM stabiliser")
     p.add_argument("--t-max", type=float, default=10.0, help="end time in the chosen clock")
     p.add_argument("--clock", default="rescaled", help=f"one of {', '.join(CLOCKS)}")
@@ -177,14 +225,27 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on bad input)."""
     args = parser().parse_args(argv)
     try:
-        data = load_dataset(args.data) if args.data is not None else single_example(
-            args.mu if args.mu is not None else [1.0, 2.0])
+        data = (
+            load_dataset(args.data)
+            if args.data is not None
+            else single_example(args.mu if args.mu is not None else [1.0, 2.0])
+        )
         check_output_path(args.out, "--out", (".npz", ".csv"))
         check_output_path(args.plot, "--plot", (".png", ".pdf", ".svg"))
-        traj = simulate(data, args.algorithm, args.depth, args.alpha, rho=args.rho,
-                        sigma=args.sigma, rho_max=args.rho_max, varrho=args.varrho,
-                        t_max=args.t_max, clock=args.clock, n_points=args.n_points,
-                        loss=args.loss)
+        traj = simulate(
+            data,
+            args.algorithm,
+            args.depth,
+            args.alpha,
+            rho=args.rho,
+            sigma=args.sigma,
+            rho_max=args.rho_max,
+            varrho=args.varrho,
+            t_max=args.t_max,
+            clock=args.clock,
+            n_points=args.n_points,
+            loss=args.loss,
+        )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -193,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         save_trajectory(traj, args.out)
         print(f"wrote {args.out}")
     if args.plot:
-        from figures.trajectory import plot_trajectory  # entry module only: flows never imports figures
+        from figures.trajectory import (
+            plot_trajectory,
+        )  # entry module only: flows never imports figures
 
         plot_trajectory(traj, args.plot)
         print(f"wrote {args.plot}")

@@ -11,6 +11,7 @@ uses) and a JSON spec (cache keys, the command line ``name:arg,arg,...``).
 LE-SAM's official training schedule for its loss budget is :func:`warmup_cosine`: a linear
 warm-up over the first 10 of 200 epochs, constant to epoch 160, cosine decay to 0 at 200.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,8 +63,9 @@ def _cosine(t: np.ndarray, value: float, t_end: float) -> np.ndarray:
     return 0.5 * value * (1.0 + np.cos(np.pi * phase))
 
 
-def _warmup_cosine(t: np.ndarray, value: float, t_warmup: float, t_hold: float,
-                   t_end: float) -> np.ndarray:
+def _warmup_cosine(
+    t: np.ndarray, value: float, t_warmup: float, t_hold: float, t_end: float
+) -> np.ndarray:
     """Linear from 0 to ``value`` on ``[0, t_warmup]``, ``value`` until ``t_hold``, cosine decay
     to 0 at ``t_end``, 0 afterwards."""
     warm = value * np.clip(t / t_warmup, 0.0, 1.0) if t_warmup > 0 else np.full(t.shape, value)
@@ -71,13 +73,17 @@ def _warmup_cosine(t: np.ndarray, value: float, t_warmup: float, t_hold: float,
     return np.where(t < t_hold, warm, decay)
 
 
-_FORMULAS: dict[str, Callable] = {"constant": _constant, "cosine": _cosine,
-                                  "warmup_cosine": _warmup_cosine}
+_FORMULAS: dict[str, Callable] = {
+    "constant": _constant,
+    "cosine": _cosine,
+    "warmup_cosine": _warmup_cosine,
+}
 _KINKS: dict[str, Callable[..., tuple[float, ...]]] = {
     "constant": lambda value: (),
     "cosine": lambda value, t_end: (t_end,),
     "warmup_cosine": lambda value, t_warmup, t_hold, t_end: tuple(
-        sorted({t for t in (t_warmup, t_hold, t_end) if t > 0})),
+        sorted({t for t in (t_warmup, t_hold, t_end) if t > 0})
+    ),
 }
 
 
@@ -91,12 +97,14 @@ def _checked(name: str, args: tuple) -> tuple[float, ...]:
     if len(values) != arity:
         raise ValueError(f"schedule {name!r} takes {arity} argument(s), got {len(values)}")
     if not all(math.isfinite(v) for v in values) or values[0] < 0:
-        raise ValueError(f"schedule {name!r}: arguments must be finite and the value >= 0, "
-                         f"got {values}")
+        raise ValueError(
+            f"schedule {name!r}: arguments must be finite and the value >= 0, got {values}"
+        )
     times = values[1:]
     if any(t < 0 for t in times) or list(times) != sorted(times) or (times and times[-1] <= 0):
-        raise ValueError(f"schedule {name!r}: times must be >= 0, increasing, and end > 0, "
-                         f"got {times}")
+        raise ValueError(
+            f"schedule {name!r}: times must be >= 0, increasing, and end > 0, got {times}"
+        )
     return values
 
 
@@ -116,8 +124,11 @@ def warmup_cosine(value: float, t_warmup: float, t_hold: float, t_end: float) ->
     return Schedule("warmup_cosine", _checked("warmup_cosine", (value, t_warmup, t_hold, t_end)))
 
 
-SCHEDULES: dict[str, Callable[..., Schedule]] = {"constant": constant, "cosine": cosine,
-                                                 "warmup_cosine": warmup_cosine}
+SCHEDULES: dict[str, Callable[..., Schedule]] = {
+    "constant": constant,
+    "cosine": cosine,
+    "warmup_cosine": warmup_cosine,
+}
 
 
 def parse(text: str, name: str = "value") -> float | Schedule:
@@ -128,8 +139,9 @@ def parse(text: str, name: str = "value") -> float | Schedule:
         try:
             return float(text)
         except ValueError:
-            raise ValueError(f"{name} must be a number or a schedule "
-                             f"({'|'.join(SCHEDULES)}:args), got {text!r}") from None
+            raise ValueError(
+                f"{name} must be a number or a schedule ({'|'.join(SCHEDULES)}:args), got {text!r}"
+            ) from None
     kind, _, args = text.partition(":")
     if kind not in SCHEDULES:
         raise ValueError(f"{name}: unknown schedule {kind!r}; one of {sorted(SCHEDULES)}")

@@ -6,6 +6,7 @@ dense output, one polynomial per step. :class:`Path` samples states at any times
 signed-log form (so segments integrated in different charts are read the same way), one
 batch per segment.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -54,9 +55,14 @@ class Mode:
 
     def copy(self) -> Mode:
         """An independent copy (the arrays are mutated by event handlers)."""
-        return Mode(self.chart, self.held.copy(),
-                    None if self.sign_pattern is None else self.sign_pattern.copy(),
-                    self.collapsed, self.stationary, self.near_zero)
+        return Mode(
+            self.chart,
+            self.held.copy(),
+            None if self.sign_pattern is None else self.sign_pattern.copy(),
+            self.collapsed,
+            self.stationary,
+            self.near_zero,
+        )
 
 
 Interpolant = Callable[[np.ndarray], np.ndarray]
@@ -86,8 +92,9 @@ class Segment:
         return float(self.ts[-1])
 
     @classmethod
-    def frozen(cls, mode: Mode, start: float, end: float, y: np.ndarray,
-               tau_rate: float) -> Segment:
+    def frozen(
+        cls, mode: Mode, start: float, end: float, y: np.ndarray, tau_rate: float
+    ) -> Segment:
         """A segment where ``z`` does not move and only ``tau`` advances at ``tau_rate``."""
         y = y.copy()
 
@@ -100,8 +107,7 @@ class Segment:
 
     def raw(self, s: np.ndarray) -> np.ndarray:
         """States ``(len(s), n_state)`` at times ``s`` within the segment."""
-        step = np.clip(np.searchsorted(self.ts, s, side="right") - 1, 0,
-                       len(self.interpolants) - 1)
+        step = np.clip(np.searchsorted(self.ts, s, side="right") - 1, 0, len(self.interpolants) - 1)
         stacked = self._dop853_stack()
         if stacked is not None:
             return _dop853_values(stacked, step, s)
@@ -117,10 +123,17 @@ class Segment:
     def _dop853_stack(self) -> tuple | None:
         """``(t_old, h, F, y_old)`` of every step stacked, when all steps are DOP853 steps."""
         steps: list[Any] = self.interpolants
-        if self.stack is None and Dop853DenseOutput is not None and all(
-                isinstance(i, Dop853DenseOutput) for i in steps):
-            self.stack = (np.array([i.t_old for i in steps]), np.array([i.h for i in steps]),
-                          np.array([i.F for i in steps]), np.array([i.y_old for i in steps]))
+        if (
+            self.stack is None
+            and Dop853DenseOutput is not None
+            and all(isinstance(i, Dop853DenseOutput) for i in steps)
+        ):
+            self.stack = (
+                np.array([i.t_old for i in steps]),
+                np.array([i.h for i in steps]),
+                np.array([i.F for i in steps]),
+                np.array([i.y_old for i in steps]),
+            )
         return self.stack
 
     def sample(self, s: np.ndarray, shape: tuple[int, int]) -> tuple[SignedLog, np.ndarray]:
@@ -130,7 +143,9 @@ class Segment:
         theta = self.mode.chart.state(z)
         held = self.mode.held
         if np.any(held):
-            theta = SignedLog(np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs))
+            theta = SignedLog(
+                np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs)
+            )
         return theta, states[:, -1]
 
 
@@ -168,8 +183,9 @@ class Path:
         ends = np.array([seg.end for seg in self.segments])
         return np.minimum(np.searchsorted(ends, s, side="left"), len(ends) - 1)
 
-    def sample(self, s: np.ndarray,
-               which: np.ndarray | None = None) -> tuple[SignedLog, np.ndarray, np.ndarray]:
+    def sample(
+        self, s: np.ndarray, which: np.ndarray | None = None
+    ) -> tuple[SignedLog, np.ndarray, np.ndarray]:
         """Parameters ``(len(s), G, d)``, ``tau`` and the segment index at times ``s``.
 
         ``which`` chooses the segment of each time (default :meth:`segment_of`); the caller

@@ -9,6 +9,7 @@ The integration chart ``z = asinh(w / delta)`` is also defined here: it is linea
 parameter crosses or reaches 0 transversally) and logarithmic for ``|w| >> delta`` (so it grows
 to any magnitude), and ``(sign w, log|w|)`` is recovered from ``z`` without overflow.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -25,7 +26,7 @@ class SignedLog(NamedTuple):
     log_abs: np.ndarray
 
     @classmethod
-    def from_float(cls, x: np.ndarray) -> "SignedLog":
+    def from_float(cls, x: np.ndarray) -> SignedLog:
         """Signed-log form of an ordinary float array."""
         x = np.asarray(x, dtype=float)
         with np.errstate(divide="ignore"):
@@ -74,10 +75,16 @@ def leave_one_out(x: SignedLog, multiplicity: np.ndarray) -> SignedLog:
         out[1:] = op.accumulate(a[:-1], axis=0)
         return out[::-1] if reverse else out
 
-    out_sign = (exclusive(powered_sign, np.multiply, 1.0, False)
-                * exclusive(powered_sign, np.multiply, 1.0, True) * own_sign)
-    out_log = (exclusive(powered_log, np.add, 0.0, False)
-               + exclusive(powered_log, np.add, 0.0, True) + own_log)
+    out_sign = (
+        exclusive(powered_sign, np.multiply, 1.0, False)
+        * exclusive(powered_sign, np.multiply, 1.0, True)
+        * own_sign
+    )
+    out_log = (
+        exclusive(powered_log, np.add, 0.0, False)
+        + exclusive(powered_log, np.add, 0.0, True)
+        + own_log
+    )
     return SignedLog(out_sign, np.where(out_sign == 0, -np.inf, out_log))
 
 
@@ -91,8 +98,11 @@ def product_of_layers(x: SignedLog, multiplicity: np.ndarray) -> SignedLog:
     return SignedLog(out_sign, np.where(out_sign == 0, -np.inf, out_log))
 
 
-def log_norm2(log_abs: np.ndarray, weights: np.ndarray | None = None,
-              axis: int | tuple[int, ...] | None = None):
+def log_norm2(
+    log_abs: np.ndarray,
+    weights: np.ndarray | None = None,
+    axis: int | tuple[int, ...] | None = None,
+):
     """``log sqrt(sum_i weights_i * exp(2 log_abs_i))`` by log-sum-exp; -inf for a zero vector.
 
     With ``axis`` (e.g. ``(-2, -1)`` for a batch of parameter arrays) the reduction runs over

@@ -7,6 +7,7 @@ step kept for sampling and for the original-time quadrature. Events are located 
 ``solve_ivp`` does: a sign change of ``g(s, y)`` over a step (respecting ``direction``),
 then ``brentq`` on the step's interpolant.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -16,8 +17,7 @@ import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
 from scipy.optimize import brentq
 
-METHODS = {"DOP853": DOP853, "RK45": RK45, "RK23": RK23, "Radau": Radau, "BDF": BDF,
-           "LSODA": LSODA}
+METHODS = {"DOP853": DOP853, "RK45": RK45, "RK23": RK23, "Radau": Radau, "BDF": BDF, "LSODA": LSODA}
 
 EPS = np.finfo(float).eps
 
@@ -55,9 +55,17 @@ def _active(g_old: np.ndarray, g_new: np.ndarray, direction: np.ndarray) -> np.n
     return np.flatnonzero(hit)
 
 
-def integrate_segment(rhs: Callable[[float, np.ndarray], np.ndarray], s0: float,
-                      y0: np.ndarray, s_end: float, events: Sequence, method: str,
-                      rtol: float, atol: np.ndarray, budget: int) -> SegmentResult:
+def integrate_segment(
+    rhs: Callable[[float, np.ndarray], np.ndarray],
+    s0: float,
+    y0: np.ndarray,
+    s_end: float,
+    events: Sequence,
+    method: str,
+    rtol: float,
+    atol: np.ndarray,
+    budget: int,
+) -> SegmentResult:
     """Step from ``(s0, y0)`` towards ``s_end`` until a terminal event, the end or the budget.
 
     Parameters
@@ -82,8 +90,16 @@ def integrate_segment(rhs: Callable[[float, np.ndarray], np.ndarray], s0: float,
         g_new = np.array([e(solver.t, solver.y) for e in events])
         hits = _active(g_old, g_new, direction) if len(events) else np.empty(0, dtype=int)
         if len(hits):
-            roots = [brentq(lambda s, e=events[i], p=interpolant: e(s, p(s)), solver.t_old, solver.t,
-                            xtol=4 * EPS, rtol=4 * EPS) for i in hits]
+            roots = [
+                brentq(
+                    lambda s, e=events[i], p=interpolant: e(s, p(s)),
+                    solver.t_old,
+                    solver.t,
+                    xtol=4 * EPS,
+                    rtol=4 * EPS,
+                )
+                for i in hits
+            ]
             first = int(np.argmin(roots))
             s_hit = roots[first]
             out.ts.append(s_hit)

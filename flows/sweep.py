@@ -15,6 +15,7 @@ what is missing; two sweeps on one cache compute each run once (see :mod:`flows.
 The task runner is :func:`flows.tasks.run_tasks` (it takes any
 :class:`concurrent.futures.Executor`); the process pool is :mod:`flows.pool`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,9 +57,17 @@ def main(argv: list[str] | None = None) -> int:
     pool = local_pool(args.jobs) if args.jobs > 1 else None
     sweep = Sweep(selected, Path(args.out), args.quick, pool)
     try:
-        _, computed = run_tasks(sweep.tasks(), cache, args.jobs, args.fresh,
-                                seconds=sweep.seconds, executor=pool, on_result=sweep.on_result,
-                                errors=sweep.errors, window=args.jobs)
+        _, computed = run_tasks(
+            sweep.tasks(),
+            cache,
+            args.jobs,
+            args.fresh,
+            seconds=sweep.seconds,
+            executor=pool,
+            on_result=sweep.on_result,
+            errors=sweep.errors,
+            window=args.jobs,
+        )
         wait(sweep.draws)
     except BaseException:
         if pool is not None:
@@ -74,15 +83,28 @@ def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m flows.sweep", description="Regenerate the paper's figures.")
     p.add_argument("names", nargs="*", help="figures to make (default: all; see --list)")
     p.add_argument("--list", action="store_true", help="list the figures and exit")
-    p.add_argument("--out", default=str(DEFAULT_OUT),
-                   help="output directory (default: figures/ in the current directory)")
-    p.add_argument("--cache", default=str(DEFAULT_CACHE),
-                   help="cache directory (default: .cache/sweep/ in the current directory)")
-    p.add_argument("--jobs", type=int, default=multiprocessing.cpu_count(),
-                   help="parallel processes (default: all cores)")
+    p.add_argument(
+        "--out",
+        default=str(DEFAULT_OUT),
+        help="output directory (default: figures/ in the current directory)",
+    )
+    p.add_argument(
+        "--cache",
+        default=str(DEFAULT_CACHE),
+        help="cache directory (default: .cache/sweep/ in the current directory)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=multiprocessing.cpu_count(),
+        help="parallel processes (default: all cores)",
+    )
     p.add_argument("--fresh", action="store_true", help="ignore cached results")
-    p.add_argument("--quick", action="store_true",
-                   help="tiny configuration (smoke test; not the paper's figures)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny configuration (smoke test; not the paper's figures)",
+    )
     return p
 
 
@@ -124,8 +146,7 @@ class Sweep:
     draws : the drawings submitted to the pool.
     """
 
-    def __init__(self, figures: list, out: Path, quick: bool,
-                 pool: ProcessPoolExecutor | None):
+    def __init__(self, figures: list, out: Path, quick: bool, pool: ProcessPoolExecutor | None):
         self.figures = {fig.name: fig for fig in figures}
         self.out, self.quick, self.pool = out, quick, pool
         self.start = time.perf_counter()
@@ -159,8 +180,11 @@ class Sweep:
     def progress(self, name: str, note: str = "") -> None:
         """One progress line for figure ``name`` on stderr."""
         done = sum(k in self.got for k in self.keys[name])
-        say(f"[{name}] {done}/{len(self.keys[name])} tasks, "
-            f"{time.perf_counter() - self.start:.1f}s" + note, sys.stderr)
+        say(
+            f"[{name}] {done}/{len(self.keys[name])} tasks, "
+            f"{time.perf_counter() - self.start:.1f}s" + note,
+            sys.stderr,
+        )
 
     def start_drawing(self, fig) -> None:
         """Draw ``fig`` here, or submit its drawing to the pool and report when it is done."""
@@ -192,26 +216,33 @@ class Sweep:
             return
         keys = self.keys[fig.name]
         fresh = [k for k in keys if k in self.seconds]
-        say(f"wrote {self.out / f'{fig.name}.png'}: {len(keys)} runs ({len(fresh)} computed in "
+        say(
+            f"wrote {self.out / f'{fig.name}.png'}: {len(keys)} runs ({len(fresh)} computed in "
             f"{sum(self.seconds[k] for k in fresh):.1f}s of compute, "
-            f"{len(keys) - len(fresh)} cached or reused), drawn in {took:.1f}s")
+            f"{len(keys) - len(fresh)} cached or reused), drawn in {took:.1f}s"
+        )
 
     def summary(self, computed: int) -> int:
         """The figures not drawn and the closing line; the exit status (1 if anything failed)."""
         for name in self.plan:
             failed = [self.errors[k] for k in self.keys[name] if k in self.errors]
             if failed:
-                say(f"error: {name} not drawn: {len(failed)} run(s) failed, first: {failed[0]}",
-                    sys.stderr)
+                say(
+                    f"error: {name} not drawn: {len(failed)} run(s) failed, first: {failed[0]}",
+                    sys.stderr,
+                )
         not_drawn = set(self.failed_draws) | {n for k in self.errors for n in self.users[k]}
-        print(f"done: {len(self.plan) - len(not_drawn)} of {len(self.plan)} figure(s), "
-              f"{computed} runs computed, {len(self.got) - computed} from cache or another "
-              f"sweep, {len(self.errors)} failed, {time.perf_counter() - self.start:.1f}s")
+        print(
+            f"done: {len(self.plan) - len(not_drawn)} of {len(self.plan)} figure(s), "
+            f"{computed} runs computed, {len(self.got) - computed} from cache or another "
+            f"sweep, {len(self.errors)} failed, {time.perf_counter() - self.start:.1f}s"
+        )
         return 1 if self.errors or self.failed_draws else 0
 
 
-def draw_figure(draw: Callable[[list[Result], bool, Path], None], results: list[Result],
-                quick: bool, path: Path) -> float:
+def draw_figure(
+    draw: Callable[[list[Result], bool, Path], None], results: list[Result], quick: bool, path: Path
+) -> float:
     """Draw one figure into a temporary file, then rename it to ``path``; returns seconds."""
     start = time.perf_counter()
     path = Path(path)

@@ -4,6 +4,7 @@ most expensive first, on any :class:`concurrent.futures.Executor` (or in this pr
 Each task is computed under its cache lock (:func:`work`): a task that another process is
 computing is put back in the queue and waited for, then its stored result is reused.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,12 +29,18 @@ class TaskError(RuntimeError):
         self.task = task
 
 
-def run_tasks(tasks: list[Task], cache: Cache, jobs: int = 1, fresh: bool = False,
-              log: Callable[[str], None] = print, seconds: dict[str, float] | None = None,
-              executor: Executor | None = None,
-              on_result: Callable[[Task, Result, str], None] | None = None,
-              errors: dict[str, TaskError] | None = None,
-              window: int | None = None) -> tuple[dict[str, Result], int]:
+def run_tasks(
+    tasks: list[Task],
+    cache: Cache,
+    jobs: int = 1,
+    fresh: bool = False,
+    log: Callable[[str], None] = print,
+    seconds: dict[str, float] | None = None,
+    executor: Executor | None = None,
+    on_result: Callable[[Task, Result, str], None] | None = None,
+    errors: dict[str, TaskError] | None = None,
+    window: int | None = None,
+) -> tuple[dict[str, Result], int]:
     """Results of ``tasks`` by key, computing the missing ones, most expensive first.
 
     Parameters
@@ -59,10 +66,11 @@ def run_tasks(tasks: list[Task], cache: Cache, jobs: int = 1, fresh: bool = Fals
     if not missing:
         return results, 0
     _most_expensive_first(missing, cache)
-    where = (f"on {jobs} process(es)" if executor is None
-             else f"on {type(executor).__name__}")
-    log(f"computing {len(missing)} runs ({len(unique) - len(missing)} cached) {where}, "
-        "most expensive first")
+    where = f"on {jobs} process(es)" if executor is None else f"on {type(executor).__name__}"
+    log(
+        f"computing {len(missing)} runs ({len(unique) - len(missing)} cached) {where}, "
+        "most expensive first"
+    )
     tally = _Tally(len(missing), results, log, seconds, on_result, errors)
     queue = deque((task, False) for task in missing)
     try:
@@ -72,8 +80,9 @@ def run_tasks(tasks: list[Task], cache: Cache, jobs: int = 1, fresh: bool = Fals
     return results, tally.computed
 
 
-def work(fn: Callable[[dict], Result], task: Task, directory: Path | None, since: float,
-         block: bool) -> Outcome:
+def work(
+    fn: Callable[[dict], Result], task: Task, directory: Path | None, since: float, block: bool
+) -> Outcome:
     """Compute one task under its lock; runs in a worker (or in the sweep itself).
 
     Returns ``(how, result, seconds)``: ``how`` is ``"computed"``, ``"reused"`` (another process
@@ -95,9 +104,12 @@ def work(fn: Callable[[dict], Result], task: Task, directory: Path | None, since
         return "computed", result, took
 
 
-def _load_cached(unique: dict[str, Task], cache: Cache, fresh: bool,
-                 on_result: Callable[[Task, Result, str], None] | None
-                 ) -> tuple[dict[str, Result], list[Task]]:
+def _load_cached(
+    unique: dict[str, Task],
+    cache: Cache,
+    fresh: bool,
+    on_result: Callable[[Task, Result, str], None] | None,
+) -> tuple[dict[str, Result], list[Task]]:
     """The cached results by key (none when ``fresh``) and the tasks still to compute."""
     results: dict[str, Result] = {}
     missing = []
@@ -122,10 +134,15 @@ def _most_expensive_first(missing: list[Task], cache: Cache) -> None:
 class _Tally:
     """What :func:`run_tasks` reports and records as the outcomes of its tasks come in."""
 
-    def __init__(self, total: int, results: dict[str, Result], log: Callable[[str], None],
-                 seconds: dict[str, float] | None,
-                 on_result: Callable[[Task, Result, str], None] | None,
-                 errors: dict[str, TaskError] | None):
+    def __init__(
+        self,
+        total: int,
+        results: dict[str, Result],
+        log: Callable[[str], None],
+        seconds: dict[str, float] | None,
+        on_result: Callable[[Task, Result, str], None] | None,
+        errors: dict[str, TaskError] | None,
+    ):
         self.total, self.results, self.log = total, results, log
         self.seconds, self.on_result, self.errors = seconds, on_result, errors
         self.timings: dict[str, float] = {}  # new measurements, by cost key
@@ -142,8 +159,9 @@ class _Tally:
             self.fail(task, exc)
             return
         if how == "busy":
-            self.log(f"  {task.describe()}: another process is computing it; waiting for its "
-                     "result")
+            self.log(
+                f"  {task.describe()}: another process is computing it; waiting for its result"
+            )
             queue.append((task, True))
         else:
             assert result is not None  # only "busy" comes without a result
@@ -160,8 +178,10 @@ class _Tally:
             if self.seconds is not None:
                 self.seconds[key] = took
         label = f"{took:.1f}s" if how == "computed" else "reused (computed by another process)"
-        self.log(f"  [{self.done}/{self.total}] {task.describe()} {label} "
-                 f"(elapsed {time.perf_counter() - self.start:.0f}s)")
+        self.log(
+            f"  [{self.done}/{self.total}] {task.describe()} {label} "
+            f"(elapsed {time.perf_counter() - self.start:.0f}s)"
+        )
         if self.on_result is not None:
             self.on_result(task, result, how)
 
@@ -175,14 +195,24 @@ class _Tally:
         self.log(f"  [{self.done}/{self.total}] {task.describe()} FAILED: {exc}")
 
 
-def _drain(queue: deque, cache: Cache, jobs: int, since: float, executor: Executor | None,
-           window: int | None, tally: _Tally) -> None:
+def _drain(
+    queue: deque,
+    cache: Cache,
+    jobs: int,
+    since: float,
+    executor: Executor | None,
+    window: int | None,
+    tally: _Tally,
+) -> None:
     """Run the queued ``(task, block)`` pairs (see :func:`run_tasks`)."""
     if executor is None and jobs <= 1:
         while queue:
             task, block = queue.popleft()
-            tally.settle(queue, task, partial(work, TASK_KINDS[task.kind], task,
-                                              cache.directory, since, block))
+            tally.settle(
+                queue,
+                task,
+                partial(work, TASK_KINDS[task.kind], task, cache.directory, since, block),
+            )
         return
     limit = window or (jobs if executor is None else getattr(executor, "_max_workers", None))
     limit = limit or len(queue)
@@ -198,8 +228,9 @@ def _drain(queue: deque, cache: Cache, jobs: int, since: float, executor: Execut
     pool.shutdown(wait=True)
 
 
-def _drain_on(executor: Executor, limit: int, queue: deque, cache: Cache, since: float,
-              tally: _Tally) -> None:
+def _drain_on(
+    executor: Executor, limit: int, queue: deque, cache: Cache, since: float, tally: _Tally
+) -> None:
     """Run the queue on ``executor``, at most ``limit`` tasks submitted at a time; on an error
     or an interruption the submitted tasks that have not started are cancelled."""
     pending: dict[Future, Task] = {}
@@ -207,8 +238,11 @@ def _drain_on(executor: Executor, limit: int, queue: deque, cache: Cache, since:
         while queue or pending:
             while queue and len(pending) < limit:
                 task, block = queue.popleft()
-                pending[executor.submit(work, TASK_KINDS[task.kind], task, cache.directory,
-                                        since, block)] = task
+                pending[
+                    executor.submit(
+                        work, TASK_KINDS[task.kind], task, cache.directory, since, block
+                    )
+                ] = task
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 tally.settle(queue, pending.pop(future), future.result)

@@ -12,6 +12,7 @@ Prop 4.7; docs/theory.md §14) for l2-SAM at L = 2 on the single example D_mu.
 
 Coordinates are 0-based in code and assertions; messages and reports add 1 where they say so.
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,8 +23,13 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.special import logsumexp
 
-from analysis.amplification import (LeaderSequence, leader_sequence, leaders, shares,
-                                    trajectory_leaders)
+from analysis.amplification import (
+    LeaderSequence,
+    leader_sequence,
+    leaders,
+    shares,
+    trajectory_leaders,
+)
 from analysis.regimes import leader_phase_diagram, regime3_boundary
 from flows import simulate, single_example
 
@@ -33,13 +39,31 @@ MU5 = (1.0, 2.0, 3.0, 4.0, 5.0)
 MU5_COLLAPSE = 0.3475
 
 
-@functools.lru_cache(maxsize=None)
-def run(mu: tuple, algorithm: str, alpha: float, rho, t_max: float, n_points: int, atol=None,
-        chart: str = "auto"):
+@functools.cache
+def run(
+    mu: tuple,
+    algorithm: str,
+    alpha: float,
+    rho,
+    t_max: float,
+    n_points: int,
+    atol=None,
+    chart: str = "auto",
+):
     """Cached L = 2 simulate in the rescaled clock (no original-time quadrature)."""
     extra = {"chart": chart} if atol is None else {"atol": atol, "chart": chart}
-    return simulate(single_example(list(mu)), algorithm, depth=2, alpha=alpha, rho=rho,
-                    t_max=t_max, n_points=n_points, original_time=False, rtol=1e-10, **extra)
+    return simulate(
+        single_example(list(mu)),
+        algorithm,
+        depth=2,
+        alpha=alpha,
+        rho=rho,
+        t_max=t_max,
+        n_points=n_points,
+        original_time=False,
+        rtol=1e-10,
+        **extra,
+    )
 
 
 def reference_log_beta(mu, alpha: float, rho: float, tau: np.ndarray) -> np.ndarray:
@@ -53,8 +77,15 @@ def reference_log_beta(mu, alpha: float, rho: float, tau: np.ndarray) -> np.ndar
         log_n = 0.5 * (np.log(2.0) + logsumexp(2.0 * log_mu + 2.0 * u))
         return mu * (1.0 - rho * mu * np.exp(-log_n))
 
-    sol = solve_ivp(rhs, (0.0, float(tau[-1])), np.full(mu.size, np.log(alpha)),
-                    method="DOP853", rtol=1e-12, atol=1e-12, t_eval=tau)
+    sol = solve_ivp(
+        rhs,
+        (0.0, float(tau[-1])),
+        np.full(mu.size, np.log(alpha)),
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-12,
+        t_eval=tau,
+    )
     assert sol.success
     return 2.0 * sol.y.T
 
@@ -74,11 +105,9 @@ NEG = -np.inf
 def test_leaders_hand_made():
     """Helper for Thm 4.4/4.5: ``leaders`` is argmax_j log|beta_j| per row and -1 on a
     collapsed row (all -inf); an exact tie goes to the lowest index (numpy argmax)."""
-    lb = np.array([[0.0, 0.0, 0.0],
-                   [1.0, 2.0, 0.0],
-                   [NEG, NEG, NEG],
-                   [5.0, NEG, 3.0],
-                   [NEG, NEG, -700.0]])
+    lb = np.array(
+        [[0.0, 0.0, 0.0], [1.0, 2.0, 0.0], [NEG, NEG, NEG], [5.0, NEG, 3.0], [NEG, NEG, -700.0]]
+    )
     np.testing.assert_array_equal(leaders(lb), [0, 1, -1, 0, 2])
 
 
@@ -87,14 +116,18 @@ def test_leader_sequence_hand_made():
     skipped, a leader that comes back is listed again, and a collapse (-inf row) ends the
     sequence with -1 at the collapse time."""
     t = np.arange(8.0)
-    lb = np.array([[-1.0, -1.0, -1.0],   # t=0 tie (uniform init): ignored
-                   [-0.5, -0.9, -2.0],   # 0 leads
-                   [-0.4, -0.4, -3.0],   # tie between 0 and 1: skipped
-                   [-0.6, -0.3, -3.0],   # 1 leads
-                   [0.0, 0.5, 0.7],      # 2 leads
-                   [0.0, 0.6, 0.7],      # 2 still
-                   [1.0, 0.6, 0.7],      # back to 0 (non-monotone)
-                   [NEG, NEG, NEG]])     # collapse
+    lb = np.array(
+        [
+            [-1.0, -1.0, -1.0],  # t=0 tie (uniform init): ignored
+            [-0.5, -0.9, -2.0],  # 0 leads
+            [-0.4, -0.4, -3.0],  # tie between 0 and 1: skipped
+            [-0.6, -0.3, -3.0],  # 1 leads
+            [0.0, 0.5, 0.7],  # 2 leads
+            [0.0, 0.6, 0.7],  # 2 still
+            [1.0, 0.6, 0.7],  # back to 0 (non-monotone)
+            [NEG, NEG, NEG],
+        ]
+    )  # collapse
     seq = leader_sequence(t, lb)
     assert seq.coordinates == (0, 1, 2, 0, -1)
     assert seq.switch_times == (1.0, 3.0, 4.0, 6.0, 7.0)
@@ -107,10 +140,14 @@ def test_leader_sequence_hand_made():
 def test_shares_hand_made_and_huge_logs():
     """Helper for Thm 4.4/4.5: ``shares`` = |beta_j| / ||beta||_1 computed by log-sum-exp: rows
     sum to 1, a collapsed row is all 0, and logs of order +-1e4 (far beyond float64) work."""
-    lb = np.array([[1e4, 1e4 - np.log(3.0), NEG],
-                   [-1e4, -1e4, -1e4 + np.log(2.0)],
-                   [NEG, NEG, NEG],
-                   [0.0, np.log(2.0), np.log(7.0)]])
+    lb = np.array(
+        [
+            [1e4, 1e4 - np.log(3.0), NEG],
+            [-1e4, -1e4, -1e4 + np.log(2.0)],
+            [NEG, NEG, NEG],
+            [0.0, np.log(2.0), np.log(7.0)],
+        ]
+    )
     s = shares(lb)
     assert np.all(np.isfinite(s))
     np.testing.assert_allclose(s[0], [0.75, 0.25, 0.0], rtol=1e-12)
@@ -178,8 +215,13 @@ def _near_boundary_check(atol, chart: str = "auto"):
     assert ref[-1, -1] > ref[-1, -2] + 100  # e_d leads by tau = 96 (reference)
     traj = run(mu, "l2-sam", alpha, 1.0, 96.0, 9, atol=atol, chart=chart)
     assert traj.collapse_time is None
-    np.testing.assert_allclose(traj.log_abs_beta, ref, rtol=0, atol=1e-4,
-                               err_msg=f"engine log|beta(96)| = {traj.log_abs_beta[-1]}")
+    np.testing.assert_allclose(
+        traj.log_abs_beta,
+        ref,
+        rtol=0,
+        atol=1e-4,
+        err_msg=f"engine log|beta(96)| = {traj.log_abs_beta[-1]}",
+    )
 
 
 def test_engine_matches_log_space_reference_near_collapse_boundary_log_chart():
@@ -233,14 +275,22 @@ def test_amplification_in_alpha_at_fixed_tau(mu, collapse, n_alpha):
         ref = reference_log_beta(mu, ratio, 1.0, tau[: k + 1])
         assert int(np.argmax(ref[-1])) == got
 
-    bad = [(round(float(tau[j]), 3), (lead[:, j] + 1).tolist())
-           for j in range(1, len(tau)) if np.any(np.diff(lead[:, j]) < 0)]
-    print(f"Prop 4.7, mu = {mu}: leader at tau = 0.3 (1-based) per alpha: {table}; "
-          f"non-monotone in alpha at {len(bad)} of {len(tau) - 1} tau values in (0, 8]")
+    bad = [
+        (round(float(tau[j]), 3), (lead[:, j] + 1).tolist())
+        for j in range(1, len(tau))
+        if np.any(np.diff(lead[:, j]) < 0)
+    ]
+    print(
+        f"Prop 4.7, mu = {mu}: leader at tau = 0.3 (1-based) per alpha: {table}; "
+        f"non-monotone in alpha at {len(bad)} of {len(tau) - 1} tau values in (0, 8]"
+    )
     if bad:
-        warnings.warn(f"Prop 4.7, mu = {mu}: leader (1-based) not monotone in alpha at some tau "
-                      f"(alphas {np.round(ratios, 4).tolist()}): first cases {bad[:3]} "
-                      f"({len(bad)} of {len(tau) - 1} tau values)", UserWarning)
+        warnings.warn(
+            f"Prop 4.7, mu = {mu}: leader (1-based) not monotone in alpha at some tau "
+            f"(alphas {np.round(ratios, 4).tolist()}): first cases {bad[:3]} "
+            f"({len(bad)} of {len(tau) - 1} tau values)",
+            UserWarning,
+        )
 
 
 # --------------------------------------------------------------------------- issue 9: NaN, inf, shapes
@@ -250,11 +300,15 @@ def test_shares_propagate_nan_and_resolve_single_inf():
     """Helper contract: a row with a NaN gives NaN shares (never a valid-looking 0); a row with
     exactly one log|beta_j| = +inf gives share 1 there and 0 elsewhere (the limit); two or more
     +inf entries are indeterminate (NaN); a collapsed row stays 0."""
-    lb = np.array([[np.nan, 0.0, 0.0],
-                   [np.inf, 0.0, NEG],
-                   [np.inf, np.inf, 0.0],
-                   [NEG, NEG, NEG],
-                   [0.0, 0.0, 0.0]])
+    lb = np.array(
+        [
+            [np.nan, 0.0, 0.0],
+            [np.inf, 0.0, NEG],
+            [np.inf, np.inf, 0.0],
+            [NEG, NEG, NEG],
+            [0.0, 0.0, 0.0],
+        ]
+    )
     s = shares(lb)
     assert np.all(np.isnan(s[0]))
     np.testing.assert_array_equal(s[1], [1.0, 0.0, 0.0])

@@ -9,6 +9,7 @@
   depth, single and multi-example data, frozen sign patterns).
 * The batched quadrature of the original time against closed forms.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,8 +54,15 @@ def test_fused_field_equals_reference_at_random_points(algorithm, loss):
         hp = resolve_hyperparameters(algorithm, HP)
         for mult in ([1], [2], [3], [1, 1], [1, 1, 1]):
             for clock in ("rescaled", "original"):
-                problem = Problem(data, get_algorithm(algorithm), hp, LOSSES[loss],
-                                  np.array(mult), get_clock(clock), AsinhChart())
+                problem = Problem(
+                    data,
+                    get_algorithm(algorithm),
+                    hp,
+                    LOSSES[loss],
+                    np.array(mult),
+                    get_clock(clock),
+                    AsinhChart(),
+                )
                 fused = FusedField(problem)
                 for k in range(4):
                     scale = (300.0 if k == 3 else 3.0) if loss == "logistic" else 0.3
@@ -62,8 +70,11 @@ def test_fused_field_equals_reference_at_random_points(algorithm, loss):
                     if k == 1:
                         z[0, 0] = 0.0
                     held = np.zeros(problem.shape, dtype=bool)
-                    pattern = (np.sign(rng.normal(size=problem.shape))
-                               if get_algorithm(algorithm).sign_discontinuous else None)
+                    pattern = (
+                        np.sign(rng.normal(size=problem.shape))
+                        if get_algorithm(algorithm).sign_discontinuous
+                        else None
+                    )
                     want = chart_rhs(z.ravel(), problem, held, pattern)
                     got = fused.chart_rhs(z.ravel(), held, fused.pattern_signs(pattern))
                     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
@@ -74,12 +85,19 @@ def test_fused_log_c_batch_equals_pointwise():
     rng = np.random.default_rng(3)
     data = blobs(8, 4)
     for algorithm in ("l2-sam", "le-sam", "usam"):
-        problem = Problem(data, get_algorithm(algorithm), resolve_hyperparameters(algorithm, HP),
-                          LOSSES["logistic"], np.ones(2, dtype=int), get_clock("rescaled"),
-                          AsinhChart())
+        problem = Problem(
+            data,
+            get_algorithm(algorithm),
+            resolve_hyperparameters(algorithm, HP),
+            LOSSES["logistic"],
+            np.ones(2, dtype=int),
+            get_clock("rescaled"),
+            AsinhChart(),
+        )
         theta = AsinhChart().state(rng.normal(size=(6, 2, 4)) * 4)
-        np.testing.assert_allclose(FusedField(problem).log_c(theta),
-                                   ReferenceField(problem).log_c(theta), rtol=1e-13)
+        np.testing.assert_allclose(
+            FusedField(problem).log_c(theta), ReferenceField(problem).log_c(theta), rtol=1e-13
+        )
 
 
 CASES = {
@@ -88,8 +106,13 @@ CASES = {
     "gd L2 blobs original": (blobs(), "gd", 2, 0.3, 4.0),
     "le-sam L2 blobs": (blobs(), "le-sam", 2, 0.5, 3.0),
     "usam L1 blobs": (blobs(), "usam", 1, 0.5, 3.0),
-    "linf-sam L2 sliding": (single_example([1, 2, 3]), "linf-sam", 2, np.array([0.2, 0.5, 0.9]),
-                            3.0),
+    "linf-sam L2 sliding": (
+        single_example([1, 2, 3]),
+        "linf-sam",
+        2,
+        np.array([0.2, 0.5, 0.9]),
+        3.0,
+    ),
     "l2-sam collapse": (single_example([1, 2, 3, 4, 5]), "l2-sam", 2, 0.3, 2.0),
 }
 
@@ -126,20 +149,24 @@ def test_numpy_backend_equals_reference_backend(name):
     same status."""
     data, algorithm, depth, alpha, t_max = CASES[name]
     clock = "original" if "original" in name else "rescaled"
-    kw = dict(rho=0.5, sigma=0.3, rho_max=0.5, t_max=t_max, n_points=31, clock=clock,
-              original_time=False)
+    kw = dict(
+        rho=0.5, sigma=0.3, rho_max=0.5, t_max=t_max, n_points=31, clock=clock, original_time=False
+    )
     fast = simulate(data, algorithm, depth, alpha, **kw)
     ref = simulate(data, algorithm, depth, alpha, backend="reference", **kw)
     assert fast.status == ref.status == 0, (fast.message, ref.message)
     assert [(e.kind, e.entry) for e in fast.events] == [(e.kind, e.entry) for e in ref.events]
-    np.testing.assert_allclose([e.tau for e in fast.events], [e.tau for e in ref.events],
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        [e.tau for e in fast.events], [e.tau for e in ref.events], rtol=1e-9, atol=1e-12
+    )
     assert finite_gap(fast.log_abs_beta, ref.log_abs_beta) <= 1e-9
     np.testing.assert_array_equal(fast.sign_beta, ref.sign_beta)
 
 
-@pytest.mark.parametrize("algorithm,alpha", [("l2-sam", 0.4), ("l2-sam", 0.3), ("gd", 0.2),
-                                             ("le-sam", 0.4), ("usam", 0.4)])
+@pytest.mark.parametrize(
+    "algorithm,alpha",
+    [("l2-sam", 0.4), ("l2-sam", 0.3), ("gd", 0.2), ("le-sam", 0.4), ("usam", 0.4)],
+)
 @pytest.mark.parametrize("depth", [2, 3])
 def test_log_chart_equals_asinh_chart(algorithm, alpha, depth):
     """The automatic log chart (balanced runs) and the asinh chart give the same path: 1e-6 in
@@ -152,8 +179,9 @@ def test_log_chart_equals_asinh_chart(algorithm, alpha, depth):
     asinh = simulate(data, algorithm, depth, alpha, chart="asinh", **kw)
     assert auto.status == asinh.status
     assert [e.kind for e in auto.events] == [e.kind for e in asinh.events]
-    np.testing.assert_allclose([e.tau for e in auto.events], [e.tau for e in asinh.events],
-                               rtol=1e-8)
+    np.testing.assert_allclose(
+        [e.tau for e in auto.events], [e.tau for e in asinh.events], rtol=1e-8
+    )
     end = min(auto.tau[-1], asinh.tau[-1], auto.collapse_time or np.inf)
     early = auto.tau[: len(asinh.tau)] <= 0.9 * end
     assert finite_gap(auto.log_abs_beta[early], asinh.log_abs_beta[early]) <= 1e-6
@@ -180,7 +208,7 @@ def test_log_exp_integrals_closed_forms():
     want[3] = 3e6 - np.log(1e6)  # e^{k b} / k dominates
     np.testing.assert_allclose(got, want, rtol=1e-7)
 
-    got = log_exp_integrals(np.array([0.0]), np.array([2.0]), lambda s, ref: -s ** 2)
+    got = log_exp_integrals(np.array([0.0]), np.array([2.0]), lambda s, ref: -(s**2))
     assert got[0] == pytest.approx(np.log(np.sqrt(np.pi) / 2 * erf(2.0)), rel=1e-7)
 
 

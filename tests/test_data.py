@@ -11,6 +11,7 @@
 
 Fast (< 5 s): LPs on tiny data and short discrete runs.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,7 +29,7 @@ def names(param: str) -> str:
     return rf"(?<![\w-]){re.escape(param)}(?![\w-])"
 
 
-SCALES = [10.0 ** k for k in range(-300, 301, 25)] + [1e-10, 1e15, 2.0 ** -1000, 1.7e308 / 4]
+SCALES = [10.0**k for k in range(-300, 301, 25)] + [1e-10, 1e15, 2.0**-1000, 1.7e308 / 4]
 SEPARABLE = (np.array([[1.0, 2.0], [-1.0, -1.0], [3.0, -0.5]]), np.array([1.0, -1.0, 1.0]))
 NON_SEPARABLE = (np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]), np.ones(4))
 #: separable (beta = (1, -1)) but not by any beta >= 0: 2 b1 - b2 >= 1 and -b1 - 2 b2 >= 1.
@@ -88,14 +89,20 @@ def test_signed_initialization_accepted_for_layer_arrays():
     np.testing.assert_array_equal(same.groups, [[-0.5, 0.3]])
 
 
-@pytest.mark.parametrize("alpha, depth", [
-    (-0.5, 2), (0.0, 2), ([0.5, -0.5], 2), ([0.5, 0.0], 2),     # scalar / (d,): must be > 0
-    (np.array([[0.5, 0.0], [0.5, 0.5]]), 2),                      # (L, d): no zeros
-    (np.array([[0.5, np.nan], [0.5, 0.5]]), 2),
-    (np.array([[0.5, -np.inf], [0.5, 0.5]]), 2),
-    (np.array([[-0.5, 0.5]]), 2),                                 # wrong number of layers
-    ("big", 2),
-])
+@pytest.mark.parametrize(
+    "alpha, depth",
+    [
+        (-0.5, 2),
+        (0.0, 2),
+        ([0.5, -0.5], 2),
+        ([0.5, 0.0], 2),  # scalar / (d,): must be > 0
+        (np.array([[0.5, 0.0], [0.5, 0.5]]), 2),  # (L, d): no zeros
+        (np.array([[0.5, np.nan], [0.5, 0.5]]), 2),
+        (np.array([[0.5, -np.inf], [0.5, 0.5]]), 2),
+        (np.array([[-0.5, 0.5]]), 2),  # wrong number of layers
+        ("big", 2),
+    ],
+)
 def test_initialization_rejects(alpha, depth):
     """Claim: zeros, NaN, inf, non-positive scalar / (d,) alpha and wrong shapes -> ValueError
     naming alpha."""
@@ -128,13 +135,16 @@ def test_sign_constrained_separable_example():
     assert not sign_constrained_separable(single_example([-1.0, -2.0]), [1, 1])
 
 
-@pytest.mark.parametrize("data, signs, param", [
-    (Dataset(*SIGNED_ONLY), [1, 1, 1], "signs"),
-    (Dataset(*SIGNED_ONLY), [1, 0.5], "signs"),
-    (Dataset(*SIGNED_ONLY), [1, np.nan], "signs"),
-    (Dataset(*SIGNED_ONLY), "+", "signs"),
-    (SIGNED_ONLY[0], [1, 1], "data"),
-])
+@pytest.mark.parametrize(
+    "data, signs, param",
+    [
+        (Dataset(*SIGNED_ONLY), [1, 1, 1], "signs"),
+        (Dataset(*SIGNED_ONLY), [1, 0.5], "signs"),
+        (Dataset(*SIGNED_ONLY), [1, np.nan], "signs"),
+        (Dataset(*SIGNED_ONLY), "+", "signs"),
+        (SIGNED_ONLY[0], [1, 1], "data"),
+    ],
+)
 def test_sign_constrained_separable_validates(data, signs, param):
     """Claim: bad signs (wrong length, not in {-1, 0, 1}, NaN) or data that is not a Dataset
     -> ValueError naming the parameter."""
@@ -170,8 +180,9 @@ def test_kept_sign_pattern_cases():
         kept_sign_pattern(0.5, 0, d=2)
 
 
-@pytest.mark.parametrize("algorithm, kw", [("gd", {}), ("l2-sam", dict(rho=0.3)),
-                                           ("linf-sam", dict(rho=0.3))])
+@pytest.mark.parametrize(
+    "algorithm, kw", [("gd", {}), ("l2-sam", dict(rho=0.3)), ("linf-sam", dict(rho=0.3))]
+)
 def test_kept_sign_pattern_holds_and_blocks_separation(algorithm, kw):
     """Claim: from a balanced init at L = 2 (pattern beta >= 0) the iterates keep beta >= 0, so
     on SIGNED_ONLY (separable, but by no beta >= 0) one example always has margin <= 0 and the
@@ -181,8 +192,7 @@ def test_kept_sign_pattern_holds_and_blocks_separation(algorithm, kw):
     pattern = kept_sign_pattern(0.5, 2, d=2, algorithm=algorithm)
     np.testing.assert_array_equal(pattern, [1, 1])
     assert not sign_constrained_separable(data, pattern)
-    run = iterate(data, algorithm, depth=2, alpha=0.5, eta=0.05, steps=2000, record_every=50,
-                  **kw)
+    run = iterate(data, algorithm, depth=2, alpha=0.5, eta=0.05, steps=2000, record_every=50, **kw)
     assert run.status == 0
     assert np.all(run.beta >= 0)
     assert np.min(run.loss) >= np.log(2.0) / 2 - 1e-12
@@ -190,8 +200,9 @@ def test_kept_sign_pattern_holds_and_blocks_separation(algorithm, kw):
     pattern = kept_sign_pattern(alpha, 2, algorithm=algorithm)
     np.testing.assert_array_equal(pattern, [1, -1])
     assert sign_constrained_separable(data, pattern)
-    run = iterate(data, algorithm, depth=2, alpha=alpha, eta=0.05, steps=2000, record_every=50,
-                  **kw)
+    run = iterate(
+        data, algorithm, depth=2, alpha=alpha, eta=0.05, steps=2000, record_every=50, **kw
+    )
     assert run.status == 0
     assert np.all(run.beta * pattern >= 0)
     assert run.loss[-1] < 0.1

@@ -5,6 +5,7 @@ they must converge to it with order one in eta (docs/theory.md §2, §5 "discret
 SAM flow"). References: ``simulate(..., clock="original")`` at tight tolerance, and for a
 sliding mode of l_inf-SAM an independent Filippov reference built from the closed form.
 """
+
 from __future__ import annotations
 
 import functools
@@ -28,20 +29,37 @@ CASES = {  # algorithm: (alpha, rho); l_inf-SAM with alpha > rho so that nothing
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def flow_reference(algorithm: str):
     """The original-clock flow at t = 0, 0.5, ..., 2 (rtol 1e-12)."""
     alpha, rho = CASES[algorithm]
-    return simulate(single_example(list(MU)), algorithm, depth=2, alpha=alpha, rho=rho,
-                    t_max=T, clock="original", rtol=1e-12, n_points=5)
+    return simulate(
+        single_example(list(MU)),
+        algorithm,
+        depth=2,
+        alpha=alpha,
+        rho=rho,
+        t_max=T,
+        clock="original",
+        rtol=1e-12,
+        n_points=5,
+    )
 
 
 def discrete_error(algorithm: str, eta: float) -> float:
     """max over t in {0.5, 1, 1.5, 2} and j of |log beta_j(discrete) - log beta_j(flow)|."""
     alpha, rho = CASES[algorithm]
     every = int(round(0.5 / eta))
-    run = iterate(single_example(list(MU)), algorithm, depth=2, alpha=alpha, rho=rho, eta=eta,
-                  steps=int(round(T / eta)), record_every=every)
+    run = iterate(
+        single_example(list(MU)),
+        algorithm,
+        depth=2,
+        alpha=alpha,
+        rho=rho,
+        eta=eta,
+        steps=int(round(T / eta)),
+        record_every=every,
+    )
     assert run.status == 0, run.message
     np.testing.assert_allclose(run.t, np.r_[0.0, RECORD_TIMES], rtol=1e-12)
     flow = flow_reference(algorithm)
@@ -67,10 +85,23 @@ def test_iterate_initial_state_and_balance():
     """Claim: the run starts at theta = alpha (step 0, t = 0), t = steps * eta, and balanced layers
     stay equal under every algorithm's update (the symmetry of the model)."""
     data = single_example([1.0, 2.0, 3.0])
-    for algorithm, kw in [("gd", {}), ("l2-sam", dict(rho=0.2)), ("linf-sam", dict(rho=0.2)),
-                          ("usam", dict(rho=0.2)), ("le-sam", dict(sigma=0.1, rho_max=0.3))]:
-        run = iterate(data, algorithm, depth=3, alpha=[0.3, 0.5, 0.7], eta=0.01, steps=30,
-                      record_every=10, **kw)
+    for algorithm, kw in [
+        ("gd", {}),
+        ("l2-sam", dict(rho=0.2)),
+        ("linf-sam", dict(rho=0.2)),
+        ("usam", dict(rho=0.2)),
+        ("le-sam", dict(sigma=0.1, rho_max=0.3)),
+    ]:
+        run = iterate(
+            data,
+            algorithm,
+            depth=3,
+            alpha=[0.3, 0.5, 0.7],
+            eta=0.01,
+            steps=30,
+            record_every=10,
+            **kw,
+        )
         assert run.status == 0
         np.testing.assert_array_equal(run.steps, [0, 10, 20, 30])
         np.testing.assert_allclose(run.t, run.steps * 0.01, rtol=1e-15)
@@ -114,11 +145,17 @@ def filippov_reference() -> float:
     def m_perturbed(tau):
         b = (alpha - rho) * np.exp(mu * tau)
         if tau < hit:
-            return float(np.sum(mu * b ** 2))
-        return float(mu[0] * rho ** 2 + mu[1] * b[1] ** 2)
+            return float(np.sum(mu * b**2))
+        return float(mu[0] * rho**2 + mu[1] * b[1] ** 2)
 
-    sol = solve_ivp(lambda t, y: [1.0 / (1.0 + np.exp(m_perturbed(y[0])))], (0.0, T), [0.0],
-                    method="DOP853", rtol=1e-12, atol=1e-14)
+    sol = solve_ivp(
+        lambda t, y: [1.0 / (1.0 + np.exp(m_perturbed(y[0])))],
+        (0.0, T),
+        [0.0],
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-14,
+    )
     tau = sol.y[0, -1]
     return 2.0 * float(np.log(rho + (alpha[1] - rho) * np.exp(mu[1] * tau)))
 
@@ -127,8 +164,16 @@ def sliding_errors(reference: float) -> list[float]:
     mu, alpha, rho, T = SLIDE.values()
     errors = []
     for eta in (0.004, 0.002, 0.001):
-        run = iterate(single_example(mu), "linf-sam", depth=2, alpha=alpha, rho=rho, eta=eta,
-                      steps=int(round(T / eta)), record_every=int(round(T / eta)))
+        run = iterate(
+            single_example(mu),
+            "linf-sam",
+            depth=2,
+            alpha=alpha,
+            rho=rho,
+            eta=eta,
+            steps=int(round(T / eta)),
+            record_every=int(round(T / eta)),
+        )
         assert run.status == 0
         assert abs(run.beta[-1, 0]) < 1e-5  # coordinate 1 chatters at 0 (amplitude O(eta))
         errors.append(abs(run.log_abs_beta[-1, 1] - reference))
@@ -149,8 +194,17 @@ def test_discrete_linf_sam_through_sliding_converges_to_simulate():
     """Claim (docs/theory.md §14): discrete l_inf-SAM follows simulate(..., clock='original') also after a
     coordinate starts sliding: the error decreases like eta."""
     mu, alpha, rho, T = SLIDE.values()
-    flow = simulate(single_example(mu), "linf-sam", depth=2, alpha=alpha, rho=rho, t_max=T,
-                    clock="original", rtol=1e-12, n_points=2)
+    flow = simulate(
+        single_example(mu),
+        "linf-sam",
+        depth=2,
+        alpha=alpha,
+        rho=rho,
+        t_max=T,
+        clock="original",
+        rtol=1e-12,
+        n_points=2,
+    )
     assert flow.times_of("sliding")
     errors = sliding_errors(float(flow.log_abs_beta[-1, 1]))
     assert errors[0] > errors[1] > errors[2]
@@ -165,8 +219,7 @@ def test_iterate_overflow_of_beta_at_step_0_is_a_failure():
     """Claim: when beta = prod_l theta^(l) is not representable (alpha = 1e200, L = 3:
     beta = 1e600) the run fails (status -1) at step 0, says where and why, and keeps the
     (finite) initial iterate instead of reporting success with beta = inf."""
-    run = iterate(single_example([1.0, 2.0, 3.0]), "gd", depth=3, alpha=1e200, eta=1e-3,
-                  steps=10)
+    run = iterate(single_example([1.0, 2.0, 3.0]), "gd", depth=3, alpha=1e200, eta=1e-3, steps=10)
     assert run.status == -1
     assert "step 0" in run.message and "overflow" in run.message and "beta" in run.message
     np.testing.assert_array_equal(run.steps, [0])
@@ -179,8 +232,16 @@ def test_iterate_overflow_mid_run_keeps_the_last_finite_iterate():
     iterates recorded so far are kept, plus the last finite one (step k - 1) even when
     record_every skips it, and nothing non-finite is returned. (GD, exponential loss, a signed
     init with margin -1 and eta = 1 overshoots: beta = -1, -2.95, -973, then theta = +-inf.)"""
-    run = iterate(single_example([1.0]), "gd", depth=2, alpha=np.array([[1.0], [-1.0]]),
-                  eta=1.0, steps=10, record_every=5, loss="exponential")
+    run = iterate(
+        single_example([1.0]),
+        "gd",
+        depth=2,
+        alpha=np.array([[1.0], [-1.0]]),
+        eta=1.0,
+        steps=10,
+        record_every=5,
+        loss="exponential",
+    )
     assert run.status == -1
     assert "step 3" in run.message and "overflow" in run.message
     np.testing.assert_array_equal(run.steps, [0, 2])

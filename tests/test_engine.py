@@ -10,6 +10,7 @@ horizons are short and ``n_points`` small because every field evaluation costs ~
 original-time quadrature of a rescaled run (often more than half the cost) is only requested
 by the tests that check it (``run`` defaults to ``original_time=False``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -20,9 +21,9 @@ from scipy.integrate import quad, solve_ivp
 from scipy.interpolate import CubicSpline
 
 from flows import ALGORITHMS, Trajectory, simulate, single_example
-from flows.model import loss_gradient
 from flows.closed_form import gd as gd_closed
 from flows.closed_form import linf_sam as linf_closed
+from flows.model import loss_gradient
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -31,7 +32,7 @@ def _tup(x):
     return tuple(np.atleast_1d(np.asarray(x, dtype=float)).tolist()) if np.ndim(x) else float(x)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _run(mu: tuple, algorithm: str, depth: int, alpha, kwargs: tuple) -> Trajectory:
     alpha = np.array(alpha) if isinstance(alpha, tuple) else alpha
     return simulate(single_example(list(mu)), algorithm, depth=depth, alpha=alpha, **dict(kwargs))
@@ -41,8 +42,9 @@ def run(mu, algorithm, depth, alpha, **kwargs) -> Trajectory:
     """``simulate`` on the single example ``mu``, cached by configuration; ``original_time``
     (the log t quadrature of rescaled runs) defaults to False here."""
     kwargs.setdefault("original_time", False)
-    return _run(tuple(float(m) for m in mu), algorithm, depth, _tup(alpha),
-                tuple(sorted(kwargs.items())))
+    return _run(
+        tuple(float(m) for m in mu), algorithm, depth, _tup(alpha), tuple(sorted(kwargs.items()))
+    )
 
 
 def finite_log_diff(a: np.ndarray, b: np.ndarray) -> float:
@@ -83,8 +85,10 @@ def test_reduced_matches_full_system(algorithm, depth):
     for layer in range(1, depth):  # the full system keeps its layers equal by itself
         assert finite_log_diff(full.log_abs_theta[:, layer], full.log_abs_theta[:, 0]) <= 1e-8
     if algorithm == "le-sam":  # the radius min(sigma / ||grad L||, rho_max) uses both branches
-        radius = [RF_HP["sigma"] / np.linalg.norm(loss_gradient(th, single_example(RF_MU)))
-                  for th in red.theta]
+        radius = [
+            RF_HP["sigma"] / np.linalg.norm(loss_gradient(th, single_example(RF_MU)))
+            for th in red.theta
+        ]
         assert min(radius) < RF_HP["rho_max"] < max(radius)
     if algorithm == "linf-sam" and depth == 2:
         # coordinate 1 slides at 0 from RF_HIT on, in both systems, exactly
@@ -134,16 +138,18 @@ def test_linf_sam_matches_closed_form(depth):
     tol = np.full(int(before.sum()), 1e-8)
     if np.isfinite(t_blow):
         tol = 1e-8 * np.maximum(1.0, 0.1 * t_blow / (t_blow - tr.tau[before]))
-    np.testing.assert_array_equal(np.isneginf(tr.log_abs_beta[before]),
-                                  np.isneginf(cf.log_abs_beta[before]))
+    np.testing.assert_array_equal(
+        np.isneginf(tr.log_abs_beta[before]), np.isneginf(cf.log_abs_beta[before])
+    )
     finite = np.isfinite(cf.log_abs_beta[before])
     err = np.where(finite, np.abs(tr.log_abs_beta[before] - cf.log_abs_beta[before]), 0.0)
     assert np.all(err <= tol[:, None])
     assert np.all(tr.log_abs_beta[before, 1] == 0.0)  # alpha = rho: beta = rho^L = 1 exactly
     if depth % 2 == 0:
         hit = cf.hit_time[0]
-        assert hit == pytest.approx(((0.5 ** -(depth - 2) - 1.0) / (depth - 2) if depth > 2
-                                     else np.log(2.0)), rel=1e-14)
+        assert hit == pytest.approx(
+            ((0.5 ** -(depth - 2) - 1.0) / (depth - 2) if depth > 2 else np.log(2.0)), rel=1e-14
+        )
         after = tr.tau > hit
         assert after.sum() >= 2
         assert np.all(tr.sign_beta[after, 0] == 0)
@@ -171,7 +177,7 @@ def test_linf_sam_odd_depth_below_rho_tends_to_rho_power_L(depth):
     k = depth - 2
     tau = tr.tau[-1]
     lower = (RHO - (k * np.array(MU3) * tau) ** (-1.0 / k)) ** depth
-    assert np.all(tr.beta[-1] < RHO ** depth)
+    assert np.all(tr.beta[-1] < RHO**depth)
     assert np.all(tr.beta[-1] >= lower)
     assert np.all(tr.sign_beta == 1)
 
@@ -199,8 +205,9 @@ def test_gd_matches_closed_form(depth, t_max):
         keep = tr.tau < t_blow * (1 - 1e-6)
     else:
         assert tr.status == 0
-        np.testing.assert_allclose(tr.beta, np.array(ALPHA3) + np.array(MU3) * tr.tau[:, None],
-                                   rtol=1e-9)
+        np.testing.assert_allclose(
+            tr.beta, np.array(ALPHA3) + np.array(MU3) * tr.tau[:, None], rtol=1e-9
+        )
         keep = np.ones(len(tr.tau), dtype=bool)
     assert keep.sum() >= 3
     assert finite_log_diff(tr.log_abs_beta[keep], cf.log_abs_beta[keep]) <= 1e-8
@@ -229,8 +236,7 @@ def test_long_horizon_l2_sam_runs_to_tau_2000():
     i = int(np.argmin(np.abs(tr.tau - 1000.0)))
     assert tr.tau[i] == pytest.approx(1000.0)
     increments = tr.log_abs_beta[-1] - tr.log_abs_beta[i]
-    np.testing.assert_allclose(increments, 2 * np.array(MU5) * (tr.tau[-1] - tr.tau[i]),
-                               rtol=1e-9)
+    np.testing.assert_allclose(increments, 2 * np.array(MU5) * (tr.tau[-1] - tr.tau[i]), rtol=1e-9)
     np.testing.assert_allclose(tr.direction[-1], np.eye(5)[4], atol=1e-12)
 
 
@@ -254,8 +260,16 @@ def test_original_and_rescaled_clocks_trace_the_same_path(algorithm):
     np.testing.assert_array_equal(orig.log_t_original[1:], np.log(orig.t[1:]))
     assert np.all(np.diff(orig.tau) > 0)
     tau_end = 0.9 * orig.tau[-1]
-    resc = run(mu, algorithm, 2, alpha, rho=rho, t_max=float(np.round(tau_end, 3)), n_points=13,
-               original_time=True)
+    resc = run(
+        mu,
+        algorithm,
+        2,
+        alpha,
+        rho=rho,
+        t_max=float(np.round(tau_end, 3)),
+        n_points=13,
+        original_time=True,
+    )
     assert resc.status == 0
     assert [e.kind for e in resc.events] == [e.kind for e in orig.events]
     assert len(orig.times_of("sliding")) == (algorithm == "linf-sam")
@@ -286,7 +300,7 @@ def test_log_t_original_matches_quadrature():
     assert tr.status == 0 and tr.log_t_original[0] == -np.inf
 
     def dt_dtau(s):
-        return 1.0 + np.exp(np.sum(mu * alpha ** 2 * np.exp(2 * mu * s)))
+        return 1.0 + np.exp(np.sum(mu * alpha**2 * np.exp(2 * mu * s)))
 
     for tau, log_t in zip(tr.tau[1:], tr.log_t_original[1:]):
         t_ref, err = quad(dt_dtau, 0.0, tau, epsabs=0, epsrel=1e-12, limit=200)
@@ -314,16 +328,18 @@ def test_scale_symmetry(algorithm, depth, mu, alpha, rho, T):
     c = SCALE_C
     stretch = c ** (depth - 2)
     base = run(mu, algorithm, depth, alpha, rho=rho, t_max=stretch * T, n_points=7)
-    scaled = run(mu, algorithm, depth, tuple(c * a for a in alpha), rho=c * rho, t_max=T,
-                 n_points=7)
+    scaled = run(
+        mu, algorithm, depth, tuple(c * a for a in alpha), rho=c * rho, t_max=T, n_points=7
+    )
     assert base.status == scaled.status == 0
     np.testing.assert_allclose(base.tau, stretch * scaled.tau, rtol=1e-14, atol=1e-14)
     np.testing.assert_array_equal(base.sign_theta, scaled.sign_theta)
     shift = scaled.log_abs_theta - np.log(c)
     assert finite_log_diff(shift, base.log_abs_theta) <= 1e-8
     assert [e.kind for e in base.events] == [e.kind for e in scaled.events]
-    np.testing.assert_allclose(base.times_of("sliding"),
-                               stretch * np.array(scaled.times_of("sliding")), rtol=1e-8)
+    np.testing.assert_allclose(
+        base.times_of("sliding"), stretch * np.array(scaled.times_of("sliding")), rtol=1e-8
+    )
     if algorithm == "linf-sam" and depth == 2:
         assert len(base.times_of("sliding")) == 1  # the symmetry is also checked at a zero
 
@@ -339,20 +355,28 @@ def test_l2_sam_collapse():
     exactly 0 afterwards, status 0; the clocks keep running: tau = t and, with c(0) = l'(0) = 1/2,
     t grows by 2 dtau after the collapse."""
     mu, alpha, rho = np.array(MU5), 0.05, 1.0
-    assert alpha * np.sqrt(2 * np.sum(mu ** 2)) < rho * mu[0]
+    assert alpha * np.sqrt(2 * np.sum(mu**2)) < rho * mu[0]
     tr = run(MU5, "l2-sam", 2, alpha, rho=rho, t_max=0.3, n_points=7, original_time=True)
     assert tr.status == 0 and "collapse" in tr.message
     assert tr.collapse_time is not None and [e.kind for e in tr.events] == ["collapse"]
 
     def rhs(_s, a):
-        return mu * a * (1 - rho * mu / np.sqrt(2 * np.sum(mu ** 2 * a ** 2)))
+        return mu * a * (1 - rho * mu / np.sqrt(2 * np.sum(mu**2 * a**2)))
 
     def tiny(_s, a):  # from |a| = 1e-10 to 0 takes < 1e-9 (|da/dtau| is bounded below near 0)
         return np.max(a) - 1e-10
 
     tiny.terminal = True
-    ref = solve_ivp(rhs, (0, 1.0), np.full(5, alpha), method="DOP853", rtol=1e-12, atol=1e-40,
-                    events=tiny, dense_output=True)
+    ref = solve_ivp(
+        rhs,
+        (0, 1.0),
+        np.full(5, alpha),
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-40,
+        events=tiny,
+        dense_output=True,
+    )
     assert tr.collapse_time == pytest.approx(ref.t_events[0][0], rel=1e-6)
     np.testing.assert_allclose(tr.tau, tr.t, rtol=0, atol=1e-12)  # rescaled clock: tau is t
     after = tr.t > tr.collapse_time
@@ -395,20 +419,22 @@ def test_original_time_on_a_sliding_mode_is_filippov():
     so the perturbed margin is m' = mu_1 rho^2 + mu_2 (a_2 - rho)^2 (and c = sigmoid(-m'))."""
     mu, alpha, rho = np.array([2.0, 3.0]), np.array([0.1, 0.6]), 0.5
     hit = np.log(rho / (rho - alpha[0])) / mu[0]
-    tr = run(tuple(mu), "linf-sam", 2, tuple(alpha), rho=rho, t_max=0.4, n_points=5,
-             original_time=True)
+    tr = run(
+        tuple(mu), "linf-sam", 2, tuple(alpha), rho=rho, t_max=0.4, n_points=5, original_time=True
+    )
     assert tr.times_of("sliding") == pytest.approx([hit], rel=1e-8)
 
     def m_perturbed(s):
         b2 = (alpha[1] - rho) * np.exp(mu[1] * s)
         if s < hit:
-            return mu[0] * ((rho - alpha[0]) * np.exp(mu[0] * s)) ** 2 + mu[1] * b2 ** 2
-        return mu[0] * rho ** 2 + mu[1] * b2 ** 2
+            return mu[0] * ((rho - alpha[0]) * np.exp(mu[0] * s)) ** 2 + mu[1] * b2**2
+        return mu[0] * rho**2 + mu[1] * b2**2
 
     for tau, log_t in zip(tr.tau[1:], tr.log_t_original[1:]):
         pts = [hit] if tau > hit else None
-        t_ref = quad(lambda s: 1.0 + np.exp(m_perturbed(s)), 0.0, tau, points=pts,
-                     epsabs=0, epsrel=1e-12)[0]
+        t_ref = quad(
+            lambda s: 1.0 + np.exp(m_perturbed(s)), 0.0, tau, points=pts, epsabs=0, epsrel=1e-12
+        )[0]
         assert np.exp(log_t) == pytest.approx(t_ref, rel=1e-5)
 
 
@@ -433,8 +459,16 @@ def test_no_nan_and_consistent_status(case):
     events agree (1 <=> blow-up event, 0 => reached t_max or collapsed)."""
     mu, algorithm, depth, alpha, kw = SANITY_RUNS[case]
     tr = run(mu, algorithm, depth, alpha, original_time=True, **kw)
-    for name in ("t", "tau", "log_t_original", "log_abs_theta", "sign_theta", "log_abs_beta",
-                 "sign_beta", "loss"):
+    for name in (
+        "t",
+        "tau",
+        "log_t_original",
+        "log_abs_theta",
+        "sign_theta",
+        "log_abs_beta",
+        "sign_beta",
+        "loss",
+    ):
         assert not np.any(np.isnan(getattr(tr, name))), name
     assert not np.any(np.isnan(tr.beta)) and not np.any(np.isnan(tr.direction))
     for sign, log_abs in ((tr.sign_beta, tr.log_abs_beta), (tr.sign_theta, tr.log_abs_theta)):

@@ -1,5 +1,6 @@
 """The presentation layer outside the sweep: the regimes command line (``python -m
 figures.regimes``) and the phase diagram for any ``mu``."""
+
 from __future__ import annotations
 
 import subprocess
@@ -25,15 +26,15 @@ def fake_run(d: int, leader_path: list[int], n: int) -> dict:
     return {"t": tau, "log_abs_beta": log_abs_beta}
 
 
-@pytest.mark.parametrize("mu", [(0.5, 1.7, 2.9), (1.0, 2.0, 3.0, 4.0, 5.0), (0.2, 0.3)],
-                         ids=str)
+@pytest.mark.parametrize("mu", [(0.5, 1.7, 2.9), (1.0, 2.0, 3.0, 4.0, 5.0), (0.2, 0.3)], ids=str)
 def test_phase_diagram_any_mu(tmp_path, mu):
     """The phase diagram draws for any increasing mu (once drawn for mu = (1..5) only),
     including runs that stopped early."""
     d = len(mu)
     ratios = phase_ratios(False, phase_span(mu))[::8]
-    runs = [fake_run(d, list(range(min(k, d - 1), d)), 21 if k != 2 else 9)
-            for k in range(len(ratios))]
+    runs = [
+        fake_run(d, list(range(min(k, d - 1), d)), 21 if k != 2 else 9) for k in range(len(ratios))
+    ]
     path = tmp_path / "phase.png"
     draw_phase_diagram(mu, ratios, runs, boundary=float(ratios[1]), path=path)
     assert path.read_bytes()[:8] == PNG and path.stat().st_size > 5_000
@@ -48,12 +49,20 @@ def test_phase_span_brackets_the_regimes():
         assert lo < collapse_certificate_boundary(mu) < regime3_boundary(mu) < hi
 
 
-@pytest.mark.parametrize("args, word", [
-    (["--mu", "1,x"], "--mu"), (["--mu", "3,2,1"], "mu"), (["--rho", "-1"], "rho"),
-    (["--plot", "p.txt"], "--plot"), (["--plot", "no/such/dir/p.png"], "--plot"),
-    (["--n-alpha", "0"], "--n-alpha")])
+@pytest.mark.parametrize(
+    "args, word",
+    [
+        (["--mu", "1,x"], "--mu"),
+        (["--mu", "3,2,1"], "mu"),
+        (["--rho", "-1"], "rho"),
+        (["--plot", "p.txt"], "--plot"),
+        (["--plot", "no/such/dir/p.png"], "--plot"),
+        (["--n-alpha", "0"], "--n-alpha"),
+    ],
+)
 def test_regimes_cli_bad_input_before_any_work(monkeypatch, capsys, args, word):
     """Bad input: one ``error:`` line naming the option, status 2, before any computation."""
+
     def boom(*_, **__):
         raise AssertionError("computed before checking the input")
 
@@ -64,8 +73,13 @@ def test_regimes_cli_bad_input_before_any_work(monkeypatch, capsys, args, word):
 
 
 def test_regimes_cli_unknown_option_is_one_line():
-    run = subprocess.run([sys.executable, "-m", "figures.regimes", "--bogus"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "figures.regimes", "--bogus"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
 
 
@@ -73,9 +87,23 @@ def test_regimes_cli_unknown_option_is_one_line():
 def test_regimes_cli_plot_for_any_mu(tmp_path):
     """``python -m figures.regimes --mu 0.5,1.7,2.9 --plot p.png`` (it failed before for any mu
     other than (1..5)): the table, the boundaries, and the phase diagram."""
-    run = subprocess.run([sys.executable, "-m", "figures.regimes", "--mu", "0.5,1.7,2.9",
-                          "--n-alpha", "2", "--plot", str(tmp_path / "p.png")],
-                         capture_output=True, text=True, cwd=ROOT, timeout=1800)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "figures.regimes",
+            "--mu",
+            "0.5,1.7,2.9",
+            "--n-alpha",
+            "2",
+            "--plot",
+            str(tmp_path / "p.png"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=1800,
+    )
     assert run.returncode == 0, run.stderr
     assert "collapse boundary" in run.stdout and f"wrote {tmp_path / 'p.png'}" in run.stdout
     assert (tmp_path / "p.png").read_bytes()[:8] == PNG

@@ -1,6 +1,7 @@
 """Layering: flows -> analysis -> figures. Nothing in ``flows`` or ``analysis`` imports
 ``figures`` or matplotlib (not even inside a function), except the command-line entry modules
 ``flows/sweep.py`` and ``flows/run.py``, which nothing imports."""
+
 from __future__ import annotations
 
 import ast
@@ -24,11 +25,19 @@ def imported_roots(tree: ast.AST) -> list[tuple[int, str]]:
             found += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.lineno, node.module.split(".")[0]))
-        elif (isinstance(node, ast.Call) and node.args
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
-              and ((isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
-                   or (isinstance(node.func, ast.Name)
-                       and node.func.id in ("__import__", "import_module")))):
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and (
+                (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+                or (
+                    isinstance(node.func, ast.Name)
+                    and node.func.id in ("__import__", "import_module")
+                )
+            )
+        ):
             found.append((node.lineno, node.args[0].value.split(".")[0]))
     return found
 
@@ -48,11 +57,17 @@ def test_no_upward_imports(path):
 
 def test_checker_sees_lazy_imports():
     """The AST check finds imports hidden in functions and importlib calls (it can fail)."""
-    source = ("def f():\n    import matplotlib.pyplot as plt\n"
-              "def g():\n    from figures.table import FIGURES\n"
-              "import importlib\nimportlib.import_module('figures.common')\n")
+    source = (
+        "def f():\n    import matplotlib.pyplot as plt\n"
+        "def g():\n    from figures.table import FIGURES\n"
+        "import importlib\nimportlib.import_module('figures.common')\n"
+    )
     assert sorted(name for _, name in imported_roots(ast.parse(source))) == [
-        "figures", "figures", "importlib", "matplotlib"]
+        "figures",
+        "figures",
+        "importlib",
+        "matplotlib",
+    ]
 
 
 def test_analysis_imports_only_flows_and_itself():
@@ -65,12 +80,15 @@ def test_analysis_imports_only_flows_and_itself():
 def test_importing_flows_and_analysis_loads_no_matplotlib():
     """``import flows, analysis`` and every module in them (entry modules included: they import
     figures only when they draw) leave matplotlib and figures unloaded."""
-    code = ("import importlib, pkgutil, sys\n"
-            "import flows, analysis\n"
-            "for pkg in (flows, analysis):\n"
-            "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
-            "        importlib.import_module(m.name)\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'figures')))")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         check=True)
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import flows, analysis\n"
+        "for pkg in (flows, analysis):\n"
+        "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
+        "        importlib.import_module(m.name)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'figures')))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     assert run.stdout.strip() == "[]", run.stdout

@@ -5,15 +5,22 @@ exact blow-up times of flows.closed_form (L >= 3: j* blows up first), and agains
 numerical flows from flows.simulate read by observed_linf_limit. Simulated runs are short
 (n_points = 20) and cached per module.
 """
+
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
 
-from analysis.limits import (LimitEstimate, angle_series, final_direction, linf_limit_scores,
-                             observed_linf_limit, predict_linf_limit)
+from analysis.limits import (
+    LimitEstimate,
+    angle_series,
+    final_direction,
+    linf_limit_scores,
+    observed_linf_limit,
+    predict_linf_limit,
+)
 from analysis.maxmargin import max_margin
 from flows import simulate, single_example
 from flows.closed_form import linf_sam
@@ -21,7 +28,7 @@ from flows.closed_form import linf_sam
 FAST = dict(n_points=20, rtol=1e-8)
 
 
-@lru_cache(maxsize=None)
+@cache
 def run(mu: tuple, algorithm: str, depth: int, alpha, rho, t_max: float):
     """Cached simulate (alpha as a tuple or float)."""
     a = np.array(alpha) if isinstance(alpha, tuple) else alpha
@@ -81,10 +88,19 @@ def test_predict_validation():
     naming the parameter."""
     with pytest.raises(ValueError, match="Thm 3.1"):
         predict_linf_limit([1, 2], 1.0, 0.5, 1)
-    bad = [(dict(mu=[1, -2]), "mu"), (dict(mu=[[1, 2]]), "mu"), (dict(mu=[1, np.nan]), "mu"),
-           (dict(alpha=[1, 2, 3]), "alpha"), (dict(alpha=0.0), "alpha"), (dict(rho=-1.0), "rho"),
-           (dict(rho=np.inf), "rho"), (dict(rho=[1.0]), "rho"), (dict(depth=2.0), "depth"),
-           (dict(depth=0), "depth"), (dict(depth=True), "depth")]
+    bad = [
+        (dict(mu=[1, -2]), "mu"),
+        (dict(mu=[[1, 2]]), "mu"),
+        (dict(mu=[1, np.nan]), "mu"),
+        (dict(alpha=[1, 2, 3]), "alpha"),
+        (dict(alpha=0.0), "alpha"),
+        (dict(rho=-1.0), "rho"),
+        (dict(rho=np.inf), "rho"),
+        (dict(rho=[1.0]), "rho"),
+        (dict(depth=2.0), "depth"),
+        (dict(depth=0), "depth"),
+        (dict(depth=True), "depth"),
+    ]
     for change, name in bad:
         kw = dict(mu=[1.0, 2.0], alpha=1.5, rho=1.0, depth=2) | change
         with pytest.raises(ValueError, match=name):
@@ -135,14 +151,15 @@ def test_observed_matches_prediction_random(depth, seed):
     if depth == 2 and predicted is not None:
         exact = linf_sam(mu, alpha, rho, depth, [t_max]).log_abs_beta[0]
         runner_up = np.max(np.delete(exact, predicted))
-        assert exact[predicted] > runner_up + 1 and exact[predicted] > np.log(10 * 2 ** 2 * rho ** 2)
+        assert exact[predicted] > runner_up + 1 and exact[predicted] > np.log(10 * 2**2 * rho**2)
     traj = run(tuple(mu), "linf-sam", depth, tuple(alpha), rho, t_max)
     assert traj.success
     assert observed_linf_limit(traj) == predicted
     if depth == 3 and predicted is not None:
         assert traj.status == 1
         assert traj.blowup_time == pytest.approx(
-            linf_sam(mu, alpha, rho, depth, [0.0]).blowup_time[predicted], rel=1e-4)
+            linf_sam(mu, alpha, rho, depth, [0.0]).blowup_time[predicted], rel=1e-4
+        )
 
 
 def test_observed_none_when_bounded():
@@ -155,7 +172,10 @@ def test_observed_none_when_bounded():
     t3 = run(mu, "linf-sam", 3, alpha, 1.0, 5.0)
     assert np.max(t3.log_abs_beta[-1]) < 0  # beta_j < rho^3 = 1
     assert observed_linf_limit(t3) is None
-    assert predict_linf_limit(mu, alpha, 1.0, 2) is None and predict_linf_limit(mu, alpha, 1.0, 3) is None
+    assert (
+        predict_linf_limit(mu, alpha, 1.0, 2) is None
+        and predict_linf_limit(mu, alpha, 1.0, 3) is None
+    )
     est = final_direction(t3)  # algebraic approach to rho^3: rise < growth_tol over the window
     assert 0 < est.growth < 0.05 and not est.diverged and not est.collapsed
     # with a bound below rho^3 the same run counts as "dominated": the bound is what decides
@@ -179,7 +199,9 @@ def test_final_direction_gd_l2_is_e_d():
     assert est.angle_to(ref) < 1e-4
     assert 0 <= est.movement < 1e-3
     assert est.diverged and not est.collapsed and est.leader == 2
-    assert est.growth == pytest.approx(2 * 3 * (traj.t[-1] - traj.t[traj.t >= 0.8 * 6][0]), rel=1e-4)
+    assert est.growth == pytest.approx(
+        2 * 3 * (traj.t[-1] - traj.t[traj.t >= 0.8 * 6][0]), rel=1e-4
+    )
     series = angle_series(traj, e_d)
     assert series[0] == pytest.approx(np.arccos(1 / np.sqrt(3)), rel=1e-12)
     assert np.all(np.diff(series) < 0) and series[-1] == pytest.approx(est.angle_to(e_d))
@@ -225,7 +247,8 @@ def test_final_direction_validation():
     with pytest.raises(ValueError, match="reference"):
         angle_series(traj, [1.0, 0.0])
     assert final_direction(traj, window=1.0).movement == pytest.approx(
-        np.arccos(1 / np.sqrt(3)), rel=1e-3)
+        np.arccos(1 / np.sqrt(3)), rel=1e-3
+    )
 
 
 # --------------------------------------------------------------------------- issue 9: validation
@@ -246,7 +269,7 @@ def test_limits_validation_names_the_parameter():
         (lambda: linf_limit_scores([1, 2], 1.0, "a", 2), "rho"),
         (lambda: linf_limit_scores([1, 2], 1.0, None, 2), "rho"),
         (lambda: linf_limit_scores([1, 2], "x", 0.5, 2), "alpha"),
-        (lambda: linf_limit_scores([1, 2], 1.0, 0.5, 10 ** 400), "depth"),
+        (lambda: linf_limit_scores([1, 2], 1.0, 0.5, 10**400), "depth"),
         (lambda: final_direction(traj, growth_tol="a"), "growth_tol"),
         (lambda: final_direction(traj, growth_tol=np.nan), "growth_tol"),
         (lambda: final_direction(traj, window="0.5"), "window"),

@@ -5,14 +5,22 @@ recomputed here from (beta, lambda) for l2 (a convex QP: KKT <=> optimal), and f
 duality against a separately solved dual LP plus complementary slackness; closed forms on the
 single example; and a brute-force comparison with 1,000 random separating directions.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from analysis.maxmargin import (MaxMargin, angle, angle_to_set, l1_solution_set_single_example,
-                                max_margin, max_margin_of, normalized_margin)
+from analysis.maxmargin import (
+    MaxMargin,
+    angle,
+    angle_to_set,
+    l1_solution_set_single_example,
+    max_margin,
+    max_margin_of,
+    normalized_margin,
+)
 from flows import Dataset, single_example
 
 KKT_TOL = 1e-8
@@ -73,8 +81,13 @@ def test_l1_duality_and_complementary_slackness(seed):
     mm = max_margin(X, y, 1)
     Z = y[:, None] * X
     n, d = Z.shape
-    dual = linprog(-np.ones(n), A_ub=np.vstack([Z.T, -Z.T]), b_ub=np.ones(2 * d),
-                   bounds=[(0, None)] * n, method="highs")
+    dual = linprog(
+        -np.ones(n),
+        A_ub=np.vstack([Z.T, -Z.T]),
+        b_ub=np.ones(2 * d),
+        bounds=[(0, None)] * n,
+        method="highs",
+    )
     assert dual.status == 0
     l1 = np.sum(np.abs(mm.beta))
     assert l1 == pytest.approx(-dual.fun, rel=KKT_TOL)
@@ -234,7 +247,8 @@ def test_angle_and_margin_scale_invariant(scale):
     beta = max_margin(X, y, 2).beta
     for p in (1, 2):
         assert normalized_margin(scale * beta, X, y, p) == pytest.approx(
-            normalized_margin(beta, X, y, p), rel=1e-12)
+            normalized_margin(beta, X, y, p), rel=1e-12
+        )
 
 
 @pytest.mark.parametrize("scale", [1e-300, 1e-150, 1e-20, 1e20, 1e150, 1e300])
@@ -253,7 +267,7 @@ def test_max_margin_scale_equivariant(scale, p):
         return
     np.testing.assert_allclose(mm.direction, ref.direction, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(mm.beta * scale, ref.beta, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(mm.dual * scale ** p, ref.dual, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(mm.dual * scale**p, ref.dual, rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(mm.support, ref.support)
     assert mm.margin == pytest.approx(ref.margin * scale, rel=1e-9)
     assert mm.kkt_residual() < KKT_TOL

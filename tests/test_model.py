@@ -7,6 +7,7 @@ References used here never share code with the module under test:
 (c) plain numpy float arithmetic for moderate magnitudes and mpmath (60 digits) for extreme
     ones (1e-300, exp(1e4) held in log form).
 """
+
 from __future__ import annotations
 
 import functools
@@ -20,9 +21,17 @@ from hypothesis import strategies as st
 
 from flows.data import Dataset, single_example
 from flows.model import loss_gradient, loss_value
-from flows.signedlog import (SignedLog, add_float, chart_to_signed_log, leave_one_out,
-                             log_cosh, log_norm2, log_sinh, product_of_layers,
-                             signed_log_to_chart)
+from flows.signedlog import (
+    SignedLog,
+    add_float,
+    chart_to_signed_log,
+    leave_one_out,
+    log_cosh,
+    log_norm2,
+    log_sinh,
+    product_of_layers,
+    signed_log_to_chart,
+)
 
 mp.mp.dps = 60
 LOSS_NAMES = ["logistic", "exponential"]
@@ -31,7 +40,7 @@ LOSS_NAMES = ["logistic", "exponential"]
 # --------------------------------------------------------------------------- references
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def symbolic_gradient(L: int, n: int, d: int, loss: str):
     """``grad L(theta)`` from sympy: a function of (theta (L, d), X (n, d), y (n,))."""
     w = sp.Matrix(L, d, lambda l, j: sp.Symbol(f"w_{l}_{j}", real=True))
@@ -48,9 +57,11 @@ def symbolic_gradient(L: int, n: int, d: int, loss: str):
     fn = sp.lambdify([list(w), list(x), list(y)], grads, modules="mpmath")
 
     def grad(theta: np.ndarray, X: np.ndarray, yv: np.ndarray) -> np.ndarray:
-        out = fn([mp.mpf(float(v)) for v in theta.ravel()],
-                 [mp.mpf(float(v)) for v in X.ravel()],
-                 [mp.mpf(float(v)) for v in yv])
+        out = fn(
+            [mp.mpf(float(v)) for v in theta.ravel()],
+            [mp.mpf(float(v)) for v in X.ravel()],
+            [mp.mpf(float(v)) for v in yv],
+        )
         return np.array([float(g) for g in out]).reshape(L, d)
 
     return grad
@@ -87,8 +98,13 @@ def random_problem(seed: int, L: int, n: int, d: int):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), L=st.sampled_from([1, 2, 3]),
-       n=st.integers(1, 3), d=st.integers(1, 3), loss=st.sampled_from(LOSS_NAMES))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    L=st.sampled_from([1, 2, 3]),
+    n=st.integers(1, 3),
+    d=st.integers(1, 3),
+    loss=st.sampled_from(LOSS_NAMES),
+)
 def test_loss_gradient_matches_finite_differences_and_sympy(seed, L, n, d, loss):
     """Claim: loss_gradient(theta) is grad of the mean loss of docs/theory.md §1 (finite differences of
     loss_value, and sympy's exact derivative of the model written from its definition), also at
@@ -110,9 +126,9 @@ def test_loss_gradient_exact_zeros_give_exact_leave_one_out_products():
     theta = np.array([[0.0, 0.5, 0.0], [0.7, 0.0, 0.0], [1.1, 0.9, 2.0]])
     grad = loss_gradient(theta, data)
     g = -0.5 * np.array([1.0, 2.0, 3.0])  # l'(0) = -1/2: beta = 0, so every margin is 0
-    expected = np.array([[g[0] * 0.7 * 1.1, 0.0, 0.0],
-                         [0.0, g[1] * 0.5 * 0.9, 0.0],
-                         [0.0, 0.0, 0.0]])
+    expected = np.array(
+        [[g[0] * 0.7 * 1.1, 0.0, 0.0], [0.0, g[1] * 0.5 * 0.9, 0.0], [0.0, 0.0, 0.0]]
+    )
     np.testing.assert_allclose(grad, expected, rtol=1e-15, atol=0)
     assert np.all(grad[expected == 0] == 0.0)
 
@@ -128,8 +144,9 @@ def test_loss_gradient_at_large_margins_keeps_relative_precision(loss):
     m = mp.mpf(1.0) * beta[0] + mp.mpf(3.0) * beta[1]
     lprime = -1 / (1 + mp.exp(m)) if loss == "logistic" else -mp.exp(-m)
     others = [[mp.mpf(float(theta[1 - l, j])) for j in range(2)] for l in range(2)]
-    expected = np.array([[float(lprime * mp.mpf(mu[j]) * others[l][j]) for j in range(2)]
-                         for l in range(2)])
+    expected = np.array(
+        [[float(lprime * mp.mpf(mu[j]) * others[l][j]) for j in range(2)] for l in range(2)]
+    )
     assert np.all(expected != 0) and np.all(np.abs(expected) < 1e-280)
     got = loss_gradient(theta, data, loss)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
@@ -141,9 +158,11 @@ def test_loss_value_matches_definition():
     data, theta = random_problem(7, 3, 4, 3)
     beta = np.prod(theta, axis=0)
     for loss in LOSS_NAMES:
-        ms = [mp.mpf(float(data.y[i]))
-              * mp.fsum(mp.mpf(float(data.X[i, j])) * mp.mpf(float(beta[j])) for j in range(3))
-              for i in range(4)]
+        ms = [
+            mp.mpf(float(data.y[i]))
+            * mp.fsum(mp.mpf(float(data.X[i, j])) * mp.mpf(float(beta[j])) for j in range(3))
+            for i in range(4)
+        ]
         ells = [mp.log(1 + mp.exp(-m)) if loss == "logistic" else mp.exp(-m) for m in ms]
         assert loss_value(theta, data, loss) == pytest.approx(float(mp.fsum(ells) / 4), rel=1e-13)
 
@@ -187,11 +206,21 @@ def test_add_float_matches_plain_float_addition():
     assert np.all(err <= 4e-16 * cond + 1e-15 * np.maximum(1.0, np.abs(got.log_abs[nz])))
 
 
-@pytest.mark.parametrize("sign, log_x, eps", [
-    (1.0, 1e4, 1.0), (-1.0, 1e4, 3.5), (1.0, 1e4, -1e300),
-    (1.0, -1e4, 1e-300), (-1.0, -1e4, -2.0), (1.0, np.log(1e-300), 1.0),
-    (-1.0, np.log(1e-300), 1.0), (1.0, 700.0, -1.0), (-1.0, 3.0, 1e300), (1.0, -745.0, 1e-310),
-])
+@pytest.mark.parametrize(
+    "sign, log_x, eps",
+    [
+        (1.0, 1e4, 1.0),
+        (-1.0, 1e4, 3.5),
+        (1.0, 1e4, -1e300),
+        (1.0, -1e4, 1e-300),
+        (-1.0, -1e4, -2.0),
+        (1.0, np.log(1e-300), 1.0),
+        (-1.0, np.log(1e-300), 1.0),
+        (1.0, 700.0, -1.0),
+        (-1.0, 3.0, 1e300),
+        (1.0, -745.0, 1e-310),
+    ],
+)
 def test_add_float_extreme_magnitudes(sign, log_x, eps):
     """Claim: add_float is exact to rounding for |x| far beyond float64 (exp(1e4)) and for |x|
     far below |eps| (mpmath reference for sign and log|x + eps|)."""
@@ -226,8 +255,9 @@ def test_leave_one_out_and_product_match_brute_force(mult):
             assert_signed_log_equal(got, np.sign(want), np.log(np.abs(want)))
         prod = np.prod(full, axis=0)
         with np.errstate(divide="ignore"):
-            assert_signed_log_equal(product_of_layers(sl(groups), mult), np.sign(prod),
-                                    np.log(np.abs(prod)))
+            assert_signed_log_equal(
+                product_of_layers(sl(groups), mult), np.sign(prod), np.log(np.abs(prod))
+            )
 
 
 def test_leave_one_out_and_product_beyond_float_range():
@@ -262,11 +292,18 @@ def test_log_norm2_matches_numpy_and_mpmath():
         assert log_norm2(la, w) == pytest.approx(np.log(np.sqrt(np.sum(w * x * x))), rel=1e-14)
         assert log_norm2(la) == pytest.approx(np.log(np.linalg.norm(x)), rel=1e-14)
     assert log_norm2(np.array([-np.inf, -np.inf])) == -np.inf
-    for la, w in [([1e4, 1e4 - 1.0, 3.0], [1.0, 2.0, 3.0]),
-                  ([np.log(1e-300), np.log(3e-300)], [2.0, 2.0]),
-                  ([-1e4, -1e4 + 0.5, -np.inf], [1.0, 1.0, 1.0])]:
-        want = mp.log(mp.sqrt(mp.fsum(mp.mpf(wi) * mp.exp(2 * mp.mpf(li))
-                                      for li, wi in zip(la, w) if li != -np.inf)))
+    for la, w in [
+        ([1e4, 1e4 - 1.0, 3.0], [1.0, 2.0, 3.0]),
+        ([np.log(1e-300), np.log(3e-300)], [2.0, 2.0]),
+        ([-1e4, -1e4 + 0.5, -np.inf], [1.0, 1.0, 1.0]),
+    ]:
+        want = mp.log(
+            mp.sqrt(
+                mp.fsum(
+                    mp.mpf(wi) * mp.exp(2 * mp.mpf(li)) for li, wi in zip(la, w) if li != -np.inf
+                )
+            )
+        )
         assert log_norm2(np.array(la), np.array(w)) == pytest.approx(float(want), rel=1e-14)
 
 
@@ -281,11 +318,13 @@ def test_log_sinh_log_cosh():
         assert log_sinh(np.array([0.0]))[0] == -np.inf
     assert log_cosh(np.array([0.0]))[0] == 0.0
     for v in [1e-300, 1e-20, 1e-8, 0.3, 2.5, 40.0, 700.0, 1e4, 1e6]:
-        assert log_sinh(np.array([v]))[0] == pytest.approx(float(mp.log(mp.sinh(mp.mpf(v)))),
-                                                          rel=1e-14, abs=1e-15)
+        assert log_sinh(np.array([v]))[0] == pytest.approx(
+            float(mp.log(mp.sinh(mp.mpf(v)))), rel=1e-14, abs=1e-15
+        )
         for s in (1.0, -1.0):
             assert log_cosh(np.array([s * v]))[0] == pytest.approx(
-                float(mp.log(mp.cosh(mp.mpf(v)))), rel=1e-14, abs=1e-15)
+                float(mp.log(mp.cosh(mp.mpf(v)))), rel=1e-14, abs=1e-15
+            )
 
 
 def log_rounding(v: np.ndarray) -> np.ndarray:
@@ -299,8 +338,27 @@ def log_rounding(v: np.ndarray) -> np.ndarray:
 def test_chart_round_trip_and_asinh_reference(delta):
     """Claim: z -> (sign, log|w|) -> z is the identity for z from 1e-300 to 1e4 (both signs, 0),
     w = delta sinh(z), and signed_log_to_chart is asinh(w / delta) (numpy / mpmath reference)."""
-    z = np.array([0.0, 1e-300, -1e-300, 1e-8, -0.3, 0.999, 1.0, -2.0, 29.9, 30.0, -31.0,
-                  35.0, 700.0, -710.0, 1e3, 1e4, -1e4])
+    z = np.array(
+        [
+            0.0,
+            1e-300,
+            -1e-300,
+            1e-8,
+            -0.3,
+            0.999,
+            1.0,
+            -2.0,
+            29.9,
+            30.0,
+            -31.0,
+            35.0,
+            700.0,
+            -710.0,
+            1e3,
+            1e4,
+            -1e4,
+        ]
+    )
     w = chart_to_signed_log(z, delta)
     back = signed_log_to_chart(w, delta)
     assert np.all(np.abs(back - z) <= log_rounding(z))

@@ -16,6 +16,7 @@ Collapsing runs are the expensive ones (~1-4 s each: the integrator follows thet
 grids use 9 alphas per mu; the fine grids (30 alphas) and the other collapse boundaries are
 marked slow.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,12 +27,21 @@ import warnings
 import numpy as np
 import pytest
 
-from analysis.regimes import (RegimeResult, check_positive, classify, collapse_boundary,
-                              collapse_certificate_boundary,
-                              initial_norm, initial_rates_from_field, leader_phase_diagram,
-                              leader_sequence_at_depth, log_gradient_norm,
-                              regime3_boundary, regime3_boundary_from_field)
 from analysis.amplification import leader_sequence
+from analysis.regimes import (
+    RegimeResult,
+    check_positive,
+    classify,
+    collapse_boundary,
+    collapse_certificate_boundary,
+    initial_norm,
+    initial_rates_from_field,
+    leader_phase_diagram,
+    leader_sequence_at_depth,
+    log_gradient_norm,
+    regime3_boundary,
+    regime3_boundary_from_field,
+)
 from flows import simulate, single_example
 
 MU5 = (1.0, 2.0, 3.0, 4.0, 5.0)
@@ -51,7 +61,7 @@ DEEP_DECAY = pytest.mark.xfail(strict=False, reason="decay below the default cha
 #: test_engine_matches_log_space_reference_near_collapse_boundary_default_atol.
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cached_classify(mu: tuple, ratio: float) -> RegimeResult:
     """classify at rho = 1 (the path depends on alpha / rho only), cached."""
     return classify(np.array(mu), ratio, 1.0)
@@ -62,8 +72,17 @@ def first_leader(mu: tuple, ratio: float) -> int:
     classify samples every 0.03 / mu_1, too coarse just below the regime-3 boundary, where the
     minor leader leads only for ~(1 - alpha / alpha_3) time units."""
     t_max = 0.02 / mu[0]
-    traj = simulate(single_example(list(mu)), "l2-sam", depth=2, alpha=ratio, rho=1.0,
-                    t_max=t_max, n_points=201, original_time=False, rtol=1e-10)
+    traj = simulate(
+        single_example(list(mu)),
+        "l2-sam",
+        depth=2,
+        alpha=ratio,
+        rho=1.0,
+        t_max=t_max,
+        n_points=201,
+        original_time=False,
+        rtol=1e-10,
+    )
     return leader_sequence(traj.tau, traj.log_abs_beta).coordinates[0]
 
 
@@ -82,8 +101,7 @@ def test_regime3_boundary_matches_engine_field(mu, rho):
     a3_field = regime3_boundary_from_field(mu, rho)
     np.testing.assert_allclose(a3_field, a3, rtol=1e-6)
     np.testing.assert_allclose(a3 / rho, regime3_boundary(mu, 1.0), rtol=1e-13)
-    np.testing.assert_allclose(a3, rho * (mu[-1] + mu[-2]) / np.sqrt(2 * np.sum(mu**2)),
-                               rtol=1e-14)
+    np.testing.assert_allclose(a3, rho * (mu[-1] + mu[-2]) / np.sqrt(2 * np.sum(mu**2)), rtol=1e-14)
     below = initial_rates_from_field(mu, 0.999 * a3, rho)
     above = initial_rates_from_field(mu, 1.001 * a3, rho)
     assert np.argmax(below) == mu.size - 2
@@ -101,8 +119,12 @@ def test_collapse_certificate_and_initial_rates(mu, rho):
     np.testing.assert_allclose(ac / rho, collapse_certificate_boundary(mu, 1.0), rtol=1e-13)
     for alpha in (0.5 * ac, 0.999 * ac, 1.001 * ac, 3.0 * ac):
         n0 = alpha * np.sqrt(2 * np.sum(mu**2))
-        np.testing.assert_allclose(initial_rates_from_field(mu, alpha, rho),
-                                   mu * (1 - rho * mu / n0), rtol=1e-12, atol=1e-12 * mu[-1])
+        np.testing.assert_allclose(
+            initial_rates_from_field(mu, alpha, rho),
+            mu * (1 - rho * mu / n0),
+            rtol=1e-12,
+            atol=1e-12 * mu[-1],
+        )
     assert np.max(initial_rates_from_field(mu, 0.999 * ac, rho)) < 0
     assert np.max(initial_rates_from_field(mu, 1.001 * ac, rho)) > 0
 
@@ -122,8 +144,9 @@ def check_regimes_on_grid(mu: tuple, ratios: np.ndarray) -> list[str]:
     ac, a3 = collapse_certificate_boundary(mu), regime3_boundary(mu)
     results = [cached_classify(mu, float(r)) for r in ratios]
     regimes = [res.regime for res in results]
-    table = "; ".join(f"{r:.4g}: {res.regime} [{res.leaders.describe()}]"
-                      for r, res in zip(ratios, results))
+    table = "; ".join(
+        f"{r:.4g}: {res.regime} [{res.leaders.describe()}]" for r, res in zip(ratios, results)
+    )
     assert None not in regimes, f"undecided alphas for mu = {mu}: {table}"
     assert np.all(np.diff(regimes) >= 0), f"regimes not in order 1, 2, 3 for mu = {mu}: {table}"
     assert set(regimes) == {1, 2, 3}, table
@@ -175,21 +198,28 @@ def test_three_regimes_in_order_fine_grid(mu):
     """As the default-grid test (three regimes, docs/theory.md §14) on 30 alphas per mu, plus 6 alphas
     within +-3 % of the collapse boundary (where leader sequences are least monotone)."""
     cb = collapse_boundary(np.array(mu), rtol=3e-3)
-    ratios = np.sort(np.concatenate([alpha_grid(mu, 30), cb * np.array([0.97, 0.985, 0.995,
-                                                                         1.005, 1.015, 1.03])]))
+    ratios = np.sort(
+        np.concatenate(
+            [alpha_grid(mu, 30), cb * np.array([0.97, 0.985, 0.995, 1.005, 1.015, 1.03])]
+        )
+    )
     report_non_monotone(check_regimes_on_grid(mu, ratios))
 
 
 # --------------------------------------------------------------------------- collapse boundary
 
 
-@pytest.mark.parametrize("mu, rtol", [
-    pytest.param(MU5, 1e-2, id="mu=1..5"),
-    pytest.param((1.0, 1.5, 4.0), 1e-4, id="mu=1,1.5,4", marks=pytest.mark.slow),
-    pytest.param((1.0, 2.0, 4.0, 7.0), 1e-4, id="mu=1,2,4,7", marks=pytest.mark.slow),
-    pytest.param((0.5, 2.0, 2.5, 7.0), 1e-4, id="mu=.5,2,2.5,7",
-                 marks=[pytest.mark.slow, DEEP_DECAY]),
-])
+@pytest.mark.parametrize(
+    "mu, rtol",
+    [
+        pytest.param(MU5, 1e-2, id="mu=1..5"),
+        pytest.param((1.0, 1.5, 4.0), 1e-4, id="mu=1,1.5,4", marks=pytest.mark.slow),
+        pytest.param((1.0, 2.0, 4.0, 7.0), 1e-4, id="mu=1,2,4,7", marks=pytest.mark.slow),
+        pytest.param(
+            (0.5, 2.0, 2.5, 7.0), 1e-4, id="mu=.5,2,2.5,7", marks=[pytest.mark.slow, DEEP_DECAY]
+        ),
+    ],
+)
 def test_collapse_boundary_separates_regime_1_from_2(mu, rtol):
     """Three regimes (docs/theory.md §14; the exact collapse boundary needs the flow): collapse_boundary
     lies strictly between the collapse certificate and the regime-3 boundary, scales with rho,
@@ -211,8 +241,7 @@ def test_collapse_boundary_separates_regime_1_from_2(mu, rtol):
 # --------------------------------------------------------------------------- scale symmetry
 
 
-@pytest.mark.parametrize("ratio, c", [(0.2, 3.7), (0.45, 0.1), (0.45, 3.7), (0.7, 0.1),
-                                      (1.0, 3.7)])
+@pytest.mark.parametrize("ratio, c", [(0.2, 3.7), (0.45, 0.1), (0.45, 3.7), (0.7, 0.1), (1.0, 3.7)])
 def test_classify_scale_symmetry(ratio, c):
     """Scale symmetry (docs/theory.md §8, L = 2: the path depends on alpha / rho only):
     classify(mu, c alpha, c rho) equals classify(mu, alpha, rho) in regime and leader sequence,
@@ -238,8 +267,10 @@ def test_classify_scale_symmetry(ratio, c):
     rows = np.all(ok, axis=1)
     assert np.sum(rows) > 10
     np.testing.assert_allclose(shifted[ok], ref.log_abs_beta[ok], atol=1e-6)
-    assert leader_sequence(direct.tau[rows], shifted[rows]).coordinates == \
-        leader_sequence(ref.tau[rows], ref.log_abs_beta[rows]).coordinates
+    assert (
+        leader_sequence(direct.tau[rows], shifted[rows]).coordinates
+        == leader_sequence(ref.tau[rows], ref.log_abs_beta[rows]).coordinates
+    )
 
 
 # --------------------------------------------------------------------------- issue 9: validation, caps
@@ -248,8 +279,10 @@ def test_classify_scale_symmetry(ratio, c):
 @contextlib.contextmanager
 def time_limit(seconds: float):
     """Raise TimeoutError instead of hanging if the block runs longer than ``seconds``."""
+
     def handler(signum, frame):
         raise TimeoutError(f"did not finish within {seconds} s")
+
     previous = signal.signal(signal.SIGALRM, handler)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -262,9 +295,18 @@ def time_limit(seconds: float):
 MU2 = [1.0, 2.0]
 BAD_CALLS = {  # name: (call, parameter the ValueError must name)
     "classify max_extensions -1": (lambda: classify(MU2, 1.0, max_extensions=-1), "max_extensions"),
-    "classify max_extensions 1.5": (lambda: classify(MU2, 1.0, max_extensions=1.5), "max_extensions"),
-    "classify max_extensions True": (lambda: classify(MU2, 1.0, max_extensions=True), "max_extensions"),
-    "classify max_extensions 10**6": (lambda: classify(MU2, 1.0, max_extensions=10 ** 6), "max_extensions"),
+    "classify max_extensions 1.5": (
+        lambda: classify(MU2, 1.0, max_extensions=1.5),
+        "max_extensions",
+    ),
+    "classify max_extensions True": (
+        lambda: classify(MU2, 1.0, max_extensions=True),
+        "max_extensions",
+    ),
+    "classify max_extensions 10**6": (
+        lambda: classify(MU2, 1.0, max_extensions=10**6),
+        "max_extensions",
+    ),
     "classify n_points 1": (lambda: classify(MU2, 1.0, n_points=1), "n_points"),
     "classify t_max nan": (lambda: classify(MU2, 1.0, t_max=np.nan), "t_max"),
     "classify alpha text": (lambda: classify(MU2, "a"), "alpha"),
@@ -276,27 +318,57 @@ BAD_CALLS = {  # name: (call, parameter the ValueError must name)
     "collapse_boundary rtol 0": (lambda: collapse_boundary(MU2, rtol=0.0), "rtol"),
     "collapse_boundary rtol 1": (lambda: collapse_boundary(MU2, rtol=1.0), "rtol"),
     "collapse_boundary max_iter 0": (lambda: collapse_boundary(MU2, max_iter=0), "max_iter"),
-    "regime3_boundary_from_field rho -0.5": (lambda: regime3_boundary_from_field(MU2, rho=-0.5), "rho"),
+    "regime3_boundary_from_field rho -0.5": (
+        lambda: regime3_boundary_from_field(MU2, rho=-0.5),
+        "rho",
+    ),
     "regime3_boundary_from_field rho 0": (lambda: regime3_boundary_from_field(MU2, rho=0.0), "rho"),
-    "regime3_boundary_from_field rho nan": (lambda: regime3_boundary_from_field(MU2, rho=np.nan), "rho"),
-    "regime3_boundary_from_field rtol 0": (lambda: regime3_boundary_from_field(MU2, rtol=0.0), "rtol"),
-    "regime3_boundary_from_field rtol 1e-20": (lambda: regime3_boundary_from_field(MU2, rtol=1e-20), "rtol"),
-    "regime3_boundary_from_field rtol nan": (lambda: regime3_boundary_from_field(MU2, rtol=np.nan), "rtol"),
+    "regime3_boundary_from_field rho nan": (
+        lambda: regime3_boundary_from_field(MU2, rho=np.nan),
+        "rho",
+    ),
+    "regime3_boundary_from_field rtol 0": (
+        lambda: regime3_boundary_from_field(MU2, rtol=0.0),
+        "rtol",
+    ),
+    "regime3_boundary_from_field rtol 1e-20": (
+        lambda: regime3_boundary_from_field(MU2, rtol=1e-20),
+        "rtol",
+    ),
+    "regime3_boundary_from_field rtol nan": (
+        lambda: regime3_boundary_from_field(MU2, rtol=np.nan),
+        "rtol",
+    ),
     "initial_rates_from_field alpha 0": (lambda: initial_rates_from_field(MU2, 0.0), "alpha"),
     "initial_rates_from_field rho -1": (lambda: initial_rates_from_field(MU2, 1.0, -1.0), "rho"),
     "initial_norm alpha -1": (lambda: initial_norm(MU2, -1.0), "alpha"),
     "initial_norm mu": (lambda: initial_norm([1.0, np.nan], 1.0), "mu"),
-    "log_gradient_norm shape": (lambda: log_gradient_norm(np.zeros((3, 3)), np.array(MU2)), "log_abs_beta"),
-    "log_gradient_norm nan": (lambda: log_gradient_norm(np.array([[np.nan, 0.0]]), np.array(MU2)), "log_abs_beta"),
+    "log_gradient_norm shape": (
+        lambda: log_gradient_norm(np.zeros((3, 3)), np.array(MU2)),
+        "log_abs_beta",
+    ),
+    "log_gradient_norm nan": (
+        lambda: log_gradient_norm(np.array([[np.nan, 0.0]]), np.array(MU2)),
+        "log_abs_beta",
+    ),
     "check_positive text": (lambda: check_positive("a", "rho"), "rho"),
     "check_positive None": (lambda: check_positive(None, "rho"), "rho"),
     "leader_phase_diagram ratios": (lambda: leader_phase_diagram(MU2, [0.5, -1.0], 1.0), "ratios"),
     "leader_phase_diagram ratios empty": (lambda: leader_phase_diagram(MU2, [], 1.0), "ratios"),
     "leader_phase_diagram tau_max": (lambda: leader_phase_diagram(MU2, [0.5], 0.0), "tau_max"),
     "leader_phase_diagram n_tau": (lambda: leader_phase_diagram(MU2, [0.5], 1.0, n_tau=1), "n_tau"),
-    "leader_sequence_at_depth depth": (lambda: leader_sequence_at_depth(MU2, 1.0, 0.5, 0, 1.0), "depth"),
-    "leader_sequence_at_depth t_max": (lambda: leader_sequence_at_depth(MU2, 1.0, 0.5, 2, -1.0), "t_max"),
-    "leader_sequence_at_depth rho": (lambda: leader_sequence_at_depth(MU2, 1.0, -0.5, 2, 1.0), "rho"),
+    "leader_sequence_at_depth depth": (
+        lambda: leader_sequence_at_depth(MU2, 1.0, 0.5, 0, 1.0),
+        "depth",
+    ),
+    "leader_sequence_at_depth t_max": (
+        lambda: leader_sequence_at_depth(MU2, 1.0, 0.5, 2, -1.0),
+        "t_max",
+    ),
+    "leader_sequence_at_depth rho": (
+        lambda: leader_sequence_at_depth(MU2, 1.0, -0.5, 2, 1.0),
+        "rho",
+    ),
 }
 
 
@@ -339,7 +411,7 @@ def test_collapse_boundary_iteration_cap_is_reported():
     assert collapse_boundary(mu, rho=2.0, rtol=0.7) == pytest.approx(done.alpha)
 
 
-@pytest.mark.parametrize("scale", [2.0 ** -990, 1e-300, 1e-10, 1e15, 1e300])
+@pytest.mark.parametrize("scale", [2.0**-990, 1e-300, 1e-10, 1e15, 1e300])
 def test_regimes_are_scale_invariant_in_mu(scale):
     """Scale symmetry in mu (docs/theory.md §8, single example, rescaled clock: mu -> s mu is tau -> tau / s):
     the boundaries do not depend on the scale of mu, the initial rates scale with it, and
@@ -349,13 +421,17 @@ def test_regimes_are_scale_invariant_in_mu(scale):
     mu = np.array([1.0, 2.0, 3.0])
     assert regime3_boundary(scale * mu) == pytest.approx(regime3_boundary(mu), rel=1e-14)
     assert collapse_certificate_boundary(scale * mu) == pytest.approx(
-        collapse_certificate_boundary(mu), rel=1e-14)
-    np.testing.assert_allclose(initial_rates_from_field(scale * mu, 0.5),
-                               scale * initial_rates_from_field(mu, 0.5), rtol=1e-12)
-    assert regime3_boundary_from_field(scale * mu) == pytest.approx(regime3_boundary(mu),
-                                                                    rel=1e-6)
+        collapse_certificate_boundary(mu), rel=1e-14
+    )
+    np.testing.assert_allclose(
+        initial_rates_from_field(scale * mu, 0.5),
+        scale * initial_rates_from_field(mu, 0.5),
+        rtol=1e-12,
+    )
+    assert regime3_boundary_from_field(scale * mu) == pytest.approx(regime3_boundary(mu), rel=1e-6)
     base, scaled = classify(mu, 0.5), classify(scale * mu, 0.5)
     assert base.regime == scaled.regime == 2
     assert scaled.leaders.coordinates == base.leaders.coordinates
-    np.testing.assert_allclose(np.array(scaled.leaders.switch_times) * scale,
-                               base.leaders.switch_times, rtol=1e-6)
+    np.testing.assert_allclose(
+        np.array(scaled.leaders.switch_times) * scale, base.leaders.switch_times, rtol=1e-6
+    )

@@ -4,6 +4,7 @@ The cases of the reliability issue that concern the engine: a flow that reaches 
 point, a collapse that holds from the start, a budget that runs out, outputs too large to
 allocate, signed initializations and the warning that tells a user to use one.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -28,9 +29,10 @@ def critical_point_a() -> float:
     return float(np.sqrt(a2))
 
 
-@pytest.mark.parametrize("algorithm,kw", [("l2-sam", dict(rho=0.5)),
-                                          ("le-sam", dict(sigma=0.5, rho_max=0.5)),
-                                          ("gd", {})])
+@pytest.mark.parametrize(
+    "algorithm,kw",
+    [("l2-sam", dict(rho=0.5)), ("le-sam", dict(sigma=0.5, rho_max=0.5)), ("gd", {})],
+)
 def test_critical_point_is_an_event_and_the_path_is_kept(algorithm, kw):
     """The flow reaches grad L = 0 with theta != 0: a 'stationary' event, status 0, theta stays
     at the point (found independently to 1e-6) until t_max, the loss at its value there; a
@@ -56,8 +58,15 @@ def test_signed_initialization_separates_where_positive_cannot():
     (1, -1): no warning, no stationary point, the loss goes to 0."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        tr = simulate(CRITICAL, "l2-sam", 2, np.array([[1.0, -1.0], [1.0, 1.0]]), rho=0.5,
-                      t_max=5.0, clock="original")
+        tr = simulate(
+            CRITICAL,
+            "l2-sam",
+            2,
+            np.array([[1.0, -1.0], [1.0, 1.0]]),
+            rho=0.5,
+            t_max=5.0,
+            clock="original",
+        )
     assert tr.status == 0 and not tr.events
     assert tr.loss[-1] < 0.01 and np.all(tr.sign_beta[-1] == [1, -1])
 
@@ -74,8 +83,14 @@ def test_budget_spent_returns_the_path_so_far():
     """LE-SAM with a huge radius cap drives minor coordinates below 1e-308, where the
     perturbation loses them (a known limitation): the budget runs out, and the run reports
     status -1 with the path up to there, not just the initial point."""
-    tr = simulate(single_example([1.0, 2.0, 3.0, 4.0, 5.0]), "le-sam", sigma=0.5, rho_max=999.0,
-                  t_max=100.0, max_nfev=20_000)
+    tr = simulate(
+        single_example([1.0, 2.0, 3.0, 4.0, 5.0]),
+        "le-sam",
+        sigma=0.5,
+        rho_max=999.0,
+        t_max=100.0,
+        max_nfev=20_000,
+    )
     assert tr.status == -1 and "max_nfev=20000" in tr.message
     assert tr.t[-1] > 10.0 and len(tr.t) > 10 and np.all(np.isfinite(tr.log_abs_beta[:, 0]))
 

@@ -15,6 +15,7 @@ collapse, short horizons): a collapsing l2-SAM run near the collapse boundary co
 minutes and is covered by tests/test_regimes.py, not here. Invalid values are drawn freely.
 ``flows.simulate`` is not fuzzed here (tests/test_validation.py and the engine's tests cover it).
 """
+
 from __future__ import annotations
 
 import re
@@ -39,16 +40,45 @@ FLOWS = settings(max_examples=25, deadline=5000, suppress_health_check=[HealthCh
 
 # --------------------------------------------------------------------------- value pools
 
-SPECIAL = [0.0, -0.0, -1.0, 0.5, 3, np.nan, np.inf, -np.inf, 1e-300, -1e-300, 1e300, -1e300,
-           5e-324, 1.7e308, True, None, "a", "", [], [[]], [0.5, 1.0], [[1.0, 2.0]],
-           [1.0, np.nan], {"a": 1}]
+SPECIAL = [
+    0.0,
+    -0.0,
+    -1.0,
+    0.5,
+    3,
+    np.nan,
+    np.inf,
+    -np.inf,
+    1e-300,
+    -1e-300,
+    1e300,
+    -1e300,
+    5e-324,
+    1.7e308,
+    True,
+    None,
+    "a",
+    "",
+    [],
+    [[]],
+    [0.5, 1.0],
+    [[1.0, 2.0]],
+    [1.0, np.nan],
+    {"a": 1},
+]
 FLOATS = st.floats(allow_nan=True, allow_infinity=True)
-EXTREME = st.builds(lambda m, k: m * 10.0 ** k, st.floats(-10, 10), st.integers(-300, 300))
+EXTREME = st.builds(lambda m, k: m * 10.0**k, st.floats(-10, 10), st.integers(-300, 300))
 SCALARS = st.one_of(st.sampled_from(SPECIAL), FLOATS, EXTREME, st.integers(-5, 50))
-ARRAYS = hnp.arrays(np.float64, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
-                    elements=st.one_of(FLOATS, EXTREME))
-SCALED_VECTORS = st.builds(lambda k, v: 10.0 ** k * np.sort(np.asarray(v)), st.integers(-300, 300),
-                           st.lists(st.floats(0.1, 10), min_size=1, max_size=4, unique=True))
+ARRAYS = hnp.arrays(
+    np.float64,
+    hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
+    elements=st.one_of(FLOATS, EXTREME),
+)
+SCALED_VECTORS = st.builds(
+    lambda k, v: 10.0**k * np.sort(np.asarray(v)),
+    st.integers(-300, 300),
+    st.lists(st.floats(0.1, 10), min_size=1, max_size=4, unique=True),
+)
 ANY = st.one_of(SCALARS, ARRAYS, SCALED_VECTORS)
 
 
@@ -60,7 +90,7 @@ def invalid_or(*valid):
 def scaled(base) -> st.SearchStrategy:
     """``base`` times 10^k, k in [-300, 300] (exactly representable scales of a valid input)."""
     base = np.asarray(base, dtype=float)
-    return st.integers(-300, 300).map(lambda k: base * 10.0 ** k)
+    return st.integers(-300, 300).map(lambda k: base * 10.0**k)
 
 
 def names(params, message: str) -> bool:
@@ -126,11 +156,22 @@ def trajectories(draw, bad: bool = True):
         sign_b = sign_b * 2.0
     sign_t = np.where(np.isneginf(lt), 0.0, 1.0)
     rho = draw(st.sampled_from([None, 0.0, 0.5, 1e300]))
-    return Trajectory(t=t, tau=t.copy(), log_t_original=t.copy(), log_abs_theta=lt,
-                      sign_theta=sign_t, log_abs_beta=lb, sign_beta=sign_b,
-                      loss=np.zeros(T), status=draw(st.sampled_from([-1, 0, 1])), message="",
-                      algorithm="l2-sam", depth=G, clock="rescaled",
-                      hyperparameters={"rho": rho})
+    return Trajectory(
+        t=t,
+        tau=t.copy(),
+        log_t_original=t.copy(),
+        log_abs_theta=lt,
+        sign_theta=sign_t,
+        log_abs_beta=lb,
+        sign_beta=sign_b,
+        loss=np.zeros(T),
+        status=draw(st.sampled_from([-1, 0, 1])),
+        message="",
+        algorithm="l2-sam",
+        depth=G,
+        clock="rescaled",
+        hyperparameters={"rho": rho},
+    )
 
 
 TRAJ_OR_ANY = st.one_of(trajectories(), ANY)
@@ -139,8 +180,16 @@ TRAJ_OR_ANY = st.one_of(trajectories(), ANY)
 
 
 @CHEAP
-@given(lb=st.one_of(ANY, hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, max_side=5),
-                                    elements=st.one_of(FLOATS, EXTREME))))
+@given(
+    lb=st.one_of(
+        ANY,
+        hnp.arrays(
+            np.float64,
+            hnp.array_shapes(min_dims=2, max_dims=2, max_side=5),
+            elements=st.one_of(FLOATS, EXTREME),
+        ),
+    )
+)
 def test_leaders_and_shares(lb):
     res = outcome(lambda: amplification.leaders(lb), "log_abs_beta")
     if res is not ERROR:
@@ -184,11 +233,14 @@ LINF = dict(mu=[1.0, 2.0, 3.0], alpha=[1.5, 1.1, 0.5], rho=1.0, depth=2)
 
 
 @CHEAP
-@given(param=st.sampled_from(["mu", "alpha", "rho", "depth", "rtol"]),
-       value=st.one_of(ANY, scaled([1.0, 2.0, 3.0]), st.integers(1, 10 ** 30)))
+@given(
+    param=st.sampled_from(["mu", "alpha", "rho", "depth", "rtol"]),
+    value=st.one_of(ANY, scaled([1.0, 2.0, 3.0]), st.integers(1, 10**30)),
+)
 def test_linf_prediction(param, value):
-    scores, kw = fuzz(limits.linf_limit_scores, LINF, param, value) if param != "rtol" else \
-        (ERROR, None)
+    scores, kw = (
+        fuzz(limits.linf_limit_scores, LINF, param, value) if param != "rtol" else (ERROR, None)
+    )
     if scores is not ERROR:
         assert not np.any(np.isnan(scores)) and not np.any(np.isposinf(scores))
     res, kw = fuzz(limits.predict_linf_limit, {**LINF, "rtol": 1e-12}, param, value)
@@ -200,11 +252,17 @@ def test_linf_prediction(param, value):
 
 
 @CHEAP
-@given(traj=TRAJ_OR_ANY, window=invalid_or(0.2, 1.0), growth_tol=invalid_or(0.05, 0.0),
-       reference=invalid_or([1.0, 0.0], [1.0, 1.0, 1.0]), log_bound=invalid_or(None, -np.inf))
+@given(
+    traj=TRAJ_OR_ANY,
+    window=invalid_or(0.2, 1.0),
+    growth_tol=invalid_or(0.05, 0.0),
+    reference=invalid_or([1.0, 0.0], [1.0, 1.0, 1.0]),
+    log_bound=invalid_or(None, -np.inf),
+)
 def test_limit_estimates(traj, window, growth_tol, reference, log_bound):
-    est = outcome(lambda: limits.final_direction(traj, window, growth_tol),
-                  ("traj", "window", "growth_tol"))
+    est = outcome(
+        lambda: limits.final_direction(traj, window, growth_tol), ("traj", "window", "growth_tol")
+    )
     if est is not ERROR:
         norm = np.linalg.norm(est.direction)
         assert np.all(np.isfinite(est.direction)) and (norm == 0 or abs(norm - 1) < 1e-12)
@@ -230,8 +288,11 @@ REFERENCE = {p: maxmargin.max_margin(X_BASE, Y_BASE, p) for p in (1, 2)}
 
 
 @CHEAP
-@given(u=st.one_of(ANY, scaled([1.0, -2.0])), v=st.one_of(ANY, scaled([3.0, 1.0])),
-       vertices=st.one_of(ANY, scaled([[1.0, 0.0], [0.0, 1.0]])))
+@given(
+    u=st.one_of(ANY, scaled([1.0, -2.0])),
+    v=st.one_of(ANY, scaled([3.0, 1.0])),
+    vertices=st.one_of(ANY, scaled([[1.0, 0.0], [0.0, 1.0]])),
+)
 def test_angles(u, v, vertices):
     a = outcome(lambda: maxmargin.angle(u, v), ("u", "v"))
     if a is not ERROR:
@@ -242,10 +303,16 @@ def test_angles(u, v, vertices):
 
 
 @CHEAP
-@given(param=st.sampled_from(["X", "y", "p"]),
-       value=st.one_of(ANY, st.integers(-300, 300).map(lambda k: X_BASE * 10.0 ** k),
-                       st.just(-Y_BASE), st.sampled_from([1, 2])),
-       p=st.sampled_from([1, 2]))
+@given(
+    param=st.sampled_from(["X", "y", "p"]),
+    value=st.one_of(
+        ANY,
+        st.integers(-300, 300).map(lambda k: X_BASE * 10.0**k),
+        st.just(-Y_BASE),
+        st.sampled_from([1, 2]),
+    ),
+    p=st.sampled_from([1, 2]),
+)
 def test_max_margin(param, value, p):
     res, kw = fuzz(maxmargin.max_margin, dict(X=X_BASE, y=Y_BASE, p=p), param, value)
     if res is not ERROR:
@@ -253,8 +320,12 @@ def test_max_margin(param, value, p):
         assert res.margin > 0 and res.kkt_residual() < 1e-6
         if param == "X" and np.allclose(value / value[0, 0] * X_BASE[0, 0], X_BASE, rtol=1e-14):
             np.testing.assert_allclose(res.direction, REFERENCE[kw["p"]].direction, atol=1e-8)
-    m = outcome(lambda: maxmargin.normalized_margin(kw.get("beta", REFERENCE[p].beta), kw["X"],
-                                                    kw["y"], kw["p"]), (param, "beta"))
+    m = outcome(
+        lambda: maxmargin.normalized_margin(
+            kw.get("beta", REFERENCE[p].beta), kw["X"], kw["y"], kw["p"]
+        ),
+        (param, "beta"),
+    )
     if m is not ERROR:
         assert not np.isnan(m)
 
@@ -300,8 +371,10 @@ def test_regime_formulas(mu, value, rho):
 
 
 @CHEAP
-@given(param=st.sampled_from(["mu", "alpha", "rho"]),
-       value=st.one_of(ANY, scaled(MU), st.sampled_from([1e-300, 1e300, 0.0])))
+@given(
+    param=st.sampled_from(["mu", "alpha", "rho"]),
+    value=st.one_of(ANY, scaled(MU), st.sampled_from([1e-300, 1e300, 0.0])),
+)
 def test_initial_rates(param, value):
     res, kw = fuzz(regimes.initial_rates_from_field, dict(mu=MU, alpha=0.5, rho=1.0), param, value)
     if res is not ERROR:
@@ -309,19 +382,28 @@ def test_initial_rates(param, value):
 
 
 @CHEAP
-@given(param=st.sampled_from(["mu", "rho", "rtol", "max_iter"]),
-       value=st.one_of(ANY, scaled(MU), st.sampled_from([1e-3, 0.5, 1e-15, 10 ** 6])))
+@given(
+    param=st.sampled_from(["mu", "rho", "rtol", "max_iter"]),
+    value=st.one_of(ANY, scaled(MU), st.sampled_from([1e-3, 0.5, 1e-15, 10**6])),
+)
 def test_regime3_boundary_from_field(param, value):
-    res, kw = fuzz(regimes.regime3_boundary_from_field,
-                   dict(mu=MU, rho=1.0, rtol=1e-9, max_iter=200), param, value, caps=("max_iter",))
+    res, kw = fuzz(
+        regimes.regime3_boundary_from_field,
+        dict(mu=MU, rho=1.0, rtol=1e-9, max_iter=200),
+        param,
+        value,
+        caps=("max_iter",),
+    )
     if res is not ERROR:
         exact = regimes.regime3_boundary(kw["mu"], kw["rho"])
         assert res == pytest.approx(exact, rel=max(2 * kw["rtol"], 1e-9), abs=1e-320)
 
 
 @CHEAP
-@given(lb=st.one_of(ANY, hnp.arrays(np.float64, (4, 3), elements=st.one_of(FLOATS, EXTREME))),
-       mu=MU_POOL)
+@given(
+    lb=st.one_of(ANY, hnp.arrays(np.float64, (4, 3), elements=st.one_of(FLOATS, EXTREME))),
+    mu=MU_POOL,
+)
 def test_log_gradient_norm(lb, mu):
     res = outcome(lambda: regimes.log_gradient_norm(lb, mu), ("log_abs_beta", "mu"))
     if res is not ERROR:
@@ -347,17 +429,34 @@ def cheap(value):
 #: collapse, short horizons, few samples); classify and collapse_boundary also get mu = (1, 2, 3)
 #: at any scale (their horizons are 12 / mu_1), the others a fixed horizon, so only O(1) mu.
 POOLS = {
-    "classify": dict(mu=[[1.0, 2.0, 5.0]], alpha=[2.0, 5.0, 1e300, 1e-300],
-                     rho=[1.0, 0.5, 1e-300, 1e300], t_max=[None, 1e-3, 12.0],
-                     n_points=[2, 20, 50], max_extensions=[0, 1, 2, 60]),
-    "collapse_boundary": dict(mu=[[1.0, 2.0, 3.0]], rho=[1.0, 1e-300, 1e300, 5e-324, 3],
-                              rtol=[0.7, 0.8, 0.99], max_iter=[1, 2, 10 ** 9]),
-    "leader_phase_diagram": dict(mu=[[1.0, 2.0, 5.0]], ratios=[[2.0], [2.0, 5.0], [1e300]],
-                                 tau_max=[0.1, 1.0, 2], n_tau=[2, 3, 5]),
-    "leader_sequence_at_depth": dict(mu=[[1.0, 2.0, 5.0]],
-                                     alpha=[1.0, 1e300, 1e-300, np.array([[1.0, -1.0, 2.0]] * 2)],
-                                     rho=[0.5, 0.0, 1e300], depth=[1, 2], t_max=[1e-3, 1.0],
-                                     n_points=[2, 5]),
+    "classify": dict(
+        mu=[[1.0, 2.0, 5.0]],
+        alpha=[2.0, 5.0, 1e300, 1e-300],
+        rho=[1.0, 0.5, 1e-300, 1e300],
+        t_max=[None, 1e-3, 12.0],
+        n_points=[2, 20, 50],
+        max_extensions=[0, 1, 2, 60],
+    ),
+    "collapse_boundary": dict(
+        mu=[[1.0, 2.0, 3.0]],
+        rho=[1.0, 1e-300, 1e300, 5e-324, 3],
+        rtol=[0.7, 0.8, 0.99],
+        max_iter=[1, 2, 10**9],
+    ),
+    "leader_phase_diagram": dict(
+        mu=[[1.0, 2.0, 5.0]],
+        ratios=[[2.0], [2.0, 5.0], [1e300]],
+        tau_max=[0.1, 1.0, 2],
+        n_tau=[2, 3, 5],
+    ),
+    "leader_sequence_at_depth": dict(
+        mu=[[1.0, 2.0, 5.0]],
+        alpha=[1.0, 1e300, 1e-300, np.array([[1.0, -1.0, 2.0]] * 2)],
+        rho=[0.5, 0.0, 1e300],
+        depth=[1, 2],
+        t_max=[1e-3, 1.0],
+        n_points=[2, 5],
+    ),
 }
 
 
@@ -373,13 +472,19 @@ def pooled(data, function: str, param: str):
 
 
 @FLOWS
-@given(param=st.sampled_from(["mu", "alpha", "rho", "t_max", "n_points", "max_extensions"]),
-       data=st.data())
+@given(
+    param=st.sampled_from(["mu", "alpha", "rho", "t_max", "n_points", "max_extensions"]),
+    data=st.data(),
+)
 def test_classify(param, data):
     value = pooled(data, "classify", param)
-    res, kw = fuzz(regimes.classify, dict(mu=MU, alpha=2.0, rho=1.0, t_max=None, n_points=20,
-                                          max_extensions=0), param, value,
-                   also=("alpha", "rho") if param in ("alpha", "rho") else ())
+    res, kw = fuzz(
+        regimes.classify,
+        dict(mu=MU, alpha=2.0, rho=1.0, t_max=None, n_points=20, max_extensions=0),
+        param,
+        value,
+        also=("alpha", "rho") if param in ("alpha", "rho") else (),
+    )
     if res is not ERROR:
         assert res.regime in (1, 2, 3, None)
         assert np.all(np.isfinite(res.leaders.switch_times))
@@ -405,8 +510,9 @@ def test_collapse_boundary(param, data):
 @given(param=st.sampled_from(["mu", "ratios", "tau_max", "n_tau"]), data=st.data())
 def test_leader_phase_diagram(param, data):
     value = pooled(data, "leader_phase_diagram", param)
-    res, kw = fuzz(regimes.leader_phase_diagram,
-                   dict(mu=MU, ratios=[2.0], tau_max=1.0, n_tau=5), param, value)
+    res, kw = fuzz(
+        regimes.leader_phase_diagram, dict(mu=MU, ratios=[2.0], tau_max=1.0, n_tau=5), param, value
+    )
     if res is not ERROR:
         tau, lead = res
         assert lead.shape == (np.size(kw["ratios"]), kw["n_tau"]) and tau.shape == (kw["n_tau"],)
@@ -414,12 +520,15 @@ def test_leader_phase_diagram(param, data):
 
 
 @FLOWS
-@given(param=st.sampled_from(["mu", "alpha", "rho", "depth", "t_max", "n_points"]),
-       data=st.data())
+@given(param=st.sampled_from(["mu", "alpha", "rho", "depth", "t_max", "n_points"]), data=st.data())
 def test_leader_sequence_at_depth(param, data):
     value = pooled(data, "leader_sequence_at_depth", param)
-    res, kw = fuzz(regimes.leader_sequence_at_depth,
-                   dict(mu=MU, alpha=1.0, rho=0.5, depth=2, t_max=1.0, n_points=5), param, value)
+    res, kw = fuzz(
+        regimes.leader_sequence_at_depth,
+        dict(mu=MU, alpha=1.0, rho=0.5, depth=2, t_max=1.0, n_points=5),
+        param,
+        value,
+    )
     if res is not ERROR:
         seq, traj = res
         assert traj.status in (-1, 0, 1)
@@ -430,8 +539,10 @@ def test_leader_sequence_at_depth(param, data):
 
 
 @CHEAP
-@given(X=st.one_of(ANY, st.integers(-300, 300).map(lambda k: X_BASE * 10.0 ** k)),
-       y=st.one_of(ANY, st.just(Y_BASE), st.just(-Y_BASE)))
+@given(
+    X=st.one_of(ANY, st.integers(-300, 300).map(lambda k: X_BASE * 10.0**k)),
+    y=st.one_of(ANY, st.just(Y_BASE), st.just(-Y_BASE)),
+)
 def test_dataset(X, y):
     sep = outcome(lambda: is_separable(X, y), ("X", "y"))
     assert sep is ERROR or isinstance(sep, bool)
@@ -451,15 +562,20 @@ def test_single_example(mu):
 
 
 @CHEAP
-@given(param=st.sampled_from(["alpha", "depth", "d", "reduced"]),
-       value=st.one_of(ANY, st.sampled_from([False, np.array([[0.5, -1e-300, 1e300]] * 2)])))
+@given(
+    param=st.sampled_from(["alpha", "depth", "d", "reduced"]),
+    value=st.one_of(ANY, st.sampled_from([False, np.array([[0.5, -1e-300, 1e300]] * 2)])),
+)
 def test_initialization(param, value):
     init, kw = fuzz(initialization, dict(alpha=0.5, depth=2, d=3, reduced=None), param, value)
     if init is not ERROR:
         assert init.groups.shape[1] == kw["d"] and np.all(np.isfinite(init.groups))
         assert np.all(init.groups != 0) and int(np.sum(init.multiplicity)) == kw["depth"]
-    pattern, kw = fuzz(kept_sign_pattern, dict(alpha=0.5, depth=2, d=3), param, value) \
-        if param != "reduced" else (ERROR, None)
+    pattern, kw = (
+        fuzz(kept_sign_pattern, dict(alpha=0.5, depth=2, d=3), param, value)
+        if param != "reduced"
+        else (ERROR, None)
+    )
     if pattern is not ERROR and pattern is not None:
         assert pattern.shape == (kw["d"],) and np.all(np.abs(pattern) == 1)
 
@@ -468,12 +584,23 @@ ALGORITHMS = ["gd", "l2-sam", "linf-sam", "usam", "le-sam"]
 
 
 @FLOWS
-@given(param=st.sampled_from(["algorithm", "depth", "alpha", "rho", "eta", "steps",
-                              "record_every", "loss"]),
-       value=st.one_of(ANY, st.sampled_from(ALGORITHMS + ["exponential", 1e300, 5.0])))
+@given(
+    param=st.sampled_from(
+        ["algorithm", "depth", "alpha", "rho", "eta", "steps", "record_every", "loss"]
+    ),
+    value=st.one_of(ANY, st.sampled_from(ALGORITHMS + ["exponential", 1e300, 5.0])),
+)
 def test_iterate(param, value):
-    base = dict(data=single_example([1.0, 2.0, 3.0]), algorithm="l2-sam", depth=2, alpha=0.5,
-                rho=0.3, eta=0.01, steps=5, record_every=2)
+    base = dict(
+        data=single_example([1.0, 2.0, 3.0]),
+        algorithm="l2-sam",
+        depth=2,
+        alpha=0.5,
+        rho=0.3,
+        eta=0.01,
+        steps=5,
+        record_every=2,
+    )
     also = ("sigma", "rho_max", "rho") if param == "algorithm" else ()
     start = time.perf_counter()
     run, kw = fuzz(iterate, base, param, value, also=also)

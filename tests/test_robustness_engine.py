@@ -20,6 +20,7 @@ write nothing. Known failures outside this file's remit are ``xfail(strict=True)
 ``SAMFLOWS_FUZZ_EXAMPLES=400 python -m pytest tests/test_robustness_engine.py`` searches longer
 (the default, 20 examples per keyword, keeps the file under ~15 s).
 """
+
 from __future__ import annotations
 
 import os
@@ -43,8 +44,10 @@ from flows.integrate import BACKENDS
 from flows.model import LOSSES
 from flows.solver import METHODS
 
-pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning"),
-              pytest.mark.filterwarnings("ignore:At least one element of `rtol` is too small")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+    pytest.mark.filterwarnings("ignore:At least one element of `rtol` is too small"),
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,39 +63,107 @@ EXAMPLES = int(os.environ.get("SAMFLOWS_FUZZ_EXAMPLES", "20"))
 #: ``max_nfev`` bounds the worst case: a field evaluation costs up to ~0.2 ms (d = 3), and some
 #: drawn runs do spend it (e.g. l2-SAM on mu = (1, 100, 500): a coordinate decays below 1e-308
 #: while its perturbation stays finite, a documented limitation; ~40 s at the default budget).
-BASE = dict(data=single_example([1.0, 2.0]), algorithm="l2-sam", depth=2, alpha=0.5, rho=1.0,
-            sigma=0.1, rho_max=1.0, varrho=None, t_max=0.1, clock="rescaled", n_points=3,
-            loss="logistic", reduced=None, rtol=1e-10, atol=1e-100, method="DOP853",
-            chart="auto", chart_scale=1.0, original_time=True, max_nfev=5_000,
-            backend="auto")
+BASE = dict(
+    data=single_example([1.0, 2.0]),
+    algorithm="l2-sam",
+    depth=2,
+    alpha=0.5,
+    rho=1.0,
+    sigma=0.1,
+    rho_max=1.0,
+    varrho=None,
+    t_max=0.1,
+    clock="rescaled",
+    n_points=3,
+    loss="logistic",
+    reduced=None,
+    rtol=1e-10,
+    atol=1e-100,
+    method="DOP853",
+    chart="auto",
+    chart_scale=1.0,
+    original_time=True,
+    max_nfev=5_000,
+    backend="auto",
+)
 
 #: Keywords fuzzed with ``algorithm='le-sam'`` (the only algorithm that reads them).
 LE_SAM_ONLY = ("sigma", "rho_max", "varrho")
 
 # --------------------------------------------------------------------------- value pools
 
-SPECIAL = [0, 0.0, -0.0, -1, -1.0, 0.5, 3, np.nan, np.inf, -np.inf, 1e-300, -1e-300, 1e300,
-           -1e300, 5e-324, 1.7e308, 10 ** 30, -(10 ** 30), 2 ** 63, np.int64(-7), np.float32(2.5),
-           True, False, None, "a", "", "1", "nan", [], [[]], [0.5, 1.0], [[1.0, 2.0]],
-           [1.0, np.nan], ["a"], {"a": 1}, (1, 2), np.array([1.0, 2.0]), np.array("x"),
-           np.zeros((2, 2, 2)), object(), b"l2-sam", 1j, np.complex128(1.0)]
+SPECIAL = [
+    0,
+    0.0,
+    -0.0,
+    -1,
+    -1.0,
+    0.5,
+    3,
+    np.nan,
+    np.inf,
+    -np.inf,
+    1e-300,
+    -1e-300,
+    1e300,
+    -1e300,
+    5e-324,
+    1.7e308,
+    10**30,
+    -(10**30),
+    2**63,
+    np.int64(-7),
+    np.float32(2.5),
+    True,
+    False,
+    None,
+    "a",
+    "",
+    "1",
+    "nan",
+    [],
+    [[]],
+    [0.5, 1.0],
+    [[1.0, 2.0]],
+    [1.0, np.nan],
+    ["a"],
+    {"a": 1},
+    (1, 2),
+    np.array([1.0, 2.0]),
+    np.array("x"),
+    np.zeros((2, 2, 2)),
+    object(),
+    b"l2-sam",
+    1j,
+    np.complex128(1.0),
+]
 FLOATS = st.floats(allow_nan=True, allow_infinity=True)
-EXTREME = st.builds(lambda m, k: m * 10.0 ** k, st.floats(-10, 10), st.integers(-300, 300))
-ARRAYS = hnp.arrays(np.float64, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
-                    elements=st.one_of(FLOATS, EXTREME))
-ANY = st.one_of(st.sampled_from(SPECIAL), FLOATS, EXTREME, st.integers(-5, 50), ARRAYS,
-                st.text(max_size=6))
+EXTREME = st.builds(lambda m, k: m * 10.0**k, st.floats(-10, 10), st.integers(-300, 300))
+ARRAYS = hnp.arrays(
+    np.float64,
+    hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
+    elements=st.one_of(FLOATS, EXTREME),
+)
+ANY = st.one_of(
+    st.sampled_from(SPECIAL), FLOATS, EXTREME, st.integers(-5, 50), ARRAYS, st.text(max_size=6)
+)
 
 #: Positive numbers at every scale of float64 (10^-300 .. 10^300 times a mantissa in [1, 10)).
-POSITIVE = st.one_of(st.builds(lambda m, k: m * 10.0 ** k, st.floats(1, 9.99), st.integers(-300, 300)),
-                     st.sampled_from([5e-324, 1e-310, 1.7e308, 1, 7]))
+POSITIVE = st.one_of(
+    st.builds(lambda m, k: m * 10.0**k, st.floats(1, 9.99), st.integers(-300, 300)),
+    st.sampled_from([5e-324, 1e-310, 1.7e308, 1, 7]),
+)
 
 
 def signed_layers(shape):
     """(L, d) arrays of nonzero entries of either sign, each at its own scale (a signed,
     unbalanced init)."""
-    entry = st.builds(lambda s, m, k: s * m * 10.0 ** k, st.sampled_from([1.0, -1.0]),
-                      st.floats(1, 9.99), st.integers(-300, 300))
+    entry = st.builds(
+        lambda s, m, k: s * m * 10.0**k,
+        st.sampled_from([1.0, -1.0]),
+        st.floats(1, 9.99),
+        st.integers(-300, 300),
+    )
     return hnp.arrays(np.float64, shape, elements=entry)
 
 
@@ -123,8 +194,9 @@ VALID = {
     "data": datasets(),
     "algorithm": st.sampled_from(sorted(ALGORITHMS)),
     "depth": st.one_of(st.integers(1, 60), st.sampled_from([np.int64(3), np.int8(1)])),
-    "alpha": st.one_of(POSITIVE, hnp.arrays(np.float64, 2, elements=POSITIVE),
-                       signed_layers((2, 2))),
+    "alpha": st.one_of(
+        POSITIVE, hnp.arrays(np.float64, 2, elements=POSITIVE), signed_layers((2, 2))
+    ),
     "rho": st.one_of(POSITIVE, st.just(0.0)),
     "sigma": st.one_of(POSITIVE, st.just(0.0)),
     "rho_max": st.one_of(POSITIVE, st.just(0.0)),
@@ -140,7 +212,7 @@ VALID = {
     "chart": st.sampled_from(list(CHARTS)),
     "chart_scale": POSITIVE,
     "original_time": st.booleans(),
-    "max_nfev": st.one_of(st.integers(1, 5_000), st.just(10 ** 30)),
+    "max_nfev": st.one_of(st.integers(1, 5_000), st.just(10**30)),
     "backend": st.sampled_from(["auto", *BACKENDS]),
 }
 PARAMS = list(VALID)
@@ -148,7 +220,7 @@ PARAMS = list(VALID)
 #: Values kept out of the random pools, because they would run for long or allocate huge
 #: arrays (they are explicit cases in :data:`EDGE_CASES`): depth above 10^5 (an O(depth * d)
 #: array is built), n_points above 10^5 (~17 us per output point).
-TOO_BIG = {"depth": 10 ** 5, "n_points": 10 ** 5}
+TOO_BIG = {"depth": 10**5, "n_points": 10**5}
 
 
 def drawable(param: str):
@@ -239,9 +311,12 @@ def check_trajectory(traj, kw: dict) -> None:
         np.testing.assert_array_equal(np.isneginf(log_abs), sign == 0)
     np.testing.assert_array_equal(sb, np.prod(st_, axis=1))
     alive = np.all(np.isfinite(lt), axis=1)
-    np.testing.assert_allclose(lb[alive], lt.sum(axis=1)[alive], rtol=1e-9,
-                               atol=1e-9 * max(1.0, float(np.max(np.abs(lt[np.isfinite(lt)]),
-                                                                 initial=0.0))))
+    np.testing.assert_allclose(
+        lb[alive],
+        lt.sum(axis=1)[alive],
+        rtol=1e-9,
+        atol=1e-9 * max(1.0, float(np.max(np.abs(lt[np.isfinite(lt)]), initial=0.0))),
+    )
     # loss
     assert traj.loss.shape == (T,) and not np.any(np.isnan(traj.loss))
     assert np.all(traj.loss >= 0)
@@ -252,8 +327,12 @@ def check_trajectory(traj, kw: dict) -> None:
 
 
 @pytest.mark.parametrize("param", PARAMS)
-@settings(deadline=None, max_examples=EXAMPLES, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    deadline=None,
+    max_examples=EXAMPLES,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(data=st.data())
 def test_simulate_one_keyword(param, data):
     """Every keyword of simulate, one at a time: a ValueError naming it, or a valid run."""
@@ -287,25 +366,25 @@ EDGE_CASES = [
     ("backend", np.array(["auto", "numpy"]), "error"),
     ("clock", {"rescaled": 1}, "error"),
     ("max_nfev", 1, "valid"),
-    ("max_nfev", 10 ** 30, "valid"),
-    ("n_points", 10 ** 5 + 1, "error"),
-    ("n_points", 10 ** 30, "error"),
+    ("max_nfev", 10**30, "valid"),
+    ("n_points", 10**5 + 1, "error"),
+    ("n_points", 10**30, "error"),
     ("t_max", 1e300, "valid"),
     ("t_max", 5e-324, "valid"),
     ("alpha", 1.7e308, "valid"),
     ("alpha", 5e-324, "valid"),
     ("alpha", np.array([[1e300, -1e-300], [-1e-300, 1e300]]), "valid"),
     ("rho", 1e300, "valid"),
-    ("t_max", 10 ** 400, "error"),
+    ("t_max", 10**400, "error"),
     ("t_max", np.complex128(1.0), "error"),
-    ("chart_scale", 10 ** 400, "error"),
-    ("rtol", 10 ** 30, "valid"),
-    ("depth", 10 ** 5, "valid"),
-    ("depth", 10 ** 30, "error"),
-    ("depth", 2 ** 62, "error"),
+    ("chart_scale", 10**400, "error"),
+    ("rtol", 10**30, "valid"),
+    ("depth", 10**5, "valid"),
+    ("depth", 10**30, "error"),
+    ("depth", 2**62, "error"),
     ("original_time", np.array([True, False]), "error"),
     ("original_time", "no", "error"),
-    pytest.param("n_points", 10 ** 5, "valid", marks=pytest.mark.slow),
+    pytest.param("n_points", 10**5, "valid", marks=pytest.mark.slow),
 ]
 
 
@@ -364,8 +443,7 @@ CLI_CASES = {
     # figures.regimes
     "regimes --rho 1e-320": (REGIMES + ["--rho", "1e-320"], "rho"),
     "regimes --mu 1e-320,1": (REGIMES + ["--mu", "1e-320,1"], "mu"),
-    "regimes --n-alpha 10**23": (REGIMES + ["--n-alpha", "100000000000000000000000"],
-                                 "--n-alpha"),
+    "regimes --n-alpha 10**23": (REGIMES + ["--n-alpha", "100000000000000000000000"], "--n-alpha"),
     "regimes --plot is a directory": (REGIMES + ["--plot", "p.png"], "--plot"),
     "regimes --plot folder not writable": (REGIMES + ["--plot", "/proc/self/p.png"], "--plot"),
 }
@@ -421,9 +499,17 @@ def cli(tmp_path_factory):
     procs = {}
     for name, ((module, *args), _) in CLI_CASES.items():
         cwd = workdir(tmp_path_factory.mktemp("cli"))
-        procs[name] = (subprocess.Popen([sys.executable, "-m", MODULES[module], *args], cwd=cwd,
-                                        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True), cwd)
+        procs[name] = (
+            subprocess.Popen(
+                [sys.executable, "-m", MODULES[module], *args],
+                cwd=cwd,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+            cwd,
+        )
     results = {}
     deadline = time.monotonic() + 90
     for name, (proc, cwd) in procs.items():
@@ -449,8 +535,10 @@ def assert_one_error_line(status, out: str, err: str, word: str, cwd: Path) -> N
     assert not written and not (cwd / "c").exists(), written
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=_known(CLI_XFAIL[c])) if c in CLI_XFAIL else c for c in CLI_CASES])
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=_known(CLI_XFAIL[c])) if c in CLI_XFAIL else c for c in CLI_CASES],
+)
 def test_cli_bad_input(cli, case):
     """Exit status 2 and one line, ``error: ...`` naming the option or file, on stderr."""
     status, out, err, cwd = cli[case]

@@ -5,6 +5,7 @@ a constant schedule giving exactly the numbers of a float, LE-SAM with a warm-up
 loss budget against the reduced system of the single example integrated by scipy with its own
 formulas, a plain lambda integrated as given, and bad schedules rejected by name.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,9 +33,16 @@ def test_named_schedules_follow_their_definitions():
     assert parse("warmup_cosine:0.35,2,6,10") == s and parse("0.5") == 0.5
 
 
-@pytest.mark.parametrize("text,name", [("warmup_cosine:0.35,6,2,10", "sigma"),
-                                       ("cosine:-1,3", "sigma"), ("nope:1", "sigma"),
-                                       ("cosine:1", "sigma"), ("abc", "sigma")])
+@pytest.mark.parametrize(
+    "text,name",
+    [
+        ("warmup_cosine:0.35,6,2,10", "sigma"),
+        ("cosine:-1,3", "sigma"),
+        ("nope:1", "sigma"),
+        ("cosine:1", "sigma"),
+        ("abc", "sigma"),
+    ],
+)
 def test_bad_schedules_are_rejected_by_name(text, name):
     with pytest.raises(ValueError, match=name):
         parse(text, name)
@@ -49,15 +57,17 @@ def test_constant_schedule_gives_the_numbers_of_a_float():
     np.testing.assert_array_equal(a.log_t_original, b.log_t_original)
 
 
-def le_sam_reference(sigma, rho_max: float, alpha: float, tau: np.ndarray,
-                     kinks: tuple[float, ...]) -> np.ndarray:
+def le_sam_reference(
+    sigma, rho_max: float, alpha: float, tau: np.ndarray, kinks: tuple[float, ...]
+) -> np.ndarray:
     """log|beta| of LE-SAM, L = 2, one example, logistic loss, from its definition:
     a' = a (1 - rho_t mu / N), N = ||grad m|| = (2 sum mu^2 a^2)^(1/2), rho_t = min(sigma(tau) /
     (||grad L|| + 1e-12), rho_max), ||grad L|| = sigmoid(-m) N, m = sum mu a^2; da/dtau = mu a'.
     Integrated piece by piece between the kinks (scipy DOP853, rtol 1e-12)."""
+
     def rhs(t, u):
         a = np.exp(u)
-        norm = np.sqrt(2.0 * np.sum(MU ** 2 * a ** 2))
+        norm = np.sqrt(2.0 * np.sum(MU**2 * a**2))
         grad_norm = expit(-np.sum(MU * a * a)) * norm
         rho_t = min(float(sigma(t)) / (grad_norm + 1e-12), rho_max)
         return MU * (1.0 - rho_t * MU / norm)
@@ -67,8 +77,16 @@ def le_sam_reference(sigma, rho_max: float, alpha: float, tau: np.ndarray,
     out = np.empty((len(tau), MU.size))
     for lo, hi in zip(edges[:-1], edges[1:]):
         inside = (tau >= lo) & (tau <= hi)
-        sol = solve_ivp(rhs, (lo, hi), u, method="DOP853", rtol=1e-12, atol=1e-12,
-                        t_eval=tau[inside], dense_output=True)
+        sol = solve_ivp(
+            rhs,
+            (lo, hi),
+            u,
+            method="DOP853",
+            rtol=1e-12,
+            atol=1e-12,
+            t_eval=tau[inside],
+            dense_output=True,
+        )
         out[inside] = 2.0 * sol.y.T
         u = sol.sol(hi)
     return out
@@ -78,8 +96,9 @@ def test_le_sam_with_warmup_cosine_budget_matches_independent_integration():
     """LE-SAM, sigma = warmup_cosine(0.5, 1, 3, 5), rho_max = 2: log|beta| to 1e-7 against
     the reduced system integrated from the definition; the segments restart at the kinks."""
     sigma = warmup_cosine(0.5, 1.0, 3.0, 5.0)
-    tr = simulate(single_example(MU), "le-sam", 2, 0.4, sigma=sigma, rho_max=2.0, t_max=6.0,
-                  n_points=61)
+    tr = simulate(
+        single_example(MU), "le-sam", 2, 0.4, sigma=sigma, rho_max=2.0, t_max=6.0, n_points=61
+    )
     assert tr.status == 0
     ref = le_sam_reference(sigma, 2.0, 0.4, tr.tau, sigma.kinks)
     assert np.max(np.abs(tr.log_abs_beta - ref)) <= 1e-7
@@ -89,10 +108,28 @@ def test_plain_callable_is_integrated_as_given():
     """A lambda with the same formula as the named schedule (no kinks known to the engine):
     the same path to 1e-6 (the solver steps over the kinks with its error control)."""
     sigma = warmup_cosine(0.5, 1.0, 3.0, 5.0)
-    named = simulate(single_example(MU), "le-sam", 2, 0.4, sigma=sigma, rho_max=2.0, t_max=6.0,
-                     n_points=61, original_time=False)
-    plain = simulate(single_example(MU), "le-sam", 2, 0.4, sigma=lambda t: float(sigma(t)),
-                     rho_max=2.0, t_max=6.0, n_points=61, original_time=False)
+    named = simulate(
+        single_example(MU),
+        "le-sam",
+        2,
+        0.4,
+        sigma=sigma,
+        rho_max=2.0,
+        t_max=6.0,
+        n_points=61,
+        original_time=False,
+    )
+    plain = simulate(
+        single_example(MU),
+        "le-sam",
+        2,
+        0.4,
+        sigma=lambda t: float(sigma(t)),
+        rho_max=2.0,
+        t_max=6.0,
+        n_points=61,
+        original_time=False,
+    )
     assert plain.status == 0 and np.max(np.abs(plain.log_abs_beta - named.log_abs_beta)) <= 1e-6
 
 
@@ -100,8 +137,9 @@ def test_schedule_for_a_fixed_hyperparameter_or_a_bad_value_is_refused():
     """varrho cannot be a schedule; a schedule that returns a negative value stops the call with
     a ValueError naming the hyper-parameter."""
     with pytest.raises(ValueError, match="varrho"):
-        simulate(single_example(MU), "le-sam", 2, 0.4, sigma=0.5, rho_max=1.0,
-                 varrho=lambda t: 1e-12)
+        simulate(
+            single_example(MU), "le-sam", 2, 0.4, sigma=0.5, rho_max=1.0, varrho=lambda t: 1e-12
+        )
     with pytest.raises(ValueError, match="rho"):
         simulate(single_example(MU), "l2-sam", 2, 0.4, rho=lambda t: -1.0, t_max=1.0)
 

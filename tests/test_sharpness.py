@@ -5,6 +5,7 @@ References: central finite differences of flows.model.loss_gradient (an independ
 signed-log arithmetic), a dense symbolic Hessian (sympy), the theta -> 0 limit at L = 2
 (derived below), and closed forms at a balanced point.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -35,12 +36,15 @@ def fd_hessian(data: Dataset, theta: np.ndarray, loss: str, h: float = 1e-5) -> 
         e = np.zeros(P)
         e[p] = h
         e = e.reshape(theta.shape)
-        H[:, p] = (loss_gradient(theta + e, data, loss).ravel()
-                   - loss_gradient(theta - e, data, loss).ravel()) / (2 * h)
+        H[:, p] = (
+            loss_gradient(theta + e, data, loss).ravel()
+            - loss_gradient(theta - e, data, loss).ravel()
+        ) / (2 * h)
     return H
 
 
 # ----------------------------------------------------------------- against finite differences
+
 
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("n", [1, 7])
@@ -54,7 +58,7 @@ def test_hessian_matches_finite_differences(depth, n, loss):
         F = fd_hessian(data, theta, loss)
         assert H.shape == (3 * depth, 3 * depth)
         scale = np.max(np.abs(F))
-        assert scale > 1e-3                       # a non-trivial comparison
+        assert scale > 1e-3  # a non-trivial comparison
         np.testing.assert_allclose(H, F, rtol=1e-6, atol=1e-6 * scale)
 
 
@@ -74,18 +78,19 @@ def test_layer_major_order(loss):
 
 # ------------------------------------------------------------------------- against sympy
 
+
 @pytest.mark.parametrize("loss", LOSSES)
 def test_hessian_matches_sympy(loss):
     """L = 2, d = 2, n = 2, exact rationals: the dense symbolic Hessian, evaluated to 30 digits."""
     X = [[1, 2], [3, -1]]
     y = [1, -1]
-    data = Dataset(np.array(X, float), np.array(y, float))   # separable: beta = (-1, 1)
+    data = Dataset(np.array(X, float), np.array(y, float))  # separable: beta = (-1, 1)
     w = sp.Matrix(2, 2, sp.symbols("w10 w11 w20 w21"))
     beta = [w[0, j] * w[1, j] for j in range(2)]
     margins = [y[i] * sum(X[i][j] * beta[j] for j in range(2)) for i in range(2)]
     ell = (lambda u: sp.log(1 + sp.exp(-u))) if loss == "logistic" else (lambda u: sp.exp(-u))
     L = sum(ell(m) for m in margins) / 2
-    flat = list(w)                                     # row-major = layer-major
+    flat = list(w)  # row-major = layer-major
     point = [sp.Rational(1, 2), sp.Rational(-3, 4), sp.Rational(2, 3), sp.Rational(1, 5)]
     exact = sp.hessian(L, flat).subs(dict(zip(flat, point, strict=True))).evalf(30)
     exact = np.array(exact.tolist(), dtype=float)
@@ -98,6 +103,7 @@ def test_hessian_matches_sympy(loss):
 
 
 # ----------------------------------------------------------------- matrix properties
+
 
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("depth", [1, 2, 3, 4])
@@ -150,7 +156,7 @@ def test_indefinite_near_zero_depth_two(n):
     np.testing.assert_allclose(eig[0], -np.max(np.abs(g)), rtol=1e-6)
     np.testing.assert_allclose(np.sort(eig), np.sort(np.concatenate([g, -g])), atol=1e-6)
     if n == 1:
-        assert top == pytest.approx(3.0 / 2, rel=1e-6)      # |a_3| / 2
+        assert top == pytest.approx(3.0 / 2, rel=1e-6)  # |a_3| / 2
 
 
 def test_exact_zeros_in_theta():
@@ -166,17 +172,18 @@ def test_exact_zeros_in_theta():
     idx = [layer * d + j for layer in range(3)]
     block = H[np.ix_(idx, idx)]
     m = 2.0 * 0.3 * -0.7 * 1.1
-    g = -1.0 / (1.0 + np.exp(m)) * 1.0        # l'(m) a_0
+    g = -1.0 / (1.0 + np.exp(m)) * 1.0  # l'(m) a_0
     expected = np.zeros((3, 3))
     expected[0, 1] = expected[1, 0] = g * 5.0
-    np.testing.assert_array_equal(block == 0.0, expected == 0.0)    # exact zeros
+    np.testing.assert_array_equal(block == 0.0, expected == 0.0)  # exact zeros
     np.testing.assert_allclose(block, expected, rtol=1e-14)
     assert hessian_trace(data, theta) == pytest.approx(np.trace(H), rel=1e-14)
     Z = hessian(data, np.zeros((3, 2)))
-    assert np.all(Z == 0.0)                    # L = 3 at theta = 0: everything vanishes
-    Z2 = hessian(data, np.zeros((2, 2)))       # L = 2 at theta = 0: only l'(0) a_j
-    np.testing.assert_array_equal(Z2, [[0, 0, -0.5, 0], [0, 0, 0, -1.0],
-                                       [-0.5, 0, 0, 0], [0, -1.0, 0, 0]])
+    assert np.all(Z == 0.0)  # L = 3 at theta = 0: everything vanishes
+    Z2 = hessian(data, np.zeros((2, 2)))  # L = 2 at theta = 0: only l'(0) a_j
+    np.testing.assert_array_equal(
+        Z2, [[0, 0, -0.5, 0], [0, 0, 0, -1.0], [-0.5, 0, 0, 0], [0, -1.0, 0, 0]]
+    )
 
 
 def test_products_without_intermediate_overflow():
@@ -194,8 +201,8 @@ def test_products_without_intermediate_overflow():
     np.testing.assert_allclose(H[2, 2], 0.25 * 1e100, rtol=1e-12)
     np.testing.assert_allclose(H[3, 3], 0.25 * 1e100, rtol=1e-12)
     np.testing.assert_allclose(H[2, 3], -0.5 * 1e-150 * 1e200 * 1e200, rtol=1e-12)
-    np.testing.assert_allclose(H[0, 2], -0.5 * 1e-150, rtol=1e-12)    # w_2 w_4 = 1
-    assert H[0, 1] == 0.0                     # -0.5e-550 underflows
+    np.testing.assert_allclose(H[0, 2], -0.5 * 1e-150, rtol=1e-12)  # w_2 w_4 = 1
+    assert H[0, 1] == 0.0  # -0.5e-550 underflows
     assert np.isfinite(top_hessian_eigenvalue(data, theta))
     assert hessian_trace(data, theta) == pytest.approx(0.5e100, rel=1e-12)
     # L = 3, (1e200, 1e200, 1e-300), a = 1e-250: d m / d w_3 = a * 1e400 = 1e150 (its product
@@ -207,10 +214,11 @@ def test_products_without_intermediate_overflow():
         H = hessian(data, theta, "logistic")
     np.testing.assert_allclose(H[2, 2], 0.25 * 1e300, rtol=1e-12)
     np.testing.assert_allclose(H[[0, 1], [2, 2]], -0.5 * 1e-50, rtol=1e-12)
-    assert H[0, 0] == H[0, 1] == H[1, 1] == 0.0   # 1e-350 ** 2 and -0.5e-550 underflow
+    assert H[0, 0] == H[0, 1] == H[1, 1] == 0.0  # 1e-350 ** 2 and -0.5e-550 underflow
 
 
 # ----------------------------------------------------------------------- large margins
+
 
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("margin", [1e1, 1e2, 7e2, 1e3, 1e10, 1e100, 1e300])
@@ -232,7 +240,7 @@ def test_large_margins_no_warnings(margin, loss):
         assert tr > 0
         np.testing.assert_allclose(tr, expected, rtol=1e-10)
     else:
-        assert tr <= max(expected, 1e-300)      # e^{-700}-tiny or underflowed to 0
+        assert tr <= max(expected, 1e-300)  # e^{-700}-tiny or underflowed to 0
     if margin >= 1e3:
         assert tr == 0.0 and top == 0.0
 
@@ -242,17 +250,17 @@ def test_trace_correct_past_the_underflow_of_the_loss_weight(loss):
     """m = 801: l''(m) ~ e^{-801} underflows, but ||grad m||^2 ~ 1e200 and
     tr H = l''(m) ||grad m||^2 ~ e^{-801 + 200 log 10} ~ 1e-148 is representable."""
     data = single_example([1.0, 1.0])
-    theta = np.array([[800.0, 1e-100], [1.0, 1e100]])     # beta = (800, 1)
+    theta = np.array([[800.0, 1e-100], [1.0, 1e100]])  # beta = (800, 1)
     grad_sq = 1.0 + 1e200 + 800.0**2 + 1e-200
-    expected = np.exp(-801.0 + np.log(grad_sq))            # l''(m) = e^{-m} (1 + O(e^{-m}))
+    expected = np.exp(-801.0 + np.log(grad_sq))  # l''(m) = e^{-m} (1 + O(e^{-m}))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         tr = hessian_trace(data, theta, loss)
         H = hessian(data, theta, loss)
     assert 1e-149 < expected < 1e-147
     np.testing.assert_allclose(tr, expected, rtol=1e-12)
-    np.testing.assert_allclose(H[1, 1], expected, rtol=1e-12)   # d m / d w_11 = a w_21 = 1e100
-    assert H[3, 3] == 0.0                                      # (1e-274)^2 underflows
+    np.testing.assert_allclose(H[1, 1], expected, rtol=1e-12)  # d m / d w_11 = a w_21 = 1e100
+    assert H[3, 3] == 0.0  # (1e-274)^2 underflows
 
 
 def test_huge_parameters_with_underflowed_weights_are_zero():
@@ -291,7 +299,7 @@ def test_exact_zero_beats_infinite_loss_weight():
         H = hessian(data, theta, "exponential")
     assert not np.any(np.isnan(H))
     assert H[1, 1] == 0.0 and H[1, 0] == 0.0 and H[1, 2] == 0.0
-    assert H[0, 0] == np.inf and H[1, 3] == -np.inf      # l' a_2 prod_{k != 1, 2} = -inf
+    assert H[0, 0] == np.inf and H[1, 3] == -np.inf  # l' a_2 prod_{k != 1, 2} = -inf
     assert top_hessian_eigenvalue(data, theta, "exponential") == np.inf
     assert hessian_trace(data, theta, "exponential") == np.inf
 
@@ -307,18 +315,28 @@ def test_top_is_algebraic_not_absolute():
     eig = np.linalg.eigvalsh(hessian(data, theta))
     np.testing.assert_allclose(top, c * 3.0 / 2, rtol=1e-5)
     np.testing.assert_allclose(eig[0], -c * 3.0, rtol=1e-5)
-    np.testing.assert_allclose(np.sort(eig), np.sort(c * np.array([-1, .5, .5, -3, 1.5, 1.5])),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        np.sort(eig), np.sort(c * np.array([-1, 0.5, 0.5, -3, 1.5, 1.5])), rtol=1e-5
+    )
 
 
 # ------------------------------------------------------------------------ input validation
+
 
 def test_input_validation():
     data = single_example([1.0, 2.0])
     good = np.ones((2, 2))
     for f in (hessian, hessian_trace, top_hessian_eigenvalue):
-        for bad in (np.ones((2, 3)), np.ones(2), np.ones((1, 2, 2)), np.ones((0, 2)),
-                    [[1.0, np.nan], [1.0, 1.0]], [[1.0, np.inf], [1.0, 1.0]], "theta", None):
+        for bad in (
+            np.ones((2, 3)),
+            np.ones(2),
+            np.ones((1, 2, 2)),
+            np.ones((0, 2)),
+            [[1.0, np.nan], [1.0, 1.0]],
+            [[1.0, np.inf], [1.0, 1.0]],
+            "theta",
+            None,
+        ):
             with pytest.raises(ValueError, match="theta"):
                 f(data, bad)
         for bad_loss in ("squared", None, 1):
@@ -340,6 +358,7 @@ def test_input_validation():
 
 # --------------------------------------------------------------------- along a trajectory
 
+
 def test_sharpness_along_matches_pointwise():
     data = single_example([1, 2, 3, 4, 5])
     traj = simulate(data, "gd", depth=2, alpha=0.4, t_max=5)
@@ -350,13 +369,11 @@ def test_sharpness_along_matches_pointwise():
     for k in range(T):
         theta = traj.theta[k]
         assert trace[k] == pytest.approx(hessian_trace(data, theta), rel=1e-12, abs=1e-300)
-        assert top[k] == pytest.approx(top_hessian_eigenvalue(data, theta), rel=1e-12,
-                                       abs=1e-300)
+        assert top[k] == pytest.approx(top_hessian_eigenvalue(data, theta), rel=1e-12, abs=1e-300)
     # independent value at tau = 0 (theta = 0.4 everywhere): l''(m) * 2 alpha^2 sum mu^2,
     # m = alpha^2 sum mu = 2.4
     m = 0.16 * 15
-    assert trace[0] == pytest.approx(np.exp(-m) / (1 + np.exp(-m)) ** 2 * 2 * 0.16 * 55,
-                                     rel=1e-12)
+    assert trace[0] == pytest.approx(np.exp(-m) / (1 + np.exp(-m)) ** 2 * 2 * 0.16 * 55, rel=1e-12)
     # GD grows the margin: sharpness decays to (underflowed) 0 at the end of the run
     assert trace[-1] < 1e-100 * trace[0] and top[-1] <= top[0]
 
@@ -383,11 +400,13 @@ def test_sharpness_along_unbalanced_depth_three(loss):
     """A full (non-reduced) L = 3 run on two examples, signed unbalanced init."""
     data = Dataset(np.array([[1.0, 2.0, -0.5], [0.5, -1.0, 2.0]]), np.array([1.0, -1.0]))
     alpha = np.array([[0.3, -0.2, 0.1], [0.25, 0.2, -0.15], [0.2, 0.1, 0.3]])
-    traj = simulate(data, "l2-sam", depth=3, alpha=alpha, rho=0.05, t_max=2.0, n_points=9,
-                    loss=loss)
+    traj = simulate(
+        data, "l2-sam", depth=3, alpha=alpha, rho=0.05, t_max=2.0, n_points=9, loss=loss
+    )
     trace, top = sharpness_along(traj, data, loss)
     for k in range(len(traj.t)):
         theta = traj.theta[k]
-        np.testing.assert_allclose(trace[k], np.trace(fd_hessian(data, theta, loss)),
-                                   rtol=1e-6, atol=1e-12)
+        np.testing.assert_allclose(
+            trace[k], np.trace(fd_hessian(data, theta, loss)), rtol=1e-6, atol=1e-12
+        )
         assert top[k] == pytest.approx(top_hessian_eigenvalue(data, theta, loss), rel=1e-12)

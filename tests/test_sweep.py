@@ -2,6 +2,7 @@
 interrupted runs resume, bad paths fail before any work, corrupt cache files are recomputed,
 workers die with the sweep, two sweeps share a cache without computing a task twice, and the
 most expensive tasks go first."""
+
 from __future__ import annotations
 
 import os
@@ -60,9 +61,12 @@ def broken_tasks(quick: bool) -> list[Task]:
     return [Task("test-counting", {"x": 7.0, "bug": True})]
 
 
-FAKE = {"fake_a": Figure("fake_a", "fake A", "Is A drawn?", fake_tasks, fake_draw),
-        "fake_b": Figure("fake_b", "fake B", "Is B drawn?",
-                         lambda quick: fake_tasks(quick)[:2], fake_draw)}
+FAKE = {
+    "fake_a": Figure("fake_a", "fake A", "Is A drawn?", fake_tasks, fake_draw),
+    "fake_b": Figure(
+        "fake_b", "fake B", "Is B drawn?", lambda quick: fake_tasks(quick)[:2], fake_draw
+    ),
+}
 
 
 @pytest.fixture
@@ -109,8 +113,21 @@ def test_second_sweep_recomputes_nothing(quick_sweep, capsys):
 
 def test_one_quick_figure(tmp_path, capsys):
     """A real figure end to end (the cheapest one), serially."""
-    assert main(["--quick", "fig4_amplification", "--out", str(tmp_path / "o"),
-                 "--cache", str(tmp_path / "c"), "--jobs", "1"]) == 0
+    assert (
+        main(
+            [
+                "--quick",
+                "fig4_amplification",
+                "--out",
+                str(tmp_path / "o"),
+                "--cache",
+                str(tmp_path / "c"),
+                "--jobs",
+                "1",
+            ]
+        )
+        == 0
+    )
     png = tmp_path / "o" / "fig4_amplification.png"
     assert png.read_bytes()[:8] == PNG and png.stat().st_size > 5_000
     assert "wrote" in capsys.readouterr().out
@@ -135,8 +152,12 @@ def test_interrupted_run_resumes(tmp_path):
     tasks = [Task("test-counting", {"x": float(x)}, cost=10.0 - x) for x in range(4)]
     CALLS.clear()
     with pytest.raises(KeyboardInterrupt):
-        run_tasks(tasks[:2] + [Task("test-counting", {"x": 9.0, "crash": True}, cost=8.5)]
-                  + tasks[2:], cache, jobs=1, log=quiet)
+        run_tasks(
+            tasks[:2] + [Task("test-counting", {"x": 9.0, "crash": True}, cost=8.5)] + tasks[2:],
+            cache,
+            jobs=1,
+            log=quiet,
+        )
     assert CALLS == [0.0, 1.0]
     assert not list(tmp_path.glob("*.tmp*")), "no partial files are left behind"
     results, computed = run_tasks(tasks, cache, jobs=1, log=quiet)
@@ -167,8 +188,12 @@ def test_longest_first_serial(tmp_path):
     """Serially, tasks run in decreasing cost: explicit ``cost`` first, else the kind's
     heuristic (here x itself)."""
     CALLS.clear()
-    tasks = [Task("test-counting", {"x": 1.0}), Task("test-counting", {"x": 3.0}),
-             Task("test-counting", {"x": 2.0}, cost=100.0), Task("test-counting", {"x": 5.0})]
+    tasks = [
+        Task("test-counting", {"x": 1.0}),
+        Task("test-counting", {"x": 3.0}),
+        Task("test-counting", {"x": 2.0}, cost=100.0),
+        Task("test-counting", {"x": 5.0}),
+    ]
     assert estimated_cost(tasks[1]) == 3.0 and estimated_cost(tasks[2]) == 100.0
     run_tasks(tasks, Cache(tmp_path), jobs=1, log=quiet)
     assert CALLS == [2.0, 5.0, 3.0, 1.0]
@@ -185,8 +210,9 @@ def test_measured_costs_order_the_next_run(tmp_path):
     measured = cache.measured_costs()
     assert set(measured) == {t.cost_key() for t in tasks}
     assert all(0.0 <= v < 1.0 for v in measured.values())
-    (tmp_path / "costs.json").write_text(json.dumps(
-        {tasks[0].cost_key(): 50.0, tasks[1].cost_key(): 0.1, tasks[2].cost_key(): 7.0}))
+    (tmp_path / "costs.json").write_text(
+        json.dumps({tasks[0].cost_key(): 50.0, tasks[1].cost_key(): 0.1, tasks[2].cost_key(): 7.0})
+    )
     CALLS.clear()
     run_tasks(tasks, cache, jobs=1, fresh=True, log=quiet)
     assert CALLS == [1.0, 3.0, 2.0]
@@ -214,8 +240,9 @@ def test_longest_first_any_executor(tmp_path):
     run_tasks([Task("test-counting", {"x": 4.0})], cache, jobs=1, log=quiet)
     ex = RecordingExecutor()
     xs = [0.5, 8.0, 4.0, 2.0, 16.0, 1.0]
-    results, computed = run_tasks([Task("test-counting", {"x": x}) for x in xs], cache,
-                                  executor=ex, log=quiet)
+    results, computed = run_tasks(
+        [Task("test-counting", {"x": x}) for x in xs], cache, executor=ex, log=quiet
+    )
     assert ex.submitted == [16.0, 8.0, 2.0, 1.0, 0.5]
     assert computed == 5 and len(results) == 6
 
@@ -282,8 +309,18 @@ def test_corrupt_cache_file_is_recomputed(tmp_path, capsys, damage):
 def test_simulate_file_without_its_arrays_is_recomputed(tmp_path, capsys):
     """Legacy files (no key list) are checked against the arrays their kind must hold."""
     cache = Cache(tmp_path)
-    task = Task("simulate", {"mu": [1.0, 2.0], "algorithm": "gd", "depth": 2, "alpha": 0.5,
-                             "t_max": 0.1, "n_points": 3, "original_time": False})
+    task = Task(
+        "simulate",
+        {
+            "mu": [1.0, 2.0],
+            "algorithm": "gd",
+            "depth": 2,
+            "alpha": 0.5,
+            "t_max": 0.1,
+            "n_points": 3,
+            "original_time": False,
+        },
+    )
     cache.path(task).parent.mkdir(parents=True, exist_ok=True)
     np.savez(cache.path(task), t=np.zeros(3))
     assert cache.load(task) is None
@@ -296,9 +333,15 @@ def test_simulate_file_without_its_arrays_is_recomputed(tmp_path, capsys):
 def test_cli_list_and_bad_name():
     """``--list`` names every figure with its caption; an unknown name is a one-line error
     with status 2."""
-    procs = [subprocess.Popen([sys.executable, "-m", "flows.sweep", *args], text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-             for args in (["--list"], ["no_such_figure"])]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "flows.sweep", *args],
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for args in (["--list"], ["no_such_figure"])
+    ]
     (out, _), (_, err) = [p.communicate(timeout=60) for p in procs]
     assert procs[0].returncode == 0
     assert all(name in out for name in FIGURES)
@@ -333,9 +376,22 @@ def test_bad_directory_cli_one_line(tmp_path):
     """The same from the command line, for a real figure: no traceback, status 2."""
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
-    run = subprocess.run([sys.executable, "-m", "flows.sweep", "--quick", "fig4_amplification",
-                          "--out", str(blocker), "--cache", str(tmp_path / "c")],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flows.sweep",
+            "--quick",
+            "fig4_amplification",
+            "--out",
+            str(blocker),
+            "--cache",
+            str(tmp_path / "c"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.count("\n") == 1 and "--out" in run.stderr
     assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())
@@ -343,8 +399,7 @@ def test_bad_directory_cli_one_line(tmp_path):
 
 def test_sweep_draws_in_worker_processes_with_progress(fake_table, tmp_path, capsys):
     """With --jobs 2 the figures are drawn in the pool; a progress line per figure on stderr."""
-    assert main(["--jobs", "2", "--out", str(tmp_path / "o"), "--cache",
-                 str(tmp_path / "c")]) == 0
+    assert main(["--jobs", "2", "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c")]) == 0
     captured = capsys.readouterr()
     for name, squares in (("fake_a", [1.0, 4.0, 9.0]), ("fake_b", [1.0, 4.0])):
         text, pid = (tmp_path / "o" / f"{name}.png").read_text().rsplit(" ", 1)
@@ -402,8 +457,10 @@ def test_workers_exit_when_the_sweep_is_killed(tmp_path):
     """SIGKILL the sweep: its worker processes (busy on 60 s tasks) are gone within seconds."""
     marks = tmp_path / "marks"
     marks.mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_SCRIPT, str(tmp_path / "cache"),
-                             str(marks), "1,2,3", "60"], cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_SCRIPT, str(tmp_path / "cache"), str(marks), "1,2,3", "60"],
+        cwd=ROOT,
+    )
     try:
         deadline = time.monotonic() + 30
         while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:
@@ -430,8 +487,15 @@ def test_two_sweeps_on_one_cache_compute_each_task_once(tmp_path):
     lock; the second sweep waits and reuses), and both get every result."""
     marks = tmp_path / "marks"
     marks.mkdir()
-    args = [sys.executable, "-c", SLOW_SCRIPT, str(tmp_path / "cache"), str(marks),
-            "1,2,3,4", "0.25"]
+    args = [
+        sys.executable,
+        "-c",
+        SLOW_SCRIPT,
+        str(tmp_path / "cache"),
+        str(marks),
+        "1,2,3,4",
+        "0.25",
+    ]
     first = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     second = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     outs = [p.communicate(timeout=60)[0].split() for p in (first, second)]
@@ -468,13 +532,15 @@ def test_lock_held_by_another_process_is_waited_for(tmp_path):
             time.sleep(0.5)
             cache.store(task, {{"square": np.array(-4.0)}})
     """)
-    holder = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
-                              text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     assert holder.stdout.readline().strip() == "locked"
     CALLS.clear()
     lines: list[str] = []
-    results, computed = run_tasks([held, Task("test-counting", {"x": 1.0})], cache, jobs=1,
-                                  log=lines.append)
+    results, computed = run_tasks(
+        [held, Task("test-counting", {"x": 1.0})], cache, jobs=1, log=lines.append
+    )
     holder.wait(timeout=10)
     assert CALLS == [1.0] and computed == 1
     assert float(results[held.key()]["square"]) == -4.0, "the other process's result is reused"

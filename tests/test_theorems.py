@@ -11,6 +11,7 @@ symbolic derivation of the reduced l2-SAM field of docs/theory.md §8.
   the engine's field (reduced and full systems) and the closed expression
   ``da_j/dtau = mu_j a_j (1 - rho mu_j / N)``, ``N = sqrt(2 sum mu_k^2 a_k^2)``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -46,15 +47,32 @@ def teacher_data(seed: int, n: int = 6, d: int = 3, min_margin: float = 0.2) -> 
     return Dataset(X, np.sign(X @ w))
 
 
-@functools.lru_cache(maxsize=None)
-def l1_run(seed: int, n: int, d: int, algorithm: str, rho, alpha: tuple, t_max: float = 200.0,
-           max_nfev: int = 200_000):
+@functools.cache
+def l1_run(
+    seed: int,
+    n: int,
+    d: int,
+    algorithm: str,
+    rho,
+    alpha: tuple,
+    t_max: float = 200.0,
+    max_nfev: int = 200_000,
+):
     """L = 1 run sampled at tau = 0, t_max / 10, ..., t_max (cached)."""
     data = teacher_data(seed, n, d)
     a = np.array(alpha) if len(alpha) > 1 else alpha[0]
-    return data, simulate(data, algorithm, depth=1, alpha=a, rho=rho, t_max=t_max,
-                          n_points=11, original_time=False, rtol=1e-8,
-                          max_nfev=max_nfev)
+    return data, simulate(
+        data,
+        algorithm,
+        depth=1,
+        alpha=a,
+        rho=rho,
+        t_max=t_max,
+        n_points=11,
+        original_time=False,
+        rtol=1e-8,
+        max_nfev=max_nfev,
+    )
 
 
 # --------------------------------------------------------------------------- Thm 3.1
@@ -84,9 +102,11 @@ def check_thm31(seed, n, d, algorithm, rho, alpha, max_deg_200, t_max=200.0):
     a200 = angle(traj.direction[-1], m2)
     to_l1 = angle(traj.direction[-1], m1)
     l1_l2 = angle(m1, m2)
-    info = (f"seed {seed} (n={n}, d={d}), {algorithm}, rho={rho}, alpha={alpha}: angle to l2 max "
-            f"margin {a20 / DEG:.3f} deg (tau={t_max / 10:g}) -> {a200 / DEG:.4f} deg "
-            f"(tau={t_max:g}); to l1 {to_l1 / DEG:.2f} deg; l1 vs l2 {l1_l2 / DEG:.2f} deg")
+    info = (
+        f"seed {seed} (n={n}, d={d}), {algorithm}, rho={rho}, alpha={alpha}: angle to l2 max "
+        f"margin {a20 / DEG:.3f} deg (tau={t_max / 10:g}) -> {a200 / DEG:.4f} deg "
+        f"(tau={t_max:g}); to l1 {to_l1 / DEG:.2f} deg; l1 vs l2 {l1_l2 / DEG:.2f} deg"
+    )
     print(info)
     assert a200 < max_deg_200 * DEG, info
     assert a200 < a20 / 3.0, info  # the angle shrinks (logarithmically slow: ~1/tau)
@@ -131,11 +151,15 @@ def test_thm31_larger_data_sets(seed, algorithm, rho):
     check_thm31(seed, 10, 5, algorithm, rho, (1.0,), max_deg_200=0.5, t_max=2000.0)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known engine limitation (README 'Known limitations'): l_inf-SAM on n > 1 examples slides "
-    "along {G_j(theta) = 0, w_j != 0} (here G_1 changes sign near tau = 3.1 with w_1 ~ 0.06, "
-    "1-based), which the engine does not resolve; the run ends with status -1 when the "
-    "field-evaluation budget is exhausted"))
+@pytest.mark.xfail(
+    strict=False,
+    reason=(
+        "known engine limitation (README 'Known limitations'): l_inf-SAM on n > 1 examples slides "
+        "along {G_j(theta) = 0, w_j != 0} (here G_1 changes sign near tau = 3.1 with w_1 ~ 0.06, "
+        "1-based), which the engine does not resolve; the run ends with status -1 when the "
+        "field-evaluation budget is exhausted"
+    ),
+)
 def test_linf_sam_l1_known_engine_limitation():
     """Thm 3.1 (L = 1) for l_inf-SAM on a data set where the engine cannot integrate it
     (seed 6, rho = 0.3; a survey of seeds 0-11 at rho in {0.05, 0.3} also stalls on seeds 4
@@ -172,9 +196,17 @@ def test_thm42_l2_sam_depth2_converges_to_l1_max_margin(mu, alphas, algorithm):
     np.testing.assert_allclose(l1.direction, e_d, atol=1e-12)
     rate = 2.0 * (mu_arr[-1] - mu_arr[-2])
     for alpha in alphas:
-        traj = simulate(single_example(mu_arr), algorithm, depth=2, alpha=alpha,
-                        rho=1.0 if algorithm == "l2-sam" else None, t_max=40.0, n_points=3,
-                        original_time=False, rtol=1e-10)
+        traj = simulate(
+            single_example(mu_arr),
+            algorithm,
+            depth=2,
+            alpha=alpha,
+            rho=1.0 if algorithm == "l2-sam" else None,
+            t_max=40.0,
+            n_points=3,
+            original_time=False,
+            rtol=1e-10,
+        )
         est = final_direction(traj)
         assert traj.status == 0 and not est.collapsed and est.diverged, traj.message
         lb = traj.log_abs_beta
@@ -182,14 +214,15 @@ def test_thm42_l2_sam_depth2_converges_to_l1_max_margin(mu, alphas, algorithm):
         log_tan = [0.5 * np.log(np.sum(np.exp(2 * (row[:-1] - row[-1])))) for row in lb[1:]]
         assert log_tan[0] < np.log(1e-6), (alpha, log_tan)
         assert est.angle_to(l1.direction) < 1e-6
-        np.testing.assert_allclose((log_tan[1] - log_tan[0]) / 20.0, -rate, rtol=0.02,
-                                   err_msg=f"alpha={alpha}")
+        np.testing.assert_allclose(
+            (log_tan[1] - log_tan[0]) / 20.0, -rate, rtol=0.02, err_msg=f"alpha={alpha}"
+        )
 
 
 # --------------------------------------------------------------------------- docs/theory.md §8 (sympy)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def symbolic_l2_sam_field(d: int):
     """The l2-SAM field of the two-layer diagonal network on one example (mu, +1), derived
     from the model definition: m(theta) = sum_j mu_j u_j v_j, eps = -rho grad m / ||grad m||
@@ -209,9 +242,17 @@ def symbolic_l2_sam_field(d: int):
 
 
 def engine_field(mu, rho, theta, multiplicity, loss="logistic"):
-    problem = Problem(single_example(mu), ALGORITHMS["l2-sam"], {"rho": float(rho)},
-                      LOSSES[loss], np.array(multiplicity), CLOCKS["rescaled"])
-    return rescaled_velocity(SignedLog.from_float(np.asarray(theta, float)), problem).dtheta.to_float()
+    problem = Problem(
+        single_example(mu),
+        ALGORITHMS["l2-sam"],
+        {"rho": float(rho)},
+        LOSSES[loss],
+        np.array(multiplicity),
+        CLOCKS["rescaled"],
+    )
+    return rescaled_velocity(
+        SignedLog.from_float(np.asarray(theta, float)), problem
+    ).dtheta.to_float()
 
 
 @pytest.mark.parametrize("loss", ["logistic", "exponential"])
@@ -234,8 +275,11 @@ def test_sympy_reduced_l2_sam_field_matches_engine(d, loss):
         base = {**{mu_s[j]: sp.Float(mu[j], 30) for j in range(d)}, rho_s: sp.Float(rho, 30)}
 
         def evaluate(fields, uu, vv):
-            subs = {**base, **{u_s[j]: sp.Float(uu[j], 30) for j in range(d)},
-                    **{v_s[j]: sp.Float(vv[j], 30) for j in range(d)}}
+            subs = {
+                **base,
+                **{u_s[j]: sp.Float(uu[j], 30) for j in range(d)},
+                **{v_s[j]: sp.Float(vv[j], 30) for j in range(d)},
+            }
             return np.array([[float(e.evalf(30, subs=subs)) for e in f] for f in fields])
 
         ref = evaluate((f1, f2), a, a)
@@ -243,13 +287,19 @@ def test_sympy_reduced_l2_sam_field_matches_engine(d, loss):
         scale = 1e-12 * np.max(np.abs(ref))
         n = np.sqrt(2 * np.sum(mu**2 * a**2))
         np.testing.assert_allclose(mu * a * (1 - rho * mu / n), ref[0], rtol=1e-12, atol=scale)
-        np.testing.assert_allclose(engine_field(mu, rho, a[None, :], [2], loss)[0], ref[0],
-                                   rtol=1e-12, atol=scale)
-        np.testing.assert_allclose(engine_field(mu, rho, np.vstack([a, a]), [1, 1], loss), ref,
-                                   rtol=1e-12, atol=scale)
+        np.testing.assert_allclose(
+            engine_field(mu, rho, a[None, :], [2], loss)[0], ref[0], rtol=1e-12, atol=scale
+        )
+        np.testing.assert_allclose(
+            engine_field(mu, rho, np.vstack([a, a]), [1, 1], loss), ref, rtol=1e-12, atol=scale
+        )
         ref_ub = evaluate((f1, f2), a, b)
-        np.testing.assert_allclose(engine_field(mu, rho, np.vstack([a, b]), [1, 1], loss),
-                                   ref_ub, rtol=1e-12, atol=1e-12 * np.max(np.abs(ref_ub)))
+        np.testing.assert_allclose(
+            engine_field(mu, rho, np.vstack([a, b]), [1, 1], loss),
+            ref_ub,
+            rtol=1e-12,
+            atol=1e-12 * np.max(np.abs(ref_ub)),
+        )
 
     if loss == "logistic":
         a_s = sp.symbols(f"a1:{d + 1}", positive=True)

@@ -4,6 +4,7 @@ turns it into one ``error: ...`` line on stderr with exit status 2 (no traceback
 Fast (a few seconds): validation happens before any integration, and the CLI subprocesses
 are launched concurrently by one module-scoped fixture.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,12 +58,15 @@ def test_bad_dataset(case):
         build()
 
 
-@pytest.mark.parametrize("X, y", [
-    ([[1.0, 0.0], [1.0, 0.0]], [1.0, -1.0]),  # same point, both labels
-    ([[0.0, 0.0]], [1.0]),  # zero feature vector: no margin through the origin
-    ([[1.0, 1.0], [2.0, 2.0]], [1.0, -1.0]),  # collinear, opposite labels
-    ([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]], [1.0, 1.0, 1.0, 1.0]),
-])
+@pytest.mark.parametrize(
+    "X, y",
+    [
+        ([[1.0, 0.0], [1.0, 0.0]], [1.0, -1.0]),  # same point, both labels
+        ([[0.0, 0.0]], [1.0]),  # zero feature vector: no margin through the origin
+        ([[1.0, 1.0], [2.0, 2.0]], [1.0, -1.0]),  # collinear, opposite labels
+        ([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]], [1.0, 1.0, 1.0, 1.0]),
+    ],
+)
 def test_non_separable(X, y):
     with pytest.raises(ValueError, match="separable"):
         Dataset(np.array(X), np.array(y))
@@ -216,8 +220,7 @@ CLI_OTHER = {
     # argparse type errors print the usage block as well (3+ lines)
     "depth 1.5 (argparse)": ["--rho", "1", "--depth", "1.5"],
     # output folder missing: reported before the simulation
-    "out missing dir": ["--rho", "1", "--t-max", "0.1", "--n-points", "3",
-                        "--out", "nodir/x.csv"],
+    "out missing dir": ["--rho", "1", "--t-max", "0.1", "--n-points", "3", "--out", "nodir/x.csv"],
 }
 
 HAPPY = ["--rho", "1", "--alpha", "0.4", "--t-max", "1", "--n-points", "17"]
@@ -232,14 +235,23 @@ def cli(tmp_path_factory):
     """Run every CLI case concurrently in its own tmp dir; ``{name: (returncode, out, err, cwd)}``."""
     env = {**os.environ, "MPLBACKEND": "Agg"}
     procs = {}
-    for name, args in ([(k, v[0]) for k, v in CLI_BAD.items()] + list(CLI_OTHER.items())
-                       + list(HAPPY_RUNS.items())):
+    for name, args in (
+        [(k, v[0]) for k, v in CLI_BAD.items()] + list(CLI_OTHER.items()) + list(HAPPY_RUNS.items())
+    ):
         cwd = tmp_path_factory.mktemp("cli")
         (cwd / "nonsep.csv").write_text(NONSEP_CSV)
         (cwd / "sep.csv").write_text(SEP_CSV)
-        procs[name] = (subprocess.Popen([sys.executable, "-m", "flows.run", *args], cwd=cwd,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, env=env), cwd)
+        procs[name] = (
+            subprocess.Popen(
+                [sys.executable, "-m", "flows.run", *args],
+                cwd=cwd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            ),
+            cwd,
+        )
     results = {}
     for name, (proc, cwd) in procs.items():
         out, err = proc.communicate(timeout=120)
@@ -279,7 +291,10 @@ def test_cli_happy_csv_and_png(cli):
     header = lines[0].split(",")
     assert header[:4] == ["t", "tau", "log_t_original", "loss"]
     assert [h for h in header if h.startswith("log_abs_beta_")] == [
-        "log_abs_beta_1", "log_abs_beta_2", "log_abs_beta_3"]
+        "log_abs_beta_1",
+        "log_abs_beta_2",
+        "log_abs_beta_3",
+    ]
     assert len(lines) == 1 + 17
     table = np.loadtxt(csv, delimiter=",", skiprows=1, ndmin=2)
     assert table.shape == (17, len(header))
