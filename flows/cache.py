@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from .discrete import iterate
 from .integrate import simulate
 from .schedules import Schedule, from_spec
 
+fcntl: Any
 try:  # POSIX; elsewhere tasks are not locked (two sweeps may then compute a task twice)
     import fcntl
 except ImportError:  # pragma: no cover
@@ -309,7 +311,7 @@ class Cache:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp.npz")
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez(f, **result, **extra)
+                np.savez(f, **{**result, **extra})  # type: ignore[arg-type]
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -45,9 +45,10 @@ def _separating_lp(Z: np.ndarray, bounds: list[tuple[float | None, float | None]
     """Whether some ``beta`` within ``bounds`` has ``Z beta >= 1`` (HiGHS), on the equilibrated
     ``Z`` (:func:`_equilibrated`; the bounds are sign constraints, which positive column scalings
     keep). ``ValueError`` if HiGHS cannot decide."""
-    Z = _equilibrated(Z)
-    if Z is None:
+    scaled = _equilibrated(Z)
+    if scaled is None:
         return False
+    Z = scaled
     n, d = Z.shape
     res = linprog(np.zeros(d), A_ub=-Z, b_ub=-np.ones(n), bounds=bounds, method="highs")
     if res.status not in (0, 2):
@@ -126,7 +127,7 @@ class Dataset:
     @property
     def signed_features(self) -> np.ndarray:
         """Rows ``y_i x_i``: the margin of example i is ``<beta, y_i x_i>``."""
-        return self._signed
+        return self._signed  # type: ignore[attr-defined]  # set in __post_init__
 
     def key(self) -> tuple:
         """A hashable description (for caches)."""
@@ -174,5 +175,7 @@ def sign_constrained_separable(data: Dataset, signs) -> bool:
         raise ValueError(f"signs must be a scalar or have length d = {data.d}, got shape {s.shape}")
     if not np.all(np.isin(s, (-1.0, 0.0, 1.0))):
         raise ValueError(f"signs must contain only -1, 0 and +1, got {s}")
-    bounds = [(0.0, None) if v > 0 else (None, 0.0) if v < 0 else (None, None) for v in s]
+    bounds: list[tuple[float | None, float | None]] = [
+        (0.0, None) if v > 0 else (None, 0.0) if v < 0 else (None, None) for v in s
+    ]
     return _separating_lp(data.signed_features, bounds)
