@@ -9,6 +9,7 @@ field implementations (:mod:`flows.field`, :mod:`flows.kernel`) build the summar
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -159,10 +160,25 @@ def is_scheduled(hp: Mapping[str, object]) -> bool:
     return any(callable(v) for v in hp.values())
 
 
+def _scheduled_value(key: str, schedule: Callable, time: float) -> float:
+    """``schedule(time)`` as a float, checked finite and >= 0."""
+    value = float(schedule(time))
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(
+            f"the schedule of {key} must return finite numbers >= 0, got {value} at time {time}"
+        )
+    return value
+
+
 def hyperparameters_at(hp: Mapping[str, object], time) -> dict:
     """The values at clock time ``time`` (a float, or an array for a batch of points, shaped
     to broadcast against the parameters, e.g. (B, 1, 1)). A schedule must return finite
     numbers >= 0 (``ValueError`` naming the hyper-parameter otherwise)."""
+    if isinstance(time, (int, float)):
+        return {
+            key: _scheduled_value(key, value, float(time)) if callable(value) else value
+            for key, value in hp.items()
+        }
     out = {}
     for key, value in hp.items():
         if not callable(value):

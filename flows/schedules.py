@@ -29,6 +29,8 @@ class Schedule:
     args: tuple[float, ...]
 
     def __call__(self, time):
+        if isinstance(time, (int, float)):  # one time: plain floats (the integrator's case)
+            return _SCALAR_FORMULAS[self.name](float(time), *self.args)
         return _FORMULAS[self.name](np.asarray(time, dtype=float), *self.args)
 
     @property
@@ -72,6 +74,25 @@ def _warmup_cosine(
     decay = _cosine(t - t_hold, value, t_end - t_hold)
     return np.where(t < t_hold, warm, decay)
 
+
+def _cosine_scalar(t: float, value: float, t_end: float) -> float:
+    return 0.5 * value * (1.0 + math.cos(math.pi * min(max(t / t_end, 0.0), 1.0)))
+
+
+def _warmup_cosine_scalar(
+    t: float, value: float, t_warmup: float, t_hold: float, t_end: float
+) -> float:
+    if t >= t_hold:
+        return _cosine_scalar(t - t_hold, value, t_end - t_hold)
+    return value * min(max(t / t_warmup, 0.0), 1.0) if t_warmup > 0 else value
+
+
+#: The same formulas for one time in plain floats (the arrays' versions above define them).
+_SCALAR_FORMULAS: dict[str, Callable[..., float]] = {
+    "constant": lambda t, value: value,
+    "cosine": _cosine_scalar,
+    "warmup_cosine": _warmup_cosine_scalar,
+}
 
 _FORMULAS: dict[str, Callable] = {
     "constant": _constant,
