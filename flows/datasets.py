@@ -1,0 +1,231 @@
+"""Named data sets: the data of every figure, built in one place.
+
+* :func:`single_example_mu2`, :func:`single_example_mu5` — the paper's ``D_mu = {(mu, +1)}``
+  with ``mu = (1, 2)`` (figure 1) and ``mu = (1, ..., 5)`` (figures 4, 5, 8, 9, the regimes).
+* :func:`gaussian_blobs` — two Gaussian blobs with means ``+-(1, 2)``, n = 40, std 0.6,
+  seed 5 (figure 7).
+* :func:`teacher_data` — n = 12, d = 3 separable data from a random teacher, seed 90
+  (figure 6).
+* :func:`digits` — a pair of classes of scikit-learn's bundled 8x8 handwritten digits
+  (the digits study), split into a training and a test set; :func:`digit_indices` gives the
+  split itself.
+
+Every builder returns :class:`flows.Dataset` objects (checked separable through the origin).
+The synthetic builders reproduce the figures' data bit for bit (the generators and their
+seeds are those of the figure modules). This module imports nothing from ``analysis`` or
+``figures`` (layers go downward only); scikit-learn is needed for :func:`digits` only, as the
+optional extra ``data`` (``pip install -e '.[data]'``).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import linprog
+
+from .data import Dataset, is_separable, single_example
+
+__all__ = ["DIGITS_PIXELS", "DIGITS_SIDE", "MU2", "MU5", "DigitSplit", "digit_indices",
+           "digits", "gaussian_blobs", "single_example_mu2", "single_example_mu5",
+           "teacher_data"]
+
+#: the paper's running examples of ``D_mu``
+MU2 = (1.0, 2.0)
+MU5 = (1.0, 2.0, 3.0, 4.0, 5.0)
+
+#: the digits images are ``DIGITS_SIDE x DIGITS_SIDE`` = ``DIGITS_PIXELS`` features (row-major)
+DIGITS_SIDE = 8
+DIGITS_PIXELS = DIGITS_SIDE * DIGITS_SIDE
+#: largest raw intensity of the digits (the 4x4-block counts of the UCI preprocessing)
+DIGITS_MAX_INTENSITY = 16.0
+
+_MISSING_EXTRA = ("the digits data need scikit-learn, which is the optional extra 'data' of "
+                  "samflows: pip install -e '.[data]'")
+
+
+# --------------------------------------------------------------------------- synthetic sets
+
+
+def single_example_mu2() -> Dataset:
+    """``D_mu = {((1, 2), +1)}`` (figure 1)."""
+    return single_example(list(MU2))
+
+
+def single_example_mu5() -> Dataset:
+    """``D_mu = {((1, 2, 3, 4, 5), +1)}`` (figures 4, 5, 8, 9)."""
+    return single_example(list(MU5))
+
+
+def gaussian_blobs(seed: int = 5, n: int = 40, std: float = 0.6,
+                   mean=(1.0, 2.0)) -> Dataset:
+    """Two Gaussian blobs: ``x_i = y_i mean + std N(0, I)``, labels alternating +1, -1
+    (``y_0 = +1``), drawn from ``numpy.random.default_rng(seed)`` and redrawn (same generator)
+    until separable through the origin.
+
+    The defaults are figure 7's data: means ``+-(1, 2)``, n = 40, std 0.6, seed 5 (the first
+    draw is separable; l1 max-margin ``e_2``, l2 max-margin 16 deg away from it).
+    """
+    mean = np.asarray(mean, dtype=float)
+    rng = np.random.default_rng(seed)
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    while True:
+        X = y[:, None] * mean + std * rng.normal(size=(n, mean.size))
+        if is_separable(X, y):
+            return Dataset(X, y)
+
+
+def teacher_data(seed: int = 90, n: int = 12, d: int = 3, margin: float = 0.2) -> Dataset:
+    """Separable data from a random unit teacher ``w``: ``x ~ N(0, I)`` kept when
+    ``|<w, x>| >= margin``, ``y = sign <w, x>`` (figure 6's data with the defaults).
+
+    Columns are then sign-flipped so that the l1 max-margin solution is ``>= 0``: a balanced
+    positive initialization keeps ``beta = a^2 >= 0`` at L = 2, so only then can GD reach the
+    l1 max-margin direction (flipping a column is a symmetry of the whole problem). Seed 90
+    gives a large angle, 30 deg, between the l1 and l2 max-margin directions.
+    """
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=d)
+    w /= np.linalg.norm(w)
+    rows: list[np.ndarray] = []
+    while len(rows) < n:
+        x = rng.normal(size=d)
+        if abs(x @ w) >= margin:
+            rows.append(x)
+    X = np.array(rows)
+    y = np.sign(X @ w)
+    beta = _l1_max_margin(y[:, None] * X)
+    flips = np.where(beta < -1e-9 * np.max(np.abs(beta)), -1.0, 1.0)
+    return Dataset(X * flips, y)
+
+
+def _l1_max_margin(Z: np.ndarray) -> np.ndarray:
+    """One l1 max-margin solution ``argmin ||beta||_1`` s.t. ``Z beta >= 1`` (HiGHS, with
+    ``beta = p - q``). Used only for the signs of :func:`teacher_data`'s columns (the full
+    solver with its polish and KKT residuals is :func:`analysis.maxmargin.max_margin`)."""
+    n, d = Z.shape
+    res = linprog(np.ones(2 * d), A_ub=-np.hstack([Z, -Z]), b_ub=-np.ones(n),
+                  bounds=[(0.0, None)] * (2 * d), method="highs")
+    if res.status != 0:
+        raise ValueError(f"the l1 max-margin LP failed: {res.message}")
+    return res.x[:d] - res.x[d:]
+
+
+# --------------------------------------------------------------------------- digits
+
+
+class DigitSplit(NamedTuple):
+    """Row indices (into scikit-learn's ``load_digits()`` arrays, increasing) of a split."""
+
+    train: np.ndarray
+    test: np.ndarray
+
+
+def _load_digits_function():
+    """scikit-learn's ``load_digits``; ``ImportError`` naming the extra when it is missing."""
+    try:
+        from sklearn.datasets import load_digits  # noqa: PLC0415 - optional dependency
+    except ImportError as exc:
+        raise ImportError(_MISSING_EXTRA) from exc
+    return load_digits
+
+
+@lru_cache(maxsize=1)
+def _digits_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """Raw pixels (1797, 64) in 0..16 and the targets (1797,) of the bundled digits (read from
+    the file shipped with scikit-learn: no download)."""
+    bunch = _load_digits_function()()
+    X = np.asarray(bunch.data, dtype=float)
+    X.setflags(write=False)
+    target = np.asarray(bunch.target, dtype=int)
+    target.setflags(write=False)
+    return X, target
+
+
+def _check_classes(a, b) -> tuple[int, int]:
+    for name, c in (("a", a), ("b", b)):
+        if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer)) \
+                or not 0 <= c <= 9:
+            raise ValueError(f"{name} must be a digit class, an integer in 0..9, got {c!r}")
+    if a == b:
+        raise ValueError(f"a and b must be different classes, got a = b = {a}")
+    return int(a), int(b)
+
+
+def _check_fraction(test_fraction) -> float:
+    if isinstance(test_fraction, (bool, np.bool_)) or not isinstance(
+            test_fraction, (int, float, np.integer, np.floating)) \
+            or not 0.0 < float(test_fraction) < 1.0:
+        raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
+    return float(test_fraction)
+
+
+def digit_indices(a: int, b: int, test_fraction: float = 0.25, seed: int = 0) -> DigitSplit:
+    """The stratified split behind :func:`digits`: row indices of the training and test sets.
+
+    For each class (first ``a``, then ``b``) the rows of that class are permuted by one
+    ``numpy.random.default_rng(seed)`` and the first ``round(test_fraction * n_class)`` (at
+    least 1, at most ``n_class - 1``) go to the test set; both index arrays are then sorted.
+    The same arguments always give the same split (it does not depend on scikit-learn's
+    splitting code or version, only on the order of the bundled file).
+    """
+    a, b = _check_classes(a, b)
+    test_fraction = _check_fraction(test_fraction)
+    _, target = _digits_arrays()
+    rng = np.random.default_rng(seed)
+    train, test = [], []
+    for c in (a, b):
+        rows = rng.permutation(np.flatnonzero(target == c))
+        k = min(max(int(round(test_fraction * rows.size)), 1), rows.size - 1)
+        test.append(rows[:k])
+        train.append(rows[k:])
+    return DigitSplit(np.sort(np.concatenate(train)), np.sort(np.concatenate(test)))
+
+
+def digits(a: int, b: int, test_fraction: float = 0.25, seed: int = 0, *,
+           scaled: bool = True) -> tuple[Dataset, Dataset]:
+    """Two classes of the 8x8 handwritten digits as ``(train, test)`` :class:`flows.Dataset`\\ s.
+
+    Data: scikit-learn's bundled copy of the UCI optical-recognition digits (1797 images, about
+    180 per class, read by ``sklearn.datasets.load_digits`` from a file shipped with
+    scikit-learn: no download). Class ``a`` gets label +1, class ``b`` label -1.
+
+    Preprocessing: the 64 features are the pixels in row-major order (feature ``8 r + c`` is
+    row r, column c). The raw intensities are integers 0..16 (counts of "on" bits in 4x4
+    blocks of the original 32x32 bitmaps); ``scaled=True`` (default) divides them by 16, so
+    every feature is in [0, 1]; ``scaled=False`` keeps the raw intensities. Nothing else (no
+    centring: the predictor has no bias, and a pixel that is 0 in every image stays a zero
+    column: pixels 0, 32 and 39 are 0 in every image of the file).
+
+    Split: :func:`digit_indices` (stratified, deterministic in ``seed``; with the defaults
+    about 270 training and 90 test images).
+
+    Separability: checked on both sets by :class:`flows.Dataset`'s LP. Every one of the 45
+    pairs is separable through the origin on the whole file (hence on every split, raw or
+    scaled): a ``ValueError`` saying which pair is not separable can only come from a
+    different file. Every pair is also separable by a ``beta`` with the signs of the class-mean
+    difference ``mean_a - mean_b`` of the whole file (the orthant the digits study starts in;
+    :func:`flows.data.sign_constrained_separable` checks a given split).
+
+    Raises
+    ------
+    ImportError
+        scikit-learn is missing (message: ``pip install -e '.[data]'``).
+    ValueError
+        ``a``, ``b`` not two different integers in 0..9; ``test_fraction`` not in (0, 1); a
+        set not linearly separable through the origin (the message names the pair).
+    """
+    _load_digits_function()  # the ImportError first, whatever is cached
+    split = digit_indices(a, b, test_fraction, seed)
+    X_all, target = _digits_arrays()
+    scale = DIGITS_MAX_INTENSITY if scaled else 1.0
+    out = []
+    for name, rows in (("training", split.train), ("test", split.test)):
+        X = X_all[rows] / scale
+        y = np.where(target[rows] == a, 1.0, -1.0)
+        try:
+            out.append(Dataset(X, y))
+        except ValueError as exc:
+            raise ValueError(f"digits {a} vs {b}: the {name} set (seed {seed}) is not linearly "
+                             f"separable through the origin ({exc})") from exc
+    return out[0], out[1]
