@@ -5,7 +5,7 @@ function and caption); adding one is a new declaration and one line here.
 """
 from __future__ import annotations
 
-from . import amplification, geometry, linf, numerics
+from . import amplification, geometry, lesam, lesam_outcomes, linf, numerics
 from .common import Figure
 
 FIGURES: dict[str, Figure] = {fig.name: fig for fig in (
@@ -18,4 +18,9 @@ FIGURES: dict[str, Figure] = {fig.name: fig for fig in (
     geometry.GAUSSIAN_BLOBS,            # fig7
     numerics.DISCRETE_VS_FLOW,          # fig8
     numerics.CLOCKS_AND_LOSS,           # fig9
+    lesam.RADIUS,                       # fig10
+    lesam.AMPLIFICATION,                # fig11
+    lesam_outcomes.REGIMES,             # fig12
+    lesam_outcomes.SHARPNESS,           # fig13
+    lesam_outcomes.LIMITS,              # fig14
 )}
