@@ -35,14 +35,19 @@ from analysis.lesam import (
 )
 from flows.cache import Result, Task
 from flows.data import Dataset
+from flows.datasets import gaussian_blobs, teacher_data
 
-from .blobs import gaussian_blobs
 from .common import MU5, OKABE_ITO, Figure, plt, save
 from .directions import angles_deg, references
-from .geometry import teacher_data
 from .lesam import ALPHA, DEPTH, G0, OFFICIAL, SIGMA0, STYLE, as_params, compared, run_task, warmup
 
 # ---------------------------------------------------------------------------- settings
+
+
+def _arrays(data: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, y)`` of a :mod:`flows.datasets` data set (the blobs of figure 7, the teacher data
+    of figure 6)."""
+    return data.X, data.y
 
 
 def matched(X, y, alpha: float, depth: int, t_end: float) -> list[tuple[str, str, dict, str]]:
@@ -323,7 +328,7 @@ LEVELS = (1e-2, 1e-4, 1e-8)
 def fig13_tasks(quick: bool) -> list[Task]:
     """Every compared run with its sharpness: single example, then blobs (same order)."""
     t_end, n = (2.0, 41) if quick else (FIG13_T, 321)
-    X, y = gaussian_blobs()
+    X, y = _arrays(gaussian_blobs())
     extra = {"sharpness": True, "perturbation": False}
     single = [run_task(alg, hp, t_end, n, **extra) for _, alg, hp, _ in compared(t_end)]
     blobs = [
@@ -364,7 +369,7 @@ def _ratio_lines(runs: list[tuple[str, Result]], name: str = "trace") -> list[st
 def draw_fig13(results: list[Result], quick: bool, path: Path) -> None:
     """tr H / L and lambda_max / L against the loss, single example (left) and blobs (right)."""
     t_end = 2.0 if quick else FIG13_T
-    X, y = gaussian_blobs()
+    X, y = _arrays(gaussian_blobs())
     sets = (
         ("single example μ = (1,…,5), α = 0.4", compared(t_end)),
         (
@@ -472,7 +477,7 @@ FIG14_ALPHA = 1.0
 def fig14_runs(quick: bool):
     """(data name, X, y, depth, t_max, n, run tuple) in task order."""
     for name, build, horizons in FIG14_SETS:
-        X, y = build()
+        X, y = _arrays(build())
         for depth in (1, 2):
             t_max, n = (2.0, 21) if quick else horizons[depth]
             for run in matched(X, y, FIG14_ALPHA, depth, t_max):
