@@ -76,7 +76,7 @@ def parameters(z, log_chart, chart_sign, delta, depth, limit):
                 log_abs = np.log(abs(w[layer, j]))
             top = max(top, log_abs)
             bottom = min(bottom, log_abs)
-    ok = -limit < depth * top < limit and depth * bottom > -4.0 * limit
+    ok = -limit < depth * top < limit and (not log_chart or depth * bottom > -4.0 * limit)
     return w, ok
 
 
@@ -117,7 +117,7 @@ def chart_velocity(
             top = max(top, a)
             bottom = min(bottom, a)
     out = np.zeros(groups * d + 1)
-    if not (-limit < depth * top < limit and depth * bottom > -4.0 * limit):
+    if not (-limit < depth * top < limit and (not log_chart or depth * bottom > -4.0 * limit)):
         return False, out
     direction, log_c, loo = forward(point, depth, features, loss_id)
     speed = np.exp(log_c) if original_clock else 1.0

@@ -188,7 +188,7 @@ class FusedField:
         for the points where they suffice, see :meth:`_float_rows`)."""
         out = np.empty(theta.sign.shape[:-2])
         time = np.broadcast_to(np.asarray(time, dtype=float), out.shape)
-        fast = self._float_rows(theta.log_abs)
+        fast = self._float_rows(theta.log_abs, small_matter=False)
         if np.any(fast):
             floats = self._float_perturbed(
                 theta.sign[fast] * np.exp(theta.log_abs[fast]), pattern_signs, time[fast]
@@ -230,17 +230,22 @@ class FusedField:
 
     # ------------------------------------------------------------------ float fast path
 
-    def _float_rows(self, log_abs: np.ndarray) -> np.ndarray:
+    def _float_rows(self, log_abs: np.ndarray, small_matter: bool = True) -> np.ndarray:
         """Which points (leading axes of ``log_abs``, shape (..., G, d)) plain floats represent.
 
         At such a point the largest ``|w|^L`` is within ``exp(+-FLOAT_RANGE)`` (margins, norms
-        and loss weights far from overflow and underflow) and the smallest ``|w|^L`` above
-        ``exp(-4 FLOAT_RANGE)`` (products of L parameters stay normal floats); no exact zeros.
+        and loss weights far from overflow and underflow) and, if ``small_matter``, the smallest
+        ``|w|^L`` above ``exp(-4 FLOAT_RANGE)`` (products of L parameters stay normal floats, no
+        exact zeros). Small parameters matter for the velocity in the log chart (``dz = F / w``
+        at relative precision); they do not for ``log c`` (their share of the margins is below
+        rounding) nor in the asinh chart, where they are far below its absolute tolerance.
         """
         with np.errstate(invalid="ignore"):
             top = self.depth * log_abs.max(axis=(-2, -1))
-            bottom = self.depth * log_abs.min(axis=(-2, -1))
-            return (top > -FLOAT_RANGE) & (top < FLOAT_RANGE) & (bottom > -4.0 * FLOAT_RANGE)
+            ok = (top > -FLOAT_RANGE) & (top < FLOAT_RANGE)
+            if small_matter:
+                ok &= self.depth * log_abs.min(axis=(-2, -1)) > -4.0 * FLOAT_RANGE
+            return ok
 
     def _float_evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Direction ``G`` (..., d), ``log c`` (...) and leave-one-out products at float
@@ -261,10 +266,11 @@ class FusedField:
         return ((e / total) @ self.features, (top + np.log(total))[..., 0] - self.log_n, loo)
 
     def _float_perturbed(
-        self, w: np.ndarray, pattern_signs: np.ndarray | None, time=0.0
+        self, w: np.ndarray, pattern_signs: np.ndarray | None, time=0.0, small_matter=False
     ) -> np.ndarray | None:
         """``theta' = theta + eps(theta)`` in floats (shape (..., G, d)), or None where any
-        point leaves the float range or has a zero gradient (then the signed-log path)."""
+        point leaves the float range (:meth:`_float_rows`) or has a zero gradient (then the
+        signed-log path)."""
         problem = self.problem
         if not problem.algorithm.perturbs:
             return w
@@ -287,7 +293,7 @@ class FusedField:
         )
         point = w + eps
         with np.errstate(divide="ignore", invalid="ignore"):
-            if not np.all(self._float_rows(np.log(np.abs(point)))):
+            if not np.all(self._float_rows(np.log(np.abs(point)), small_matter)):
                 return None
         return point
 
@@ -303,10 +309,11 @@ class FusedField:
         """
         problem = self.problem
         theta = problem.chart.state(z)
-        if not self._float_rows(theta.log_abs):
+        small_matter = isinstance(problem.chart, LogChart)
+        if not self._float_rows(theta.log_abs, small_matter):
             return None
         w = theta.sign * np.exp(theta.log_abs)
-        point = self._float_perturbed(w, pattern_signs, time)
+        point = self._float_perturbed(w, pattern_signs, time, small_matter)
         if point is None:
             return None
         direction, log_c, loo = self._float_evaluate(point)
