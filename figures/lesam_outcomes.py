@@ -468,8 +468,8 @@ SHARPNESS = Figure(
 FIG14_KEYS = ("gd", "usam", "le15", "le3", "wc3")
 #: (name, builder, {depth: (t_max, n_points)})
 FIG14_SETS = (
-    ("Gaussian blobs ±(1, 2), n = 40", gaussian_blobs, {1: (1000.0, 1001), 2: (8.0, 401)}),
-    ("teacher data n = 12, d = 3", teacher_data, {1: (300.0, 601), 2: (8.0, 401)}),
+    ("Gaussian blobs ±(1, 2), n = 40", gaussian_blobs, {1: (1000.0, 501), 2: (8.0, 321)}),
+    ("teacher data n = 12, d = 3", teacher_data, {1: (200.0, 401), 2: (8.0, 321)}),
 )
 FIG14_ALPHA = 1.0
 
