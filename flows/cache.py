@@ -79,7 +79,9 @@ class Task:
     def cost_key(self) -> str:
         """Hash of kind and parameters only: a measured compute time stays a good estimate
         across engine versions."""
-        text = json.dumps({"kind": self.kind, "params": self.params}, sort_keys=True, default=float)
+        text = json.dumps(
+            {"kind": self.kind, "params": self.params}, sort_keys=True, default=_json_value
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     def describe(self) -> str:
