@@ -5,7 +5,7 @@ function and caption); adding one is a new declaration and one line here.
 """
 from __future__ import annotations
 
-from . import amplification, geometry, lesam, lesam_outcomes, linf, numerics
+from . import amplification, digits, digits_curves, geometry, lesam, lesam_outcomes, linf, numerics
 from .common import Figure
 
 FIGURES: dict[str, Figure] = {fig.name: fig for fig in (
@@ -23,4 +23,9 @@ FIGURES: dict[str, Figure] = {fig.name: fig for fig in (
     lesam_outcomes.REGIMES,             # fig12
     lesam_outcomes.SHARPNESS,           # fig13
     lesam_outcomes.LIMITS,              # fig14
+    digits.SALIENCY_0V1,                # digits study: pixel shares as 8x8 maps
+    digits.SALIENCY_3V8,
+    digits.SALIENCY_4V9,
+    digits_curves.MINOR_FIRST,          # digits study: share-strength rank correlation
+    digits_curves.GENERALIZATION,       # digits study: test accuracy, margin, max-margin angles
 )}
