@@ -6,7 +6,8 @@ figures): which pixels a predictor ``beta`` relies on, and whether the weak ones
   signs of the class-mean difference: the orthant the study's flows start in).
 * Orders: :func:`average_ranks`, :func:`spearman` (rank correlation, ties by average ranks),
   :func:`share_strength_correlation` (Spearman between the shares ``|beta_j| / ||beta||_1``
-  and the strengths at every sample), :func:`leader_strength_quantile`.
+  and the strengths at every sample, over all pixels or e.g. the :func:`stronger_half`),
+  :func:`leader_strength_quantile`, :func:`leader_changes`, :func:`lowest_before`.
 * Predictor quality along a path: :func:`scaled_beta`, :func:`accuracy`,
   :func:`normalized_margins`, :func:`angles_to`; the reference :func:`orthant_l1_max_margin`
   (the l1 max-margin predictor among the ``beta`` with given signs).
@@ -36,11 +37,10 @@ from .lesam import initial_gradient_norm
 from .maxmargin import normalized_margin
 
 __all__ = ["ChunkedRun", "accuracy", "angles_to", "average_ranks", "class_mean_difference",
-           "digits_flow", "first_below", "le_sam_budget",
-           "leader_changes", "leader_strength_quantile", "lowest_before", "normalized_margins",
-           "quantized",
-           "orthant_l1_max_margin", "orthant_signs", "pixel_strength", "scaled_beta",
-           "share_strength_correlation", "simulate_to_loss", "spearman"]
+           "digits_flow", "first_below", "le_sam_budget", "leader_changes",
+           "leader_strength_quantile", "lowest_before", "normalized_margins",
+           "orthant_l1_max_margin", "orthant_signs", "pixel_strength", "quantized", "scaled_beta",
+           "share_strength_correlation", "simulate_to_loss", "spearman", "stronger_half"]
 
 
 #: decimals of ``log|beta|`` kept when ranking (:func:`quantized`)
@@ -84,6 +84,19 @@ def orthant_signs(X, y) -> np.ndarray:
     class a pixel votes for on average. The digits study starts its flows with
     ``sign(beta) = orthant_signs`` (:func:`digits_flow`)."""
     return np.where(class_mean_difference(X, y) >= 0, 1.0, -1.0)
+
+
+def stronger_half(strength) -> np.ndarray:
+    """Mask of the pixels whose strength is above the median strength of the pixels with
+    strength > 0. Within them, the single-example picture predicts opposite orders: GD grows
+    the strongest fastest, SAM (rate ``mu_j (1 - rho mu_j / N)`` at L = 2, largest at
+    ``mu_j = N / (2 rho)``) shrinks or slows the strongest, so the share-strength rank
+    correlation over this half is negative for SAM in its amplification phase."""
+    strength = numeric_array(strength, "strength", ndim=1)
+    positive = strength[strength > 0]
+    if positive.size == 0:
+        raise ValueError("strength must have a positive entry")
+    return strength > np.median(positive)
 
 
 # --------------------------------------------------------------------------- rank order

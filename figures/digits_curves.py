@@ -21,6 +21,7 @@ from analysis.saliency import (
     lowest_before,
     normalized_margins,
     share_strength_correlation,
+    stronger_half,
 )
 from flows.cache import Result, Task
 
@@ -84,16 +85,19 @@ def draw_minor_first(results: list[Result], quick: bool, path: Path) -> None:
                     ax.plot(tau[-1], rs[-1], marker="X", ms=9, color=COLORS[alg], mec="black",
                             mew=0.6)
                 early = lowest_before(rs, res["loss"], EARLY)
+                strong = lowest_before(
+                    share_strength_correlation(lb, data.strength, stronger_half(data.strength)),
+                    res["loss"], EARLY)
                 lowest = min(lowest, float(np.nanmin(rs)))
                 first = leader_strength_quantile(lb, data.strength)[tau > 0][0]
-                lines.append(f"{ASCII_NAMES[alg]:8s} {early:+.2f} {rs[-1]:+.2f}  {first:4.2f}"
-                             f" {len(switches) - 1:3d}")
+                lines.append(f"{ASCII_NAMES[alg]:8s} {early:+.2f}  {strong:+.2f}  {rs[-1]:+.2f}"
+                             f"  {first:4.2f} {len(switches) - 1:3d}")
             ax.axhline(0.0, color="0.5", lw=0.8)
             ax.set_xscale("log")
             ax.grid(alpha=0.3, which="both")
             ax.set_title(f"digits {pair[0]} vs {pair[1]}, L = {depth}", fontsize=11)
-            ax.text(0.98, 0.03, "         early   end  1st    \n"
-                    "         low rs   rs  lead  #\n" + "\n".join(lines),
+            ax.text(0.98, 0.03, "         early  strong  end  1st\n"
+                    "         low rs  half    rs  lead  #\n" + "\n".join(lines),
                     transform=ax.transAxes, ha="right", va="bottom", fontsize=8,
                     family="monospace", bbox=dict(boxstyle="round", fc="white", alpha=0.9,
                                                   ec="0.7"))
@@ -102,15 +106,16 @@ def draw_minor_first(results: list[Result], quick: bool, path: Path) -> None:
             if col == 0:
                 ax.set_ylabel("Spearman ρₛ(share |βⱼ|/‖β‖₁, strength |mean₊ − mean₋|)\n"
                               "> 0: strong pixels lead;  < 0: weak pixels lead")
-    axes[0, 0].set_ylim(min(-0.15, lowest - 0.05), 1.05)
+    axes[0, 0].set_ylim(min(-0.5, lowest - 0.05), 1.05)  # room for the tables below 0
     handles = [plt.Line2D([], [], color=COLORS[a], label=NAMES[a], **LINE_STYLES[a])
                for a, _ in ALGORITHMS]
     handles += [plt.Line2D([], [], ls="", marker="o", color="0.3", label="leading pixel changes"),
                 plt.Line2D([], [], ls="", marker="X", ms=8, color="0.3", mec="black",
                            label="run ended by the solver\nor its budget (status −1)")]
     fig.legend(handles=handles, loc="outside right center", fontsize=9)
-    fig.text(0.995, 0.12, "table per panel:\n"
+    fig.text(0.995, 0.08, "table per panel:\n"
              "early low rs: lowest ρₛ\n  before the training\n  loss halves\n"
+             "strong half: the same\n  over the pixels above\n  the median strength\n"
              "end rs: ρₛ at the end\n1st lead: strength\n  quantile of the first\n"
              "  leading pixel (1 =\n  the strongest)\n#: leader changes",
              ha="right", va="bottom", multialignment="left", fontsize=8.5)

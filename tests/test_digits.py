@@ -104,6 +104,13 @@ def test_leader_strength_quantile_and_changes():
     assert seq.coordinates == (1, 2, 4) and seq.switch_times == (1.0, 2.0, 3.0)
 
 
+def test_stronger_half():
+    strength = np.array([0.0, 0.0, 0.1, 0.2, 0.3, 0.4, 0.5])
+    np.testing.assert_array_equal(S.stronger_half(strength), strength > 0.3)  # median of > 0
+    with pytest.raises(ValueError, match="positive"):
+        S.stronger_half(np.zeros(3))
+
+
 def test_lowest_before_and_first_below():
     loss = np.array([0.6, 0.5, 0.31, 0.29, 0.1])
     values = np.array([np.nan, 0.2, 0.1, -0.5, -0.9])
