@@ -32,9 +32,7 @@ from flows.results import FAILURE, SUCCESS
 
 from ._checks import log_abs_beta_array, numeric_array
 from .amplification import LeaderSequence, leader_sequence, leaders, shares
-from .angles import angle
 from .lesam import initial_gradient_norm
-from .maxmargin import normalized_margin
 
 __all__ = ["ChunkedRun", "accuracy", "angles_to", "average_ranks", "class_mean_difference",
            "digits_flow", "first_below", "le_sam_budget", "leader_changes",
@@ -241,21 +239,33 @@ def accuracy(log_abs_beta, sign_beta, X, y) -> np.ndarray:
 
 def normalized_margins(log_abs_beta, sign_beta, X, y, p: int) -> np.ndarray:
     """``min_i y_i <beta, x_i> / ||beta||_p`` at every sample (T,) (``nan`` where beta = 0),
-    by :func:`analysis.maxmargin.normalized_margin`."""
+    on ``beta / max|beta_j|`` (so at any scale of beta), for all samples at once; the same
+    numbers as :func:`analysis.maxmargin.normalized_margin` row by row."""
     X, y = _labelled(X, y)
+    if p not in (1, 2):
+        raise ValueError(f"p must be 1 or 2, got {p!r}")
     b = scaled_beta(log_abs_beta, sign_beta)
-    return np.array([normalized_margin(row, X, y, p) if row.any() else float("nan")
-                     for row in b])
+    if b.shape[1] != X.shape[1]:
+        raise ValueError(f"X must have d = {b.shape[1]} columns, got {X.shape[1]}")
+    norm = np.linalg.norm(b, ord=p, axis=1)
+    worst = np.min(b @ (y[:, None] * X).T, axis=1)
+    return np.divide(worst, norm, out=np.full(norm.shape, np.nan), where=norm > 0)
 
 
 def angles_to(log_abs_beta, sign_beta, reference) -> np.ndarray:
     """Angle (degrees) between ``beta`` and ``reference`` at every sample (T,) (``nan`` where
-    beta = 0), by :func:`analysis.angles.angle`."""
+    beta = 0), as :func:`analysis.angles.angle` computes it (``2 atan2(||u - v||, ||u + v||)``
+    on the unit vectors, accurate near 0 and 180 degrees), for all samples at once."""
     b = scaled_beta(log_abs_beta, sign_beta)
     ref = numeric_array(reference, "reference", ndim=1)
-    if ref.shape[0] != b.shape[1]:
-        raise ValueError(f"reference must have length d = {b.shape[1]}, got {ref.shape[0]}")
-    return np.degrees([angle(row, ref) for row in b])
+    if ref.shape[0] != b.shape[1] or not np.all(np.isfinite(ref)) or not np.any(ref):
+        raise ValueError(f"reference must be a finite nonzero vector of length d = {b.shape[1]}")
+    v = ref / np.max(np.abs(ref))
+    v = v / np.linalg.norm(v)
+    norm = np.linalg.norm(b, axis=1, keepdims=True)
+    u = np.divide(b, norm, out=np.zeros_like(b), where=norm > 0)
+    out = np.degrees(2.0 * np.arctan2(np.linalg.norm(u - v, axis=1), np.linalg.norm(u + v, axis=1)))
+    return np.where(norm[:, 0] > 0, out, np.nan)
 
 
 def orthant_l1_max_margin(X, y, signs) -> np.ndarray:

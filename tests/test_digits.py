@@ -11,7 +11,8 @@ from scipy.optimize import linprog
 from scipy.stats import rankdata, spearmanr
 
 from analysis import saliency as S
-from analysis.maxmargin import max_margin
+from analysis.angles import angle
+from analysis.maxmargin import max_margin, normalized_margin
 from flows import Dataset, simulate
 from flows.model import loss_value
 
@@ -133,6 +134,16 @@ def test_accuracy_margins_and_angles_against_direct_formulas():
     ref = RNG.normal(size=6)
     cos = beta @ ref / np.linalg.norm(beta, axis=1) / np.linalg.norm(ref)
     np.testing.assert_allclose(S.angles_to(lb, sb, ref), np.degrees(np.arccos(cos)), atol=1e-9)
+    # and the project's own one-vector functions agree, row by row
+    for k in range(len(beta)):
+        assert S.angles_to(lb[k:k + 1], sb[k:k + 1], ref)[0] == pytest.approx(
+            np.degrees(angle(beta[k], ref)), abs=1e-10)
+        assert S.normalized_margins(lb[k:k + 1], sb[k:k + 1], X, y, 1)[0] == pytest.approx(
+            normalized_margin(beta[k], X, y, 1), rel=1e-12)
+    # beta = 0 has no direction and no margin
+    zero_lb, zero_sb = np.full((1, 6), -np.inf), np.zeros((1, 6))
+    assert np.isnan(S.angles_to(zero_lb, zero_sb, ref)[0])
+    assert np.isnan(S.normalized_margins(zero_lb, zero_sb, X, y, 2)[0])
 
 
 # --------------------------------------------------------------------------- orthant max-margin
