@@ -135,11 +135,13 @@ def test_one_quick_figure(tmp_path, capsys):
 
 
 def test_figure_table_in_paper_order_with_captions():
-    """fig1, fig2, ... in the order of their numbers, the paper's nine first; every figure has
-    a one-sentence question as caption."""
+    """fig1, fig2, ... in the order of their numbers, the paper's nine first, then the studies
+    without a number (e.g. digits_*); every figure has a one-sentence question as caption."""
     names = list(FIGURES)
-    numbers = [int(re.match(r"fig(\d+)_", n).group(1)) for n in names]
+    numbered = [re.match(r"fig(\d+)_", n) for n in names]
+    numbers = [int(m.group(1)) for m in numbered if m]
     assert numbers == sorted(numbers) and numbers[:9] == list(range(1, 10))
+    assert names[: len(numbers)] == [n for n, m in zip(names, numbered, strict=True) if m]
     assert all(n == f.name for n, f in FIGURES.items())
     for fig in FIGURES.values():
         assert fig.caption.endswith("?") and fig.caption.count("?") == 1, fig.name
