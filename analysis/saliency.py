@@ -17,6 +17,7 @@ figures): which pixels a predictor ``beta`` relies on, and whether the weak ones
 
 Everything works on ``log|beta|`` and ``sign(beta)``, so it is valid at any scale of beta.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,11 +35,29 @@ from ._checks import log_abs_beta_array, numeric_array
 from .amplification import LeaderSequence, leader_sequence, leaders, shares
 from .lesam import initial_gradient_norm
 
-__all__ = ["ChunkedRun", "accuracy", "angles_to", "average_ranks", "class_mean_difference",
-           "digits_flow", "first_below", "le_sam_budget", "leader_changes",
-           "leader_strength_quantile", "lowest_before", "normalized_margins",
-           "orthant_l1_max_margin", "orthant_signs", "pixel_strength", "quantized", "scaled_beta",
-           "share_strength_correlation", "simulate_to_loss", "spearman", "stronger_half"]
+__all__ = [
+    "ChunkedRun",
+    "accuracy",
+    "angles_to",
+    "average_ranks",
+    "class_mean_difference",
+    "digits_flow",
+    "first_below",
+    "le_sam_budget",
+    "leader_changes",
+    "leader_strength_quantile",
+    "lowest_before",
+    "normalized_margins",
+    "orthant_l1_max_margin",
+    "orthant_signs",
+    "pixel_strength",
+    "quantized",
+    "scaled_beta",
+    "share_strength_correlation",
+    "simulate_to_loss",
+    "spearman",
+    "stronger_half",
+]
 
 
 #: decimals of ``log|beta|`` kept when ranking (:func:`quantized`)
@@ -54,8 +73,9 @@ def _labelled(X, y) -> tuple[np.ndarray, np.ndarray]:
     if not np.all(np.isfinite(X)):
         raise ValueError("X must be finite")
     if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must have one label per row of X: got {y.shape[0]} labels for "
-                         f"{X.shape[0]} rows")
+        raise ValueError(
+            f"y must have one label per row of X: got {y.shape[0]} labels for {X.shape[0]} rows"
+        )
     if not np.all(np.isin(y, (-1.0, 1.0))) or not (np.any(y > 0) and np.any(y < 0)):
         raise ValueError("y must contain only labels -1 and +1, and both of them")
     return X, y
@@ -155,8 +175,14 @@ def share_strength_correlation(log_abs_beta, strength, mask=None) -> np.ndarray:
         raise ValueError(f"strength must have length d = {lb.shape[1]}, got {strength.shape[0]}")
     keep = _pixel_mask(strength, mask)
     sh = shares(quantized(lb))[:, keep]
-    return np.array([spearman(row, strength[keep]) if np.all(np.isfinite(row)) and row.any()
-                     else float("nan") for row in sh])
+    return np.array(
+        [
+            spearman(row, strength[keep])
+            if np.all(np.isfinite(row)) and row.any()
+            else float("nan")
+            for row in sh
+        ]
+    )
 
 
 def quantized(log_abs_beta, decimals: int = TIE_DECIMALS) -> np.ndarray:
@@ -204,8 +230,9 @@ def lowest_before(values, loss, fraction: float = 0.5) -> float:
     values = numeric_array(values, "values", ndim=1)
     loss = numeric_array(loss, "loss", ndim=1)
     if values.shape != loss.shape:
-        raise ValueError(f"values and loss must have the same length, got {values.size} and "
-                         f"{loss.size}")
+        raise ValueError(
+            f"values and loss must have the same length, got {values.size} and {loss.size}"
+        )
     hit = first_below(loss, fraction * loss[0])[0]
     early = values[: (hit + 1 if hit >= 0 else values.size)]
     early = early[np.isfinite(early)]
@@ -284,8 +311,13 @@ def orthant_l1_max_margin(X, y, signs) -> np.ndarray:
         raise ValueError(f"signs must be a length-{X.shape[1]} vector of -1 and +1")
     Z = y[:, None] * X * s
     scale = float(np.max(np.abs(Z)))
-    res = linprog(np.ones(X.shape[1]), A_ub=-Z / scale, b_ub=-np.ones(X.shape[0]),
-                  bounds=[(0.0, None)] * X.shape[1], method="highs")
+    res = linprog(
+        np.ones(X.shape[1]),
+        A_ub=-Z / scale,
+        b_ub=-np.ones(X.shape[0]),
+        bounds=[(0.0, None)] * X.shape[1],
+        method="highs",
+    )
     if res.status != 0:
         raise ValueError(f"no beta with these signs separates the data ({res.message})")
     beta = s * res.x
@@ -328,10 +360,22 @@ def _restart_alpha(log_abs_theta: np.ndarray, sign_theta: np.ndarray, depth: int
     return w
 
 
-def simulate_to_loss(data: Dataset, algorithm: str, depth: int, alpha, *, tau_max: float,
-                     loss_floor: float, chunk: float = 1.0, points_per_chunk: int = 10,
-                     method: str = "LSODA", rtol: float = 1e-8, max_nfev: int = 30_000,
-                     max_total_nfev: int | None = None, **hyperparameters) -> ChunkedRun:
+def simulate_to_loss(
+    data: Dataset,
+    algorithm: str,
+    depth: int,
+    alpha,
+    *,
+    tau_max: float,
+    loss_floor: float,
+    chunk: float = 1.0,
+    points_per_chunk: int = 10,
+    method: str = "LSODA",
+    rtol: float = 1e-8,
+    max_nfev: int = 30_000,
+    max_total_nfev: int | None = None,
+    **hyperparameters,
+) -> ChunkedRun:
     """The rescaled-clock flow of :func:`flows.simulate`, run in chunks of ``chunk`` in
     ``tau`` and stopped after the first chunk that ends with training loss ``<= loss_floor``
     (or at ``tau_max``, or at a chunk with ``status != 0``: a blow-up or a spent budget).
@@ -356,30 +400,52 @@ def simulate_to_loss(data: Dataset, algorithm: str, depth: int, alpha, *, tau_ma
     (digits 0 vs 1 and 3 vs 8, tau <= 20).
     """
     if not (np.isfinite(tau_max) and tau_max > 0 and chunk > 0 and loss_floor >= 0):
-        raise ValueError("tau_max and chunk must be > 0 and loss_floor >= 0, got "
-                         f"{tau_max!r}, {chunk!r}, {loss_floor!r}")
+        raise ValueError(
+            "tau_max and chunk must be > 0 and loss_floor >= 0, got "
+            f"{tau_max!r}, {chunk!r}, {loss_floor!r}"
+        )
     parts: list[tuple] = []
     tau0, init, nfev = 0.0, alpha, 0
     status, message = SUCCESS, f"reached tau_max = {tau_max:g}"
     while tau0 < tau_max - 1e-12:
         span = min(chunk, tau_max - tau0)
-        traj = simulate(data, algorithm, depth, init, t_max=span,
-                        n_points=points_per_chunk + 1, original_time=False, method=method,
-                        rtol=rtol, max_nfev=max_nfev, **hyperparameters)
+        traj = simulate(
+            data,
+            algorithm,
+            depth,
+            init,
+            t_max=span,
+            n_points=points_per_chunk + 1,
+            original_time=False,
+            method=method,
+            rtol=rtol,
+            max_nfev=max_nfev,
+            **hyperparameters,
+        )
         nfev += traj.nfev
         first = 0 if not parts else 1
-        parts.append((tau0 + traj.tau[first:], traj.loss[first:], traj.log_abs_beta[first:],
-                      traj.sign_beta[first:]))
+        parts.append(
+            (
+                tau0 + traj.tau[first:],
+                traj.loss[first:],
+                traj.log_abs_beta[first:],
+                traj.sign_beta[first:],
+            )
+        )
         if traj.status != SUCCESS:
             status, message = traj.status, f"chunk at tau = {tau0:g}: {traj.message}"
             break
         if max_total_nfev is not None and nfev > max_total_nfev:
             status = FAILURE
-            message = (f"{nfev} field evaluations by tau = {tau0 + span:g}, above the budget "
-                       f"max_total_nfev = {max_total_nfev}")
+            message = (
+                f"{nfev} field evaluations by tau = {tau0 + span:g}, above the budget "
+                f"max_total_nfev = {max_total_nfev}"
+            )
             break
         if traj.loss[-1] <= loss_floor:
-            message = f"training loss {traj.loss[-1]:.3g} <= {loss_floor:g} at tau = {tau0 + span:g}"
+            message = (
+                f"training loss {traj.loss[-1]:.3g} <= {loss_floor:g} at tau = {tau0 + span:g}"
+            )
             break
         if not np.any(traj.sign_theta[-1]):
             message = f"theta collapsed to 0 by tau = {tau0 + span:g}"
@@ -394,8 +460,9 @@ def simulate_to_loss(data: Dataset, algorithm: str, depth: int, alpha, *, tau_ma
 _HYPERPARAMETERS = ("rho", "sigma", "rho_max")
 
 
-def le_sam_budget(data: Dataset, alpha: float, depth: int, rho_max: float,
-                  start_fraction: float) -> float:
+def le_sam_budget(
+    data: Dataset, alpha: float, depth: int, rho_max: float, start_fraction: float
+) -> float:
     """The LE-SAM budget ``sigma`` whose radius starts at ``start_fraction * rho_max``:
     ``rho_0 = sigma / ||grad L(theta_0)||`` (the stabiliser ``varrho = 1e-12`` aside), so
     ``sigma = start_fraction * rho_max * ||grad L(theta_0)||``
@@ -428,31 +495,54 @@ def digits_flow(params: dict) -> Result:
     Returns ``tau``, ``loss`` (training), ``log_abs_beta``, ``sign_beta`` (in the original
     pixel signs), ``signs``, ``status``, ``message``, ``nfev``.
     """
-    train, _ = digits(int(params["a"]), int(params["b"]), float(params.get("test_fraction", 0.25)),
-                      int(params.get("seed", 0)))
+    train, _ = digits(
+        int(params["a"]),
+        int(params["b"]),
+        float(params.get("test_fraction", 0.25)),
+        int(params.get("seed", 0)),
+    )
     signs = orthant_signs(train.X, train.y)
     if not sign_constrained_separable(train, signs):
-        raise ValueError(f"digits {params['a']} vs {params['b']}: no beta with the signs of the "
-                         "class-mean difference separates the training set")
+        raise ValueError(
+            f"digits {params['a']} vs {params['b']}: no beta with the signs of the "
+            "class-mean difference separates the training set"
+        )
     flipped = Dataset(train.X * signs, train.y)
     hp = {k: float(params[k]) for k in _HYPERPARAMETERS if k in params}
     if "sigma_start_fraction" in params:
-        hp["sigma"] = le_sam_budget(flipped, float(params["alpha"]), int(params["depth"]),
-                                    hp["rho_max"], float(params["sigma_start_fraction"]))
-    run = simulate_to_loss(flipped, params["algorithm"], int(params["depth"]),
-                           float(params["alpha"]), tau_max=float(params["tau_max"]),
-                           loss_floor=float(params["loss_floor"]),
-                           chunk=float(params.get("chunk", 1.0)),
-                           points_per_chunk=int(params.get("points_per_chunk", 10)),
-                           method=str(params.get("method", "LSODA")),
-                           rtol=float(params.get("rtol", 1e-8)),
-                           max_nfev=int(params.get("max_nfev", 30_000)),
-                           max_total_nfev=(int(params["max_total_nfev"])
-                                           if "max_total_nfev" in params else None), **hp)
-    return {"tau": run.tau, "loss": run.loss, "log_abs_beta": run.log_abs_beta,
-            "sign_beta": run.sign_beta * signs, "signs": signs, "status": np.array(run.status),
-            "sigma": np.array(hp.get("sigma", np.nan)),
-            "message": np.array(run.message), "nfev": np.array(run.nfev)}
+        hp["sigma"] = le_sam_budget(
+            flipped,
+            float(params["alpha"]),
+            int(params["depth"]),
+            hp["rho_max"],
+            float(params["sigma_start_fraction"]),
+        )
+    run = simulate_to_loss(
+        flipped,
+        params["algorithm"],
+        int(params["depth"]),
+        float(params["alpha"]),
+        tau_max=float(params["tau_max"]),
+        loss_floor=float(params["loss_floor"]),
+        chunk=float(params.get("chunk", 1.0)),
+        points_per_chunk=int(params.get("points_per_chunk", 10)),
+        method=str(params.get("method", "LSODA")),
+        rtol=float(params.get("rtol", 1e-8)),
+        max_nfev=int(params.get("max_nfev", 30_000)),
+        max_total_nfev=(int(params["max_total_nfev"]) if "max_total_nfev" in params else None),
+        **hp,
+    )
+    return {
+        "tau": run.tau,
+        "loss": run.loss,
+        "log_abs_beta": run.log_abs_beta,
+        "sign_beta": run.sign_beta * signs,
+        "signs": signs,
+        "status": np.array(run.status),
+        "sigma": np.array(hp.get("sigma", np.nan)),
+        "message": np.array(run.message),
+        "nfev": np.array(run.nfev),
+    }
 
 
 def digits_flow_cost(params: dict) -> float:
@@ -460,6 +550,19 @@ def digits_flow_cost(params: dict) -> float:
     return 0.2 * float(params["tau_max"]) / float(params.get("chunk", 1.0)) ** 0.5 / 10.0
 
 
-register("digits_flow", digits_flow, cost=digits_flow_cost,
-         keys=("tau", "loss", "log_abs_beta", "sign_beta", "signs", "status", "message", "nfev",
-               "sigma"))
+register(
+    "digits_flow",
+    digits_flow,
+    cost=digits_flow_cost,
+    keys=(
+        "tau",
+        "loss",
+        "log_abs_beta",
+        "sign_beta",
+        "signs",
+        "status",
+        "message",
+        "nfev",
+        "sigma",
+    ),
+)

@@ -22,6 +22,7 @@ difference (a positive balanced init keeps ``beta >= 0``, and no digit pair is s
 a beta). Runs stop once the training loss is below 1e-30 (or at tau = 80 for L = 2, 120 for
 L = 3); see :func:`analysis.saliency.simulate_to_loss` for why and how.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -66,27 +67,53 @@ ALGORITHMS: tuple[tuple[str, dict], ...] = (
     # the sign discontinuities of l_inf-SAM: an explicit low-order solver at a loose tolerance
     # crosses them (LSODA stalls); where the flow slides along one (the engine's n > 1
     # limitation) the steps shrink and the run ends at its evaluation budget (status -1)
-    ("linf-sam", {"rho": RHO_LINF, "method": "RK45", "rtol": 1e-4, "max_nfev": 5000,
-                  "max_total_nfev": 12_000}),
+    (
+        "linf-sam",
+        {
+            "rho": RHO_LINF,
+            "method": "RK45",
+            "rtol": 1e-4,
+            "max_nfev": 5000,
+            "max_total_nfev": 12_000,
+        },
+    ),
 )
 NAMES = {"gd": "GD", "l2-sam": "ℓ2-SAM", "le-sam": "LE-SAM", "linf-sam": "ℓ∞-SAM"}
-COLORS = {"gd": OKABE_ITO[0], "l2-sam": OKABE_ITO[5], "le-sam": OKABE_ITO[3],
-          "linf-sam": OKABE_ITO[6]}
+COLORS = {
+    "gd": OKABE_ITO[0],
+    "l2-sam": OKABE_ITO[5],
+    "le-sam": OKABE_ITO[3],
+    "linf-sam": OKABE_ITO[6],
+}
 ASCII_NAMES = {"gd": "GD", "l2-sam": "l2-SAM", "le-sam": "LE-SAM", "linf-sam": "linf-SAM"}
 #: line widths and opacities: l2-SAM wide and light, so that LE-SAM shows on top of it where
-#: the two coincide (at L = 2 the budget never binds)
-LINE_STYLES = {"gd": dict(lw=2.0), "l2-sam": dict(lw=4.5, alpha=0.45), "le-sam": dict(lw=1.6),
-               "linf-sam": dict(lw=2.0)}
+#: the two coincide (at L = 2 the budget hardly binds)
+LINE_STYLES = {
+    "gd": dict(lw=2.0),
+    "l2-sam": dict(lw=4.5, alpha=0.45),
+    "le-sam": dict(lw=1.6),
+    "linf-sam": dict(lw=2.0),
+}
 DEPTH_STYLES = {2: "-", 3: "--"}
 
 
 def run_task(pair: tuple[int, int], depth: int, algorithm: str, hp: dict, quick: bool) -> Task:
     """One ``'digits_flow'`` run (default split: seed 0, a quarter of each class for testing)."""
-    return Task("digits_flow", {"a": pair[0], "b": pair[1], "algorithm": algorithm,
-                                "depth": depth, "alpha": ALPHA, **hp,
-                                "tau_max": TAU_MAX[quick][depth], "loss_floor": LOSS_FLOOR,
-                                "chunk": CHUNKS[depth][0],
-                                "points_per_chunk": CHUNKS[depth][1]})
+    return Task(
+        "digits_flow",
+        {
+            "a": pair[0],
+            "b": pair[1],
+            "algorithm": algorithm,
+            "depth": depth,
+            "alpha": ALPHA,
+            **hp,
+            "tau_max": TAU_MAX[quick][depth],
+            "loss_floor": LOSS_FLOOR,
+            "chunk": CHUNKS[depth][0],
+            "points_per_chunk": CHUNKS[depth][1],
+        },
+    )
 
 
 def runs(pairs: tuple[tuple[int, int], ...]) -> list[tuple[tuple[int, int], int, str, dict]]:
@@ -101,8 +128,10 @@ def study_tasks(pairs: tuple[tuple[int, int], ...], quick: bool) -> list[Task]:
 
 def by_run(pairs: tuple[tuple[int, int], ...], results: list[Result]) -> dict[tuple, Result]:
     """Results keyed by ``(pair, depth, algorithm)``."""
-    return {(pair, depth, alg): res
-            for (pair, depth, alg, _), res in zip(runs(pairs), results, strict=True)}
+    return {
+        (pair, depth, alg): res
+        for (pair, depth, alg, _), res in zip(runs(pairs), results, strict=True)
+    }
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,8 +152,11 @@ def pair_data(pair: tuple[int, int]) -> PairData:
     """:class:`PairData` of one pair (cached)."""
     train, test = digits(*pair)
     signs = orthant_signs(train.X, train.y)
-    refs = {"ℓ2": max_margin(train, p=2).direction, "ℓ1": max_margin(train, p=1).direction,
-            "ℓ1 in orthant": orthant_l1_max_margin(train.X, train.y, signs)}
+    refs = {
+        "ℓ2": max_margin(train, p=2).direction,
+        "ℓ1": max_margin(train, p=1).direction,
+        "ℓ1 in orthant": orthant_l1_max_margin(train.X, train.y, signs),
+    }
     return PairData(pair, train, test, pixel_strength(train.X, train.y), signs, refs)
 
 
@@ -156,25 +188,34 @@ def _draw_header(axes, data: PairData) -> None:
     """First row: the class means, the strength and the orthant signs."""
     a, b = data.pair
     X, y = data.train.X, data.train.y
-    panels = [(image(X[y > 0].mean(axis=0)), "gray", f"mean of digit {a} (y = +1)", (0, 1)),
-              (image(X[y < 0].mean(axis=0)), "gray", f"mean of digit {b} (y = −1)", (0, 1)),
-              (image(data.strength), "viridis",
-               "strength |mean₊ − mean₋|\n(contour: half its max)", (0, None)),
-              (image(data.signs), "coolwarm", f"init sign of β (red: votes {a})", (-1, 1))]
+    panels = [
+        (image(X[y > 0].mean(axis=0)), "gray", f"mean of digit {a} (y = +1)", (0, 1)),
+        (image(X[y < 0].mean(axis=0)), "gray", f"mean of digit {b} (y = −1)", (0, 1)),
+        (
+            image(data.strength),
+            "viridis",
+            "strength |mean₊ − mean₋|\n(contour: half its max)",
+            (0, None),
+        ),
+        (image(data.signs), "coolwarm", f"init sign of β (red: votes {a})", (-1, 1)),
+    ]
     for ax, (img, cmap, title, (lo, hi)) in zip(axes, panels, strict=False):
         ax.imshow(img, cmap=cmap, vmin=lo, vmax=hi)
         ax.set_title(title, fontsize=8.5)
-    axes[2].contour(image(data.strength), levels=[0.5 * data.strength.max()], colors="white",
-                    linewidths=1.0)
-    text = (f"train n = {data.train.n}, test n = {data.test.n}\n"
-            f"α = {ALPHA:g}; ℓ2/LE-SAM ρ = {RHO:g},\nℓ∞-SAM ρ = {RHO_LINF:g}\n\n"
-            "maps: |βⱼ| / ‖β‖₁, each scaled\nto its own max (in the title)\n"
-            "columns: first time the\ntraining loss ≤ level")
+    axes[2].contour(
+        image(data.strength), levels=[0.5 * data.strength.max()], colors="white", linewidths=1.0
+    )
+    text = (
+        f"train n = {data.train.n}, test n = {data.test.n}\n"
+        f"α = {ALPHA:g}; ℓ2/LE-SAM ρ = {RHO:g},\nℓ∞-SAM ρ = {RHO_LINF:g}\n\n"
+        "maps: |βⱼ| / ‖β‖₁, each scaled\nto its own max (in the title)\n"
+        "columns: first time the\ntraining loss ≤ level"
+    )
     axes[-1].text(0.0, 0.5, text, fontsize=8.5, va="center", transform=axes[-1].transAxes)
     for ax in axes:
         ax.set_xticks([])
         ax.set_yticks([])
-    for ax in axes[len(panels):]:
+    for ax in axes[len(panels) :]:
         ax.axis("off")
 
 
@@ -184,8 +225,9 @@ def draw_saliency(pair: tuple[int, int], results: list[Result], quick: bool, pat
     runs_ = by_run((pair,), results)
     n_cols = len(LEVELS) + 1
     n_rows = 1 + len(DEPTHS) * len(ALGORITHMS)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(1.75 * n_cols + 1.2, 1.55 * n_rows + 0.6),
-                             constrained_layout=True)
+    fig, axes = plt.subplots(
+        n_rows, n_cols, figsize=(1.75 * n_cols + 1.2, 1.55 * n_rows + 0.6), constrained_layout=True
+    )
     _draw_header(axes[0], data)
     contour = image(data.strength)
     level = 0.5 * data.strength.max()
@@ -200,27 +242,52 @@ def draw_saliency(pair: tuple[int, int], results: list[Result], quick: bool, pat
                 ax.set_xticks([])
                 ax.set_yticks([])
                 if k is None:
-                    ax.text(0.5, 0.5, "not\nreached", ha="center", va="center", fontsize=8,
-                            color="0.5", transform=ax.transAxes)
+                    ax.text(
+                        0.5,
+                        0.5,
+                        "not\nreached",
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color="0.5",
+                        transform=ax.transAxes,
+                    )
                     ax.set_facecolor("0.95")
                     continue
                 top = float(np.max(sh[k]))
                 ax.imshow(image(sh[k] / top), cmap="magma", vmin=0.0, vmax=1.0)
                 ax.contour(contour, levels=[level], colors="cyan", linewidths=0.7)
-                ax.set_title(f"τ={res['tau'][k]:.3g}, max {top:.2f}\ntest acc {acc[k]:.2f}",
-                             fontsize=7.5, pad=2)
-            axes[row, 0].set_ylabel(f"{NAMES[alg]}\nL = {depth}", fontsize=9.5,
-                                    color=COLORS[alg], fontweight="bold")
+                ax.set_title(
+                    f"τ={res['tau'][k]:.3g}, max {top:.2f}\ntest acc {acc[k]:.2f}",
+                    fontsize=7.5,
+                    pad=2,
+                )
+            axes[row, 0].set_ylabel(
+                f"{NAMES[alg]}\nL = {depth}", fontsize=9.5, color=COLORS[alg], fontweight="bold"
+            )
             row += 1
     for col, level_ in enumerate(LEVELS):
-        axes[1, col].annotate(f"loss ≤ {level_:g} × initial", (0.5, 1.38),
-                              xycoords="axes fraction", ha="center", fontsize=9.5,
-                              fontweight="bold")
-    axes[1, -1].annotate(f"end (loss ≤ {LOSS_FLOOR:g},\nτ max or budget)", (0.5, 1.38),
-                         xycoords="axes fraction", ha="center", fontsize=9.5,
-                         fontweight="bold")
-    fig.suptitle(f"Digits {pair[0]} vs {pair[1]}: pixel shares |βⱼ|/‖β‖₁ at matched training "
-                 "loss (cyan contour: strong pixels)" + quick_tag(quick), fontsize=11)
+        axes[1, col].annotate(
+            f"loss ≤ {level_:g} × initial",
+            (0.5, 1.38),
+            xycoords="axes fraction",
+            ha="center",
+            fontsize=9.5,
+            fontweight="bold",
+        )
+    axes[1, -1].annotate(
+        f"end (loss ≤ {LOSS_FLOOR:g},\nτ max or budget)",
+        (0.5, 1.38),
+        xycoords="axes fraction",
+        ha="center",
+        fontsize=9.5,
+        fontweight="bold",
+    )
+    fig.suptitle(
+        f"Digits {pair[0]} vs {pair[1]}: pixel shares |βⱼ|/‖β‖₁ at matched training "
+        "loss (cyan contour: strong pixels)" + quick_tag(quick),
+        fontsize=11,
+    )
     save(fig, path)
 
 
@@ -234,7 +301,9 @@ def _saliency_figure(pair: tuple[int, int], kind: str) -> Figure:
         "GD / l2 / LE / linf-SAM, L = 2, 3",
         f"On digits {a} vs {b}, which pixels does each algorithm's predictor rely on as training "
         "proceeds: the strong, stroke pixels (GD) or, first, the weak ones (SAM)?",
-        partial(study_tasks, (pair,)), partial(draw_saliency, pair))
+        partial(study_tasks, (pair,)),
+        partial(draw_saliency, pair),
+    )
 
 
 SALIENCY_0V1 = _saliency_figure((0, 1), "easy pair")

@@ -16,6 +16,7 @@ seeds are those of the figure modules). This module imports nothing from ``analy
 ``figures`` (layers go downward only); scikit-learn is needed for :func:`digits` only, as the
 optional extra ``data`` (``pip install -e '.[data]'``).
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -26,9 +27,19 @@ from scipy.optimize import linprog
 
 from .data import Dataset, is_separable, single_example
 
-__all__ = ["DIGITS_PIXELS", "DIGITS_SIDE", "MU2", "MU5", "DigitSplit", "digit_indices",
-           "digits", "gaussian_blobs", "single_example_mu2", "single_example_mu5",
-           "teacher_data"]
+__all__ = [
+    "DIGITS_PIXELS",
+    "DIGITS_SIDE",
+    "MU2",
+    "MU5",
+    "DigitSplit",
+    "digit_indices",
+    "digits",
+    "gaussian_blobs",
+    "single_example_mu2",
+    "single_example_mu5",
+    "teacher_data",
+]
 
 #: the paper's running examples of ``D_mu``
 MU2 = (1.0, 2.0)
@@ -40,8 +51,10 @@ DIGITS_PIXELS = DIGITS_SIDE * DIGITS_SIDE
 #: largest raw intensity of the digits (the 4x4-block counts of the UCI preprocessing)
 DIGITS_MAX_INTENSITY = 16.0
 
-_MISSING_EXTRA = ("the digits data need scikit-learn, which is the optional extra 'data' of "
-                  "samflows: pip install -e '.[data]'")
+_MISSING_EXTRA = (
+    "the digits data need scikit-learn, which is the optional extra 'data' of "
+    "samflows: pip install -e '.[data]'"
+)
 
 
 # --------------------------------------------------------------------------- synthetic sets
@@ -57,8 +70,7 @@ def single_example_mu5() -> Dataset:
     return single_example(list(MU5))
 
 
-def gaussian_blobs(seed: int = 5, n: int = 40, std: float = 0.6,
-                   mean=(1.0, 2.0)) -> Dataset:
+def gaussian_blobs(seed: int = 5, n: int = 40, std: float = 0.6, mean=(1.0, 2.0)) -> Dataset:
     """Two Gaussian blobs: ``x_i = y_i mean + std N(0, I)``, labels alternating +1, -1
     (``y_0 = +1``), drawn from ``numpy.random.default_rng(seed)`` and redrawn (same generator)
     until separable through the origin.
@@ -104,8 +116,13 @@ def _l1_max_margin(Z: np.ndarray) -> np.ndarray:
     ``beta = p - q``). Used only for the signs of :func:`teacher_data`'s columns (the full
     solver with its polish and KKT residuals is :func:`analysis.maxmargin.max_margin`)."""
     n, d = Z.shape
-    res = linprog(np.ones(2 * d), A_ub=-np.hstack([Z, -Z]), b_ub=-np.ones(n),
-                  bounds=[(0.0, None)] * (2 * d), method="highs")
+    res = linprog(
+        np.ones(2 * d),
+        A_ub=-np.hstack([Z, -Z]),
+        b_ub=-np.ones(n),
+        bounds=[(0.0, None)] * (2 * d),
+        method="highs",
+    )
     if res.status != 0:
         raise ValueError(f"the l1 max-margin LP failed: {res.message}")
     return res.x[:d] - res.x[d:]
@@ -144,8 +161,11 @@ def _digits_arrays() -> tuple[np.ndarray, np.ndarray]:
 
 def _check_classes(a, b) -> tuple[int, int]:
     for name, c in (("a", a), ("b", b)):
-        if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer)) \
-                or not 0 <= c <= 9:
+        if (
+            isinstance(c, (bool, np.bool_))
+            or not isinstance(c, (int, np.integer))
+            or not 0 <= c <= 9
+        ):
             raise ValueError(f"{name} must be a digit class, an integer in 0..9, got {c!r}")
     if a == b:
         raise ValueError(f"a and b must be different classes, got a = b = {a}")
@@ -153,9 +173,11 @@ def _check_classes(a, b) -> tuple[int, int]:
 
 
 def _check_fraction(test_fraction) -> float:
-    if isinstance(test_fraction, (bool, np.bool_)) or not isinstance(
-            test_fraction, (int, float, np.integer, np.floating)) \
-            or not 0.0 < float(test_fraction) < 1.0:
+    if (
+        isinstance(test_fraction, (bool, np.bool_))
+        or not isinstance(test_fraction, (int, float, np.integer, np.floating))
+        or not 0.0 < float(test_fraction) < 1.0
+    ):
         raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
     return float(test_fraction)
 
@@ -182,8 +204,9 @@ def digit_indices(a: int, b: int, test_fraction: float = 0.25, seed: int = 0) ->
     return DigitSplit(np.sort(np.concatenate(train)), np.sort(np.concatenate(test)))
 
 
-def digits(a: int, b: int, test_fraction: float = 0.25, seed: int = 0, *,
-           scaled: bool = True) -> tuple[Dataset, Dataset]:
+def digits(
+    a: int, b: int, test_fraction: float = 0.25, seed: int = 0, *, scaled: bool = True
+) -> tuple[Dataset, Dataset]:
     """Two classes of the 8x8 handwritten digits as ``(train, test)`` :class:`flows.Dataset`\\ s.
 
     Data: scikit-learn's bundled copy of the UCI optical-recognition digits (1797 images, about
@@ -226,6 +249,8 @@ def digits(a: int, b: int, test_fraction: float = 0.25, seed: int = 0, *,
         try:
             out.append(Dataset(X, y))
         except ValueError as exc:
-            raise ValueError(f"digits {a} vs {b}: the {name} set (seed {seed}) is not linearly "
-                             f"separable through the origin ({exc})") from exc
+            raise ValueError(
+                f"digits {a} vs {b}: the {name} set (seed {seed}) is not linearly "
+                f"separable through the origin ({exc})"
+            ) from exc
     return out[0], out[1]

@@ -95,10 +95,17 @@ def test_test_fraction_sets_the_split_sizes():
     assert abs(len(split.test) - len(split.train)) <= 2
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    (dict(a=3, b=3), "different"), (dict(a=3, b=10), "b"), (dict(a=-1, b=2), "a"),
-    (dict(a=1.0, b=2), "a"), (dict(a=0, b=1, test_fraction=1.0), "test_fraction"),
-    (dict(a=0, b=1, test_fraction=0), "test_fraction")])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        (dict(a=3, b=3), "different"),
+        (dict(a=3, b=10), "b"),
+        (dict(a=-1, b=2), "a"),
+        (dict(a=1.0, b=2), "a"),
+        (dict(a=0, b=1, test_fraction=1.0), "test_fraction"),
+        (dict(a=0, b=1, test_fraction=0), "test_fraction"),
+    ],
+)
 def test_bad_arguments_name_the_parameter(kwargs, word):
     with pytest.raises(ValueError, match=word):
         D.digits(**kwargs)
@@ -117,12 +124,15 @@ def test_missing_scikit_learn_names_the_extra(monkeypatch):
 def test_module_works_without_scikit_learn_in_a_fresh_process():
     """Importing flows.datasets and building the synthetic sets needs no scikit-learn; digits
     then fails with the install hint."""
-    code = ("import sys; sys.modules['sklearn'] = None\n"
-            "import flows.datasets as D\n"
-            "assert D.gaussian_blobs().n == 40 and D.teacher_data().n == 12\n"
-            "try:\n    D.digits(0, 1)\nexcept ImportError as e:\n    print(e)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=ROOT).stdout
+    code = (
+        "import sys; sys.modules['sklearn'] = None\n"
+        "import flows.datasets as D\n"
+        "assert D.gaussian_blobs().n == 40 and D.teacher_data().n == 12\n"
+        "try:\n    D.digits(0, 1)\nexcept ImportError as e:\n    print(e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
     assert "pip install -e '.[data]'" in out
 
 
@@ -132,8 +142,11 @@ def test_a_pair_that_is_not_separable_is_named(monkeypatch):
     X[:, 0] = 1.0
     target = np.array([0, 1] * 4)
     monkeypatch.setattr(D, "_digits_arrays", lambda: (X, target))
-    with pytest.raises(ValueError, match=r"digits 0 vs 1: the training set .* not linearly "
-                                         r"separable"):
+    with pytest.raises(
+        ValueError,
+        match=r"digits 0 vs 1: the training set .* not linearly "
+        r"separable",
+    ):
         D.digits(0, 1)
 
 
@@ -157,7 +170,8 @@ def test_synthetic_sets_are_the_figures_data():
     figure modules have moved them)."""
     figures = pytest.importorskip("figures.geometry")
     blobs = getattr(figures, "gaussian_blobs", None) or getattr(
-        pytest.importorskip("figures.blobs"), "gaussian_blobs", None)
+        pytest.importorskip("figures.blobs"), "gaussian_blobs", None
+    )
     teacher = getattr(figures, "teacher_data", None)
     if blobs is None or teacher is None:
         pytest.skip("the figure modules no longer define their own data")

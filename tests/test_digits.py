@@ -86,8 +86,9 @@ def test_share_strength_correlation_against_scipy():
     want = [spearmanr(row[keep], strength[keep]).statistic for row in shares]
     np.testing.assert_allclose(got, want, atol=1e-12)
     # far beyond float64 (beta ~ e^5000) the same numbers
-    np.testing.assert_allclose(S.share_strength_correlation(lb + 5000.0, strength), want,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        S.share_strength_correlation(lb + 5000.0, strength), want, atol=1e-12
+    )
     # a uniform row read back with rounding noise has no order: nan, not a random value
     uniform = np.full((1, 9), np.log(0.04)) + 1e-15 * RNG.normal(size=(1, 9))
     assert np.isnan(S.share_strength_correlation(uniform, strength)[0])
@@ -95,10 +96,16 @@ def test_share_strength_correlation_against_scipy():
 
 def test_leader_strength_quantile_and_changes():
     strength = np.array([0.0, 0.1, 0.5, 0.3, 0.9])
-    lb = np.log(np.array([[1.0, 1.0, 1.0, 1.0, 1.0],    # tie: no leader yet
-                          [1.0, 2.0, 1.0, 1.0, 1.0],    # pixel 1 (weakest informative)
-                          [1.0, 2.0, 3.0, 1.0, 1.0],    # pixel 2
-                          [1.0, 2.0, 3.0, 1.0, 4.0]]))  # pixel 4 (strongest)
+    lb = np.log(
+        np.array(
+            [
+                [1.0, 1.0, 1.0, 1.0, 1.0],  # tie: no leader yet
+                [1.0, 2.0, 1.0, 1.0, 1.0],  # pixel 1 (weakest informative)
+                [1.0, 2.0, 3.0, 1.0, 1.0],  # pixel 2
+                [1.0, 2.0, 3.0, 1.0, 4.0],  # pixel 4 (strongest)
+            ]
+        )
+    )
     q = S.leader_strength_quantile(lb, strength)
     np.testing.assert_allclose(q[1:], [1 / 4, 3 / 4, 1.0])  # among the 4 with strength > 0
     seq = S.leader_changes(np.arange(4.0), lb)
@@ -129,17 +136,18 @@ def test_accuracy_margins_and_angles_against_direct_formulas():
     np.testing.assert_allclose(S.accuracy(lb + 800.0, sb, X, y), acc)  # beta ~ e^800
     for p in (1, 2):
         want = np.min(y[None, :] * (beta @ X.T), axis=1) / np.linalg.norm(beta, ord=p, axis=1)
-        np.testing.assert_allclose(S.normalized_margins(lb + 800.0, sb, X, y, p), want,
-                                   rtol=1e-12)
+        np.testing.assert_allclose(S.normalized_margins(lb + 800.0, sb, X, y, p), want, rtol=1e-12)
     ref = RNG.normal(size=6)
     cos = beta @ ref / np.linalg.norm(beta, axis=1) / np.linalg.norm(ref)
     np.testing.assert_allclose(S.angles_to(lb, sb, ref), np.degrees(np.arccos(cos)), atol=1e-9)
     # and the project's own one-vector functions agree, row by row
     for k in range(len(beta)):
-        assert S.angles_to(lb[k:k + 1], sb[k:k + 1], ref)[0] == pytest.approx(
-            np.degrees(angle(beta[k], ref)), abs=1e-10)
-        assert S.normalized_margins(lb[k:k + 1], sb[k:k + 1], X, y, 1)[0] == pytest.approx(
-            normalized_margin(beta[k], X, y, 1), rel=1e-12)
+        assert S.angles_to(lb[k : k + 1], sb[k : k + 1], ref)[0] == pytest.approx(
+            np.degrees(angle(beta[k], ref)), abs=1e-10
+        )
+        assert S.normalized_margins(lb[k : k + 1], sb[k : k + 1], X, y, 1)[0] == pytest.approx(
+            normalized_margin(beta[k], X, y, 1), rel=1e-12
+        )
     # beta = 0 has no direction and no margin
     zero_lb, zero_sb = np.full((1, 6), -np.inf), np.zeros((1, 6))
     assert np.isnan(S.angles_to(zero_lb, zero_sb, ref)[0])
@@ -162,8 +170,9 @@ def test_orthant_l1_max_margin_against_its_dual():
     X, y = _separable()
     signs = np.where(max_margin(X, y, 2).beta < 0, -1.0, 1.0)  # an orthant that separates
     Z = y[:, None] * X * signs
-    dual = linprog(-np.ones(len(y)), A_ub=Z.T, b_ub=np.ones(5), bounds=[(0, None)] * len(y),
-                   method="highs")
+    dual = linprog(
+        -np.ones(len(y)), A_ub=Z.T, b_ub=np.ones(5), bounds=[(0, None)] * len(y), method="highs"
+    )
     assert dual.status == 0
     u = S.orthant_l1_max_margin(X, y, signs)
     assert np.all(signs * u >= -1e-12)
@@ -195,10 +204,30 @@ def small():
 
 
 def test_chunks_trace_the_path_of_one_run(small):
-    one = simulate(small, "l2-sam", 2, 0.3, rho=0.5, t_max=4.0, n_points=21,
-                   original_time=False, method="LSODA", rtol=1e-10)
-    run = S.simulate_to_loss(small, "l2-sam", 2, 0.3, rho=0.5, tau_max=4.0, loss_floor=0.0,
-                             chunk=1.0, points_per_chunk=5, rtol=1e-10)
+    one = simulate(
+        small,
+        "l2-sam",
+        2,
+        0.3,
+        rho=0.5,
+        t_max=4.0,
+        n_points=21,
+        original_time=False,
+        method="LSODA",
+        rtol=1e-10,
+    )
+    run = S.simulate_to_loss(
+        small,
+        "l2-sam",
+        2,
+        0.3,
+        rho=0.5,
+        tau_max=4.0,
+        loss_floor=0.0,
+        chunk=1.0,
+        points_per_chunk=5,
+        rtol=1e-10,
+    )
     np.testing.assert_allclose(run.tau, one.tau, atol=1e-12)
     np.testing.assert_allclose(run.log_abs_beta, one.log_abs_beta, atol=1e-6)
     assert run.status == 0 and "tau_max" in run.message
@@ -209,8 +238,9 @@ def test_chunks_stop_at_the_loss_floor_and_at_the_budget(small):
     below = np.flatnonzero(run.loss <= 1e-3)
     assert below.size and run.tau[-1] == pytest.approx(np.ceil(run.tau[below[0]]))
     assert run.tau[-1] < 100.0 and "<=" in run.message
-    capped = S.simulate_to_loss(small, "gd", 2, 0.3, tau_max=100.0, loss_floor=0.0, chunk=1.0,
-                                max_total_nfev=50)
+    capped = S.simulate_to_loss(
+        small, "gd", 2, 0.3, tau_max=100.0, loss_floor=0.0, chunk=1.0, max_total_nfev=50
+    )
     assert capped.status == -1 and "budget" in capped.message and capped.tau[-1] < 100.0
 
 
@@ -235,14 +265,27 @@ def test_reflected_digits_run_is_the_signed_initialization():
     pytest.importorskip("sklearn")
     from flows.datasets import digits
 
-    res = S.digits_flow({"a": 0, "b": 1, "algorithm": "l2-sam", "depth": 2, "alpha": 0.2,
-                         "rho": 1.0, "tau_max": 1.0, "loss_floor": 0.0, "chunk": 1.0,
-                         "points_per_chunk": 4, "rtol": 1e-10})
+    res = S.digits_flow(
+        {
+            "a": 0,
+            "b": 1,
+            "algorithm": "l2-sam",
+            "depth": 2,
+            "alpha": 0.2,
+            "rho": 1.0,
+            "tau_max": 1.0,
+            "loss_floor": 0.0,
+            "chunk": 1.0,
+            "points_per_chunk": 4,
+            "rtol": 1e-10,
+        }
+    )
     train, _ = digits(0, 1)
     s = S.orthant_signs(train.X, train.y)
     alpha = np.vstack([0.2 * s, np.full(64, 0.2)])
-    signed = simulate(train, "l2-sam", 2, alpha, rho=1.0, t_max=1.0, n_points=5,
-                      original_time=False, rtol=1e-10)
+    signed = simulate(
+        train, "l2-sam", 2, alpha, rho=1.0, t_max=1.0, n_points=5, original_time=False, rtol=1e-10
+    )
     np.testing.assert_allclose(res["log_abs_beta"], signed.log_abs_beta, atol=1e-6)
     np.testing.assert_array_equal(res["sign_beta"], signed.sign_beta)
     np.testing.assert_array_equal(res["signs"], s)
