@@ -4,6 +4,8 @@
     python -m flows.sweep --list          # names, titles and captions
     python -m flows.sweep fig4_amplification --out /tmp/figs --jobs 2
     python -m flows.sweep --fresh         # ignore the cache
+    python -m flows.sweep --scheduler tcp://host:8786   # the runs on a dask cluster
+    python -m flows.sweep --scheduler local --jobs 4    # ... or on a local one (4 workers)
 
 The figures come from the figure table :data:`figures.table.FIGURES` (the presentation layer;
 this module knows nothing about any figure). Each figure declares its expensive runs as
@@ -13,7 +15,10 @@ same pool) as soon as its runs are done. A rerun, or a rerun after an interrupti
 what is missing; two sweeps on one cache compute each run once (see :mod:`flows.cache`).
 
 The task runner is :func:`flows.tasks.run_tasks` (it takes any
-:class:`concurrent.futures.Executor`); the process pool is :mod:`flows.pool`.
+:class:`concurrent.futures.Executor`); the process pool is :mod:`flows.pool`. With
+``--scheduler`` the runs go to a dask cluster instead (:mod:`flows.distributed`, the optional
+``dask`` extra), with the same cache (kept by this process), progress lines and results; the
+figures are then drawn here.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
 
 from .cache import Cache, Result, Task
+from .distributed import SchedulerError, address_problem, connect
 from .pool import local_pool, stop_pool
 from .run import OneLineParser
 from .tasks import TaskError, run_tasks
@@ -39,7 +45,8 @@ DEFAULT_CACHE = Path(".cache") / "sweep"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; exit status 2 on bad arguments, 1 if a run or a drawing failed."""
+    """Entry point; exit status 2 on bad arguments (or an unusable ``--scheduler``), 1 if a run
+    or a drawing failed."""
     # An entry module: the one place in flows that reads the presentation layer's table.
     from figures.table import FIGURES
 
@@ -54,7 +61,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     selected = [FIGURES[n] for n in dict.fromkeys(args.names or FIGURES)]
     cache = Cache(args.cache)
-    pool = local_pool(args.jobs) if args.jobs > 1 else None
+    dask = None
+    if args.scheduler is not None:
+        try:
+            dask = connect(args.scheduler, args.jobs)
+        except SchedulerError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    # with a cluster the figures are drawn here, between results; else in the local pool
+    pool = local_pool(args.jobs) if args.jobs > 1 and dask is None else None
     sweep = Sweep(selected, Path(args.out), args.quick, pool)
     try:
         _, computed = run_tasks(
@@ -63,18 +78,22 @@ def main(argv: list[str] | None = None) -> int:
             args.jobs,
             args.fresh,
             seconds=sweep.seconds,
-            executor=pool,
+            executor=dask or pool,
             on_result=sweep.on_result,
             errors=sweep.errors,
-            window=args.jobs,
+            window=None if dask is not None else args.jobs,
         )
         wait(sweep.draws)
     except BaseException:
         if pool is not None:
             stop_pool(pool)
+        if dask is not None:
+            dask.shutdown(wait=False, cancel_futures=True)
         raise
     if pool is not None:
         pool.shutdown(wait=True)
+    if dask is not None:
+        dask.shutdown(wait=True)
     return sweep.summary(computed)
 
 
@@ -97,7 +116,13 @@ def parser() -> argparse.ArgumentParser:
         "--jobs",
         type=int,
         default=multiprocessing.cpu_count(),
-        help="parallel processes (default: all cores)",
+        help="parallel processes, or workers of --scheduler local (default: all cores)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the tasks on a dask cluster: tcp://host:port of its scheduler, or 'local' for "
+        "a local cluster of --jobs workers (needs the dask extra: pip install -e '.[dask]')",
     )
     p.add_argument("--fresh", action="store_true", help="ignore cached results")
     p.add_argument(
@@ -115,6 +140,9 @@ def argument_problem(args: argparse.Namespace, figures: dict) -> str | None:
         return f"unknown figure(s) {', '.join(unknown)}; see --list"
     if args.jobs < 1:
         return "--jobs must be >= 1"
+    scheduler = None if args.scheduler is None else address_problem(args.scheduler)
+    if scheduler:
+        return scheduler
     return check_directory(args.out, "--out") or check_directory(args.cache, "--cache")
 
 

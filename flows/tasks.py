@@ -3,6 +3,11 @@ most expensive first, on any :class:`concurrent.futures.Executor` (or in this pr
 
 Each task is computed under its cache lock (:func:`work`): a task that another process is
 computing is put back in the queue and waited for, then its stored result is reused.
+
+Where the workers may not see the cache directory (a dask cluster on other machines,
+:mod:`flows.distributed`), this process holds the locks and stores the results instead
+(``cache_here``): the workers only compute, and a task that finished is on disk here whatever
+happens to the workers afterwards.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 
@@ -19,6 +25,9 @@ from .pool import local_pool, stop_pool
 
 #: ``(how, result, seconds)`` of one :func:`work` call
 Outcome = tuple[str, Result | None, float]
+
+#: how often (seconds) a ``cache_here`` run retries the lock of a task another process computes
+LOCK_POLL = 0.2
 
 
 class TaskError(RuntimeError):
@@ -40,6 +49,7 @@ def run_tasks(
     on_result: Callable[[Task, Result, str], None] | None = None,
     errors: dict[str, TaskError] | None = None,
     window: int | None = None,
+    cache_here: bool | None = None,
 ) -> tuple[dict[str, Result], int]:
     """Results of ``tasks`` by key, computing the missing ones, most expensive first.
 
@@ -49,8 +59,13 @@ def run_tasks(
         this process when ``jobs <= 1``). Any :class:`concurrent.futures.Executor` works; its
         workers get the task kind's function by reference.
     window : at most this many tasks submitted at a time (default: ``jobs`` for the local pool,
-        the executor's ``_max_workers`` if it has one, else all), so that the order holds and
-        other work submitted to the same executor (drawing) is not queued behind every task.
+        the executor's ``window`` or ``_max_workers`` if it has one, else all), so that the
+        order holds and other work submitted to the same executor (drawing) is not queued
+        behind every task.
+    cache_here : this process, not the workers, takes each task's lock (while the task is out)
+        and stores its result; the workers compute only (they need not see the cache). Default:
+        the executor's ``cache_here`` attribute if it has one (:class:`flows.distributed.DaskExecutor`
+        does), else False.
     on_result : called in this process as ``on_result(task, result, how)`` for every result,
         ``how`` in ``"cached"``, ``"computed"``, ``"reused"`` (computed meanwhile by another
         process sharing the cache).
@@ -66,15 +81,25 @@ def run_tasks(
     if not missing:
         return results, 0
     _most_expensive_first(missing, cache)
-    where = f"on {jobs} process(es)" if executor is None else f"on {type(executor).__name__}"
+    where = (
+        f"on {jobs} process(es)"
+        if executor is None
+        else f"on {getattr(executor, 'label', type(executor).__name__)}"
+    )
     log(
         f"computing {len(missing)} runs ({len(unique) - len(missing)} cached) {where}, "
         "most expensive first"
     )
     tally = _Tally(len(missing), results, log, seconds, on_result, errors)
     queue = deque((task, False) for task in missing)
+    if cache_here is None:
+        cache_here = bool(getattr(executor, "cache_here", False))
     try:
-        _drain(queue, cache, jobs, since, executor, window, tally)
+        if executor is not None and cache_here:
+            limit = window or getattr(executor, "window", None) or len(queue)
+            _drain_here(executor, limit, queue, cache, since, tally)
+        else:
+            _drain(queue, cache, jobs, since, executor, window, tally)
     finally:
         cache.record_costs(tally.timings)
     return results, tally.computed
@@ -214,7 +239,7 @@ def _drain(
                 partial(work, TASK_KINDS[task.kind], task, cache.directory, since, block),
             )
         return
-    limit = window or (jobs if executor is None else getattr(executor, "_max_workers", None))
+    limit = window or (jobs if executor is None else _executor_window(executor))
     limit = limit or len(queue)
     if executor is not None:
         _drain_on(executor, limit, queue, cache, since, tally)
@@ -250,3 +275,66 @@ def _drain_on(
         for future in pending:
             future.cancel()
         raise
+
+
+def _executor_window(executor: Executor) -> int | None:
+    """How many tasks to keep submitted to ``executor`` by default (None: all)."""
+    return getattr(executor, "window", None) or getattr(executor, "_max_workers", None)
+
+
+def _drain_here(
+    executor: Executor, limit: int, queue: deque, cache: Cache, since: float, tally: _Tally
+) -> None:
+    """Run the queue on ``executor`` with the cache handled in this process (``cache_here``).
+
+    For each task this process takes the lock (never blocking: a task another process holds
+    waits in ``held_elsewhere`` and its lock is tried again every :data:`LOCK_POLL` seconds),
+    reuses a result stored meanwhile, or submits :func:`work` without a cache directory and
+    keeps the lock until the result is stored here. On an error or an interruption the tasks
+    out are cancelled and every lock is released.
+    """
+    pending: dict[Future, tuple[Task, ExitStack]] = {}
+    held_elsewhere: list[Task] = []
+    try:
+        while queue or pending or held_elsewhere:
+            while queue and len(pending) < limit:
+                task, block = queue.popleft()
+                lock = ExitStack()
+                if not lock.enter_context(cache.lock(task, block=False)):
+                    lock.close()
+                    if block:  # already reported: wait quietly
+                        held_elsewhere.append(task)
+                    else:
+                        tally.settle(queue, task, lambda: ("busy", None, 0.0))
+                    continue
+                done = cache.load(task, newer_than=since)
+                if done is not None:
+                    lock.close()
+                    tally.finish(task, "reused", done, 0.0)
+                    continue
+                future = executor.submit(work, TASK_KINDS[task.kind], task, None, since, False)
+                pending[future] = (task, lock)
+            if not pending and not queue:
+                time.sleep(LOCK_POLL)
+            elif pending:
+                timeout = LOCK_POLL if held_elsewhere else None
+                done_now, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
+                for future in done_now:
+                    task, lock = pending.pop(future)
+                    with lock:  # released once the result is stored (or the task failed)
+                        tally.settle(queue, task, partial(_store_here, future, task, cache))
+            queue.extend((task, True) for task in held_elsewhere)
+            held_elsewhere.clear()
+    except BaseException:
+        for future, (_, lock) in pending.items():
+            future.cancel()
+            lock.close()
+        raise
+
+
+def _store_here(future: Future, task: Task, cache: Cache) -> Outcome:
+    """The outcome of a task computed elsewhere (without a cache), stored here."""
+    how, result, took = future.result()
+    if how == "computed" and result is not None:
+        cache.store(task, result, took)
+    return how, result, took
