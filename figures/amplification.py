@@ -58,7 +58,9 @@ def draw_amplification(results: list[Result], quick: bool, path: Path) -> None:
         1, len(alphas), figsize=(3.2 * len(alphas), 3.4), sharey=True, constrained_layout=True
     )
     colors = coordinate_colors(len(MU5))
-    for ax, alpha, sam, gd in zip(np.atleast_1d(axes), alphas, results[0::2], results[1::2], strict=False):
+    for ax, alpha, sam, gd in zip(
+        np.atleast_1d(axes), alphas, results[0::2], results[1::2], strict=False
+    ):
         for j, color in enumerate(colors):
             ax.plot(
                 sam["t"],

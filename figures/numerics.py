@@ -316,7 +316,9 @@ def clock_checks(results: list[Result], quick: bool) -> dict:
                 "collapse_tau": next(
                     (
                         float(et)
-                        for ek, et in zip(orig[-1]["event_kind"], orig[-1]["event_tau"], strict=False)
+                        for ek, et in zip(
+                            orig[-1]["event_kind"], orig[-1]["event_tau"], strict=False
+                        )
                         if ek == "collapse"
                     ),
                     np.nan,

@@ -3,29 +3,33 @@
 A figure is a :class:`~figures.common.Figure` declared in a theme module (its tasks, drawing
 function and caption); adding one is a new declaration and one line here.
 """
+
 from __future__ import annotations
 
 from . import amplification, digits, digits_curves, geometry, lesam, lesam_outcomes, linf, numerics
 from .common import Figure
 
-FIGURES: dict[str, Figure] = {fig.name: fig for fig in (
-    geometry.DEPTH_CONTRAST,            # fig1
-    linf.COORDINATES,                   # fig2
-    linf.LIMIT_MAP,                     # fig3
-    amplification.AMPLIFICATION,        # fig4
-    amplification.REGIMES,              # fig5
-    geometry.MAXMARGIN_ANGLES,          # fig6
-    geometry.GAUSSIAN_BLOBS,            # fig7
-    numerics.DISCRETE_VS_FLOW,          # fig8
-    numerics.CLOCKS_AND_LOSS,           # fig9
-    lesam.RADIUS,                       # fig10
-    lesam.AMPLIFICATION,                # fig11
-    lesam_outcomes.REGIMES,             # fig12
-    lesam_outcomes.SHARPNESS,           # fig13
-    lesam_outcomes.LIMITS,              # fig14
-    digits.SALIENCY_0V1,                # digits study: pixel shares as 8x8 maps
-    digits.SALIENCY_3V8,
-    digits.SALIENCY_4V9,
-    digits_curves.MINOR_FIRST,          # digits study: share-strength rank correlation
-    digits_curves.GENERALIZATION,       # digits study: test accuracy, margin, max-margin angles
-)}
+FIGURES: dict[str, Figure] = {
+    fig.name: fig
+    for fig in (
+        geometry.DEPTH_CONTRAST,  # fig1
+        linf.COORDINATES,  # fig2
+        linf.LIMIT_MAP,  # fig3
+        amplification.AMPLIFICATION,  # fig4
+        amplification.REGIMES,  # fig5
+        geometry.MAXMARGIN_ANGLES,  # fig6
+        geometry.GAUSSIAN_BLOBS,  # fig7
+        numerics.DISCRETE_VS_FLOW,  # fig8
+        numerics.CLOCKS_AND_LOSS,  # fig9
+        lesam.RADIUS,  # fig10
+        lesam.AMPLIFICATION,  # fig11
+        lesam_outcomes.REGIMES,  # fig12
+        lesam_outcomes.SHARPNESS,  # fig13
+        lesam_outcomes.LIMITS,  # fig14
+        digits.SALIENCY_0V1,  # digits study: pixel shares as 8x8 maps
+        digits.SALIENCY_3V8,
+        digits.SALIENCY_4V9,
+        digits_curves.MINOR_FIRST,  # digits study: share-strength rank correlation
+        digits_curves.GENERALIZATION,  # digits study: test accuracy, margin, max-margin angles
+    )
+}
