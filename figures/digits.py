@@ -1,5 +1,5 @@
 """The digits study: GD and SAM flows on pairs of scikit-learn's 8x8 handwritten digits, the
-analog of the paper's Grad-CAM figures (SPEC §5: on images SAM with an intermediate
+analog of the paper's Grad-CAM figures (docs/theory.md §14: on images SAM with an intermediate
 initialization attends to low-intensity pixels, GD to the digit).
 
 This module holds the study's settings, its runs (task kind ``'digits_flow'``,
