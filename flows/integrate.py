@@ -16,8 +16,6 @@ for large ``|w|``.
 
 from __future__ import annotations
 
-import functools
-import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -25,15 +23,16 @@ import numpy as np
 from . import compiled
 from . import events as ev
 from .algorithms import get_algorithm, resolve_hyperparameters
+from .arguments import check_options, largest_radius, warn_if_signs_cannot_separate
 from .charts import choose_chart
 from .clocks import get_clock, log_original_time
-from .data import Dataset, sign_constrained_separable
+from .data import Dataset
 from .field import Problem, ReferenceField
-from .initialization import initialization, kept_sign_pattern
+from .initialization import initialization
 from .kernel import FusedField
 from .model import LOSSES, loss_weights, margins
 from .results import FAILURE, SUCCESS, FlowEvent, Trajectory
-from .schedules import kinks_of, maximum_of
+from .schedules import kinks_of
 from .segments import Mode, Path, Segment
 from .signedlog import SignedLog, product_of_layers
 from .solver import METHODS, integrate_segment
@@ -164,26 +163,23 @@ def simulate(
         With ``status`` 0 (reached ``t_max``), 1 (finite-time blow-up: the path ends there) or
         -1 (solver failure or budget spent: the path ends there; ``message`` says why).
     """
-    run = _setup(
-        data,
-        algorithm,
-        depth,
-        alpha,
-        dict(rho=rho, sigma=sigma, rho_max=rho_max, varrho=varrho),
-        t_max,
-        clock,
-        n_points,
-        loss,
-        reduced,
-        rtol,
-        atol,
-        method,
-        chart,
-        chart_scale,
-        max_nfev,
-        backend,
-        original_time,
+    options = dict(
+        t_max=t_max,
+        clock=clock,
+        n_points=n_points,
+        loss=loss,
+        reduced=reduced,
+        rtol=rtol,
+        atol=atol,
+        method=method,
+        chart=chart,
+        chart_scale=chart_scale,
+        original_time=original_time,
+        max_nfev=max_nfev,
+        backend=backend,
     )
+    given = dict(rho=rho, sigma=sigma, rho_max=rho_max, varrho=varrho)
+    run = _setup(data, algorithm, depth, alpha, given, options)
     while run.s < run.s_end:
         if run.mode.frozen:
             _freeze(run)
@@ -202,131 +198,64 @@ def simulate(
     return _assemble(run, float(t_max), n_points, original_time, algorithm)
 
 
-def _setup(
-    data,
-    algorithm,
-    depth,
-    alpha,
-    given,
-    t_max,
-    clock,
-    n_points,
-    loss,
-    reduced,
-    rtol,
-    atol,
-    method,
-    chart,
-    chart_scale,
-    max_nfev,
-    backend,
-    original_time,
-) -> Run:
-    """Validate every argument (``ValueError`` naming it) and build the initial run state."""
+def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Run:
+    """Validate every argument (``ValueError`` naming it, :mod:`flows.arguments`) and build the
+    initial run state."""
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
     algo = get_algorithm(algorithm)
     hp = resolve_hyperparameters(algorithm, given)
-    the_clock = get_clock(clock)
-    if not isinstance(loss, str) or loss not in LOSSES:  # str first: a list is unhashable
-        raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
-    init = initialization(alpha, depth, data.d, reduced)
-
-    def finite(value) -> bool:  # also an int beyond float64 (np.isfinite raises TypeError)
-        try:
-            return bool(np.isfinite(float(value)))
-        except OverflowError:
-            return False
-
-    if not (
-        isinstance(t_max, (int, float, np.integer, np.floating)) and finite(t_max) and t_max > 0
-    ):
-        raise ValueError(f"t_max must be a finite number > 0, got {t_max!r}")
-    _check_count("n_points", n_points, 2, MAX_POINTS)
-    _check_count("max_nfev", max_nfev, 1)
-    if not isinstance(original_time, (bool, np.bool_)):
-        raise ValueError(f"original_time must be True or False, got {original_time!r}")
-    if not (isinstance(chart_scale, (int, float)) and finite(chart_scale) and chart_scale > 0):
-        raise ValueError(f"chart_scale must be finite and > 0, got {chart_scale!r}")
-    for name, value in (("rtol", rtol), ("atol", atol)):
-        if not (isinstance(value, (int, float)) and finite(value) and value > 0):
-            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
-    if not isinstance(backend, str) or backend not in ("auto", *BACKENDS):
-        raise ValueError(f"backend must be one of {['auto', *BACKENDS]}, got {backend!r}")
-    if not isinstance(chart, str):  # choose_chart checks the name (an array would not compare)
-        raise ValueError(f"chart must be a chart name, got {chart!r}")
+    init = initialization(alpha, depth, data.d, options["reduced"])
+    check_options(options, MAX_POINTS, METHODS, ("auto", *BACKENDS))
     depth_total = int(init.multiplicity.sum())
-    _warn_if_signs_cannot_separate(data, alpha, depth_total, algorithm)
+    warn_if_signs_cannot_separate(data, alpha, depth_total, algorithm)
     the_chart = choose_chart(
-        chart, init.groups, init.balanced, depth_total, algo.sign_discontinuous, chart_scale
+        options["chart"],
+        init.groups,
+        init.balanced,
+        depth_total,
+        algo.sign_discontinuous,
+        options["chart_scale"],
     )
-    problem = Problem(data, algo, hp, LOSSES[loss], init.multiplicity, the_clock, the_chart)
+    problem = Problem(
+        data,
+        algo,
+        hp,
+        LOSSES[options["loss"]],
+        init.multiplicity,
+        get_clock(options["clock"]),
+        the_chart,
+    )
     mode = Mode(
         the_chart,
         held=np.zeros(problem.shape, dtype=bool),
         sign_pattern=np.sign(init.groups) if algo.sign_discontinuous else None,
     )
     z0 = the_chart.coordinates(SignedLog.from_float(init.groups))
-    if backend == "numba":
-        compiled.require()
-    if backend == "auto":
-        backend = "numba" if compiled.available() and compiled.supports(problem) else "numpy"
+    t_max = float(options["t_max"])
     return Run(
         problem=problem,
-        backend=BACKENDS[backend],
+        backend=BACKENDS[_backend_name(options["backend"], problem)],
         mode=mode,
         y=np.append(z0.ravel(), 0.0),
-        s_end=float(t_max),
-        rtol=float(rtol),
-        atol=float(atol),
-        budget=int(max_nfev),
-        near_zero_switch=chart == "auto",
+        s_end=t_max,
+        rtol=float(options["rtol"]),
+        atol=float(options["atol"]),
+        budget=int(options["max_nfev"]),
+        near_zero_switch=options["chart"] == "auto",
         path=Path(problem.shape),
-        radius=_largest_radius(algo, hp, float(t_max)),
+        radius=largest_radius(algo, hp, t_max),
         kinks=kinks_of(hp.values()),
     )
 
 
-def _warn_if_signs_cannot_separate(data: Dataset, alpha, depth: int, algorithm: str) -> None:
-    """A ``RuntimeWarning`` when the initialization confines ``beta`` to an orthant that no
-    separator of ``data`` lies in (:func:`flows.initialization.kept_sign_pattern`): the loss
-    cannot tend to 0, and the flow typically stops at a stationary point. A signed (L, d)
-    ``alpha`` with other signs is the fix."""
-    signs = kept_sign_pattern(alpha, depth, data.d, algorithm=algorithm)
-    if signs is not None and not _separable_with_signs(data, tuple(signs)):
-        warnings.warn(
-            f"the initialization keeps sign(beta) = {signs.astype(int).tolist()} (depth {depth}), "
-            "and no predictor with these signs separates the data: the loss cannot tend to 0 "
-            "(use a signed (L, d) alpha to start in another orthant)",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-
-
-@functools.lru_cache(maxsize=64)
-def _separable_with_signs(data: Dataset, signs: tuple) -> bool:
-    """Cached :func:`flows.data.sign_constrained_separable` (one LP per data set and signs)."""
-    return sign_constrained_separable(data, np.array(signs))
-
-
-def _largest_radius(algo, hp: dict, t_max: float) -> float:
-    """The perturbation size for the collapse threshold: the radius at the largest value of
-    every scheduled hyper-parameter over the run."""
-    return float(algo.radius({k: maximum_of(v, t_max) for k, v in hp.items()}))
-
-
-def _check_count(name: str, value, least: int, most: int | None = None) -> None:
-    """An integer in ``[least, most]``; ``ValueError`` naming ``name`` otherwise."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or value < least
-        or (most is not None and value > most)
-    ):
-        bound = f">= {least}" if most is None else f"in [{least}, {most}]"
-        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
+def _backend_name(backend: str, problem: Problem) -> str:
+    """``auto`` resolved: ``numba`` where installed and covering the problem, else ``numpy``."""
+    if backend == "numba":
+        compiled.require()
+    if backend == "auto":
+        return "numba" if compiled.available() and compiled.supports(problem) else "numpy"
+    return backend
 
 
 def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
