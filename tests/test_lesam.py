@@ -15,7 +15,7 @@ import functools
 import numpy as np
 import pytest
 
-import analysis.lesam as lesam
+import analysis.lesam_regimes as lesam_regimes
 from analysis.lesam import (
     M_PEAK,
     SIGMA_CRITICAL,
@@ -299,7 +299,7 @@ def no_flow(monkeypatch):
     def boom(*_, **__):
         raise AssertionError("simulated before checking the input")
 
-    monkeypatch.setattr(lesam, "simulate", boom)
+    monkeypatch.setattr(lesam_regimes, "simulate", boom)
 
 
 @pytest.mark.parametrize(
