@@ -3,7 +3,7 @@ analog of the paper's Grad-CAM figures (docs/theory.md §14: on images SAM with 
 initialization attends to low-intensity pixels, GD to the digit).
 
 This module holds the study's settings, its runs (task kind ``'digits_flow'``,
-:func:`analysis.saliency.digits_flow`) and the saliency maps:
+:func:`analysis.digits_runs.digits_flow`) and the saliency maps:
 
 * ``digits_saliency_0v1``, ``digits_saliency_3v8``, ``digits_saliency_4v9`` — the shares
   ``|beta_j| / ||beta||_1`` as 8x8 images at matched training losses, GD / l2-SAM / LE-SAM /
@@ -20,7 +20,7 @@ rho = 0.1 (below alpha: with ``alpha < rho`` every weight would shrink to 0). In
 ``|w_j| = alpha`` in every layer with ``sign(beta_j)`` = the sign of the pixel's class-mean
 difference (a positive balanced init keeps ``beta >= 0``, and no digit pair is separable by such
 a beta). Runs stop once the training loss is below 1e-30 (or at tau = 80 for L = 2, 120 for
-L = 3); see :func:`analysis.saliency.simulate_to_loss` for why and how.
+L = 3); see :func:`analysis.digits_runs.simulate_to_loss` for why and how.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+import analysis.digits_runs  # noqa: F401  (registers the task kind 'digits_flow')
 from analysis.amplification import shares
 from analysis.maxmargin import max_margin
 from analysis.saliency import (
@@ -54,8 +55,8 @@ RHO_LINF = 0.1
 LOSS_FLOOR = 1e-30
 #: ``{quick: {depth: tau_max}}``
 TAU_MAX = {False: {2: 80.0, 3: 120.0}, True: {2: 6.0, 3: 8.0}}
-#: ``{depth: (chunk, points per chunk)}`` of :func:`analysis.saliency.simulate_to_loss`: at
-#: L = 3 the loss plunges towards the finite-time blow-up, and a 2-long chunk that passes
+#: ``{depth: (chunk, points per chunk)}`` of :func:`analysis.digits_runs.simulate_to_loss`:
+#: at L = 3 the loss plunges towards the finite-time blow-up, and a 2-long chunk that passes
 #: the floor can spend its whole budget there (digits 0 vs 1, l2-SAM: 35k evaluations against
 #: 8k with chunks of 1); at L = 2 shorter chunks only cost restarts (+25 %)
 CHUNKS = {2: (2.0, 10), 3: (1.0, 5)}

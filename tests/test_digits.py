@@ -1,7 +1,7 @@
-"""The digits study's analysis (``analysis.saliency``) against independent computations: ranks
-and Spearman against scipy, strengths and shares against direct numpy, the orthant l1
-max-margin against its dual LP, the chunked runner against one simulate call, and the
-reflected run against the signed initialization it stands for."""
+"""The digits study's analysis (``analysis.saliency``, ``analysis.digits_runs``) against
+independent computations: ranks and Spearman against scipy, strengths and shares against
+direct numpy, the orthant l1 max-margin against its dual LP, the chunked runner against one
+simulate call, and the reflected run against the signed initialization it stands for."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from scipy.optimize import linprog
 from scipy.stats import rankdata, spearmanr
 
+from analysis import digits_runs as R
 from analysis import saliency as S
 from analysis.angles import angle
 from analysis.maxmargin import max_margin, normalized_margin
@@ -216,7 +217,7 @@ def test_chunks_trace_the_path_of_one_run(small):
         method="LSODA",
         rtol=1e-10,
     )
-    run = S.simulate_to_loss(
+    run = R.simulate_to_loss(
         small,
         "l2-sam",
         2,
@@ -234,11 +235,11 @@ def test_chunks_trace_the_path_of_one_run(small):
 
 
 def test_chunks_stop_at_the_loss_floor_and_at_the_budget(small):
-    run = S.simulate_to_loss(small, "gd", 2, 0.3, tau_max=100.0, loss_floor=1e-3, chunk=1.0)
+    run = R.simulate_to_loss(small, "gd", 2, 0.3, tau_max=100.0, loss_floor=1e-3, chunk=1.0)
     below = np.flatnonzero(run.loss <= 1e-3)
     assert below.size and run.tau[-1] == pytest.approx(np.ceil(run.tau[below[0]]))
     assert run.tau[-1] < 100.0 and "<=" in run.message
-    capped = S.simulate_to_loss(
+    capped = R.simulate_to_loss(
         small, "gd", 2, 0.3, tau_max=100.0, loss_floor=0.0, chunk=1.0, max_total_nfev=50
     )
     assert capped.status == -1 and "budget" in capped.message and capped.tau[-1] < 100.0
@@ -254,7 +255,7 @@ def test_le_sam_budget_starts_at_the_fraction_of_rho_max(small):
         e = np.zeros_like(theta)
         e[idx] = h
         grad[idx] = (loss_value(theta + e, small) - loss_value(theta - e, small)) / (2 * h)
-    sigma = S.le_sam_budget(small, 0.3, 3, rho_max=2.0, start_fraction=0.25)
+    sigma = R.le_sam_budget(small, 0.3, 3, rho_max=2.0, start_fraction=0.25)
     assert sigma / np.linalg.norm(grad) == pytest.approx(0.5, rel=1e-6)
 
 
@@ -265,7 +266,7 @@ def test_reflected_digits_run_is_the_signed_initialization():
     pytest.importorskip("sklearn")
     from flows.datasets import digits
 
-    res = S.digits_flow(
+    res = R.digits_flow(
         {
             "a": 0,
             "b": 1,
