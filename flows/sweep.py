@@ -37,6 +37,7 @@ from .cache import Cache, Result, Task
 from .distributed import SchedulerError, address_problem, connect
 from .pool import local_pool, stop_pool
 from .run import OneLineParser
+from .stamps import Stamps
 from .tasks import TaskError, run_tasks
 
 #: Defaults, relative to the current directory (not to where the package is installed).
@@ -70,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     # with a cluster the figures are drawn here, between results; else in the local pool
     pool = local_pool(args.jobs) if args.jobs > 1 and dask is None else None
-    sweep = Sweep(selected, Path(args.out), args.quick, pool)
+    stamps = Stamps(Path(args.out), _code_mtime())
+    sweep = Sweep(selected, Path(args.out), args.quick, pool, stamps, args.redraw)
     try:
         _, computed = run_tasks(
             sweep.tasks(),
@@ -94,7 +96,15 @@ def main(argv: list[str] | None = None) -> int:
         pool.shutdown(wait=True)
     if dask is not None:
         dask.shutdown(wait=True)
+    stamps.write()
     return sweep.summary(computed)
+
+
+def _code_mtime() -> float:
+    """Time of the newest module of the presentation layer (a PNG older than it is redrawn)."""
+    import figures
+
+    return max(p.stat().st_mtime for p in Path(figures.__file__).parent.glob("*.py"))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -125,6 +135,11 @@ def parser() -> argparse.ArgumentParser:
         "a local cluster of --jobs workers (needs the dask extra: pip install -e '.[dask]')",
     )
     p.add_argument("--fresh", action="store_true", help="ignore cached results")
+    p.add_argument(
+        "--redraw",
+        action="store_true",
+        help="draw every figure, also those whose PNG is up to date",
+    )
     p.add_argument(
         "--quick",
         action="store_true",
@@ -174,9 +189,19 @@ class Sweep:
     draws : the drawings submitted to the pool.
     """
 
-    def __init__(self, figures: list, out: Path, quick: bool, pool: ProcessPoolExecutor | None):
+    def __init__(
+        self,
+        figures: list,
+        out: Path,
+        quick: bool,
+        pool: ProcessPoolExecutor | None,
+        stamps: Stamps,
+        redraw: bool = False,
+    ):
         self.figures = {fig.name: fig for fig in figures}
         self.out, self.quick, self.pool = out, quick, pool
+        self.stamps, self.redraw = stamps, redraw
+        self.skipped: list[str] = []
         self.start = time.perf_counter()
         self.plan = {fig.name: fig.tasks(quick) for fig in figures}
         self.keys = {name: {t.key() for t in tasks} for name, tasks in self.plan.items()}
@@ -218,6 +243,14 @@ class Sweep:
         """Draw ``fig`` here, or submit its drawing to the pool and report when it is done."""
         results = [self.got[t.key()] for t in self.plan[fig.name]]
         path = self.out / f"{fig.name}.png"
+        keys = self.keys[fig.name]
+        computed = any(k in self.seconds for k in keys)
+        if not (self.redraw or computed) and self.stamps.up_to_date(
+            fig.name, keys, self.quick, path
+        ):
+            self.skipped.append(fig.name)
+            say(f"{path}: up to date ({len(keys)} runs cached), not redrawn (--redraw to force)")
+            return
         if self.pool is None:
             try:
                 took = draw_figure(fig.draw, results, self.quick, path)
@@ -243,6 +276,7 @@ class Sweep:
             say(f"error: drawing {fig.name} failed: {type(exc).__name__}: {exc}", sys.stderr)
             return
         keys = self.keys[fig.name]
+        self.stamps.drawn(fig.name, keys, self.quick)
         fresh = [k for k in keys if k in self.seconds]
         say(
             f"wrote {self.out / f'{fig.name}.png'}: {len(keys)} runs ({len(fresh)} computed in "
@@ -261,7 +295,8 @@ class Sweep:
                 )
         not_drawn = set(self.failed_draws) | {n for k in self.errors for n in self.users[k]}
         print(
-            f"done: {len(self.plan) - len(not_drawn)} of {len(self.plan)} figure(s), "
+            f"done: {len(self.plan) - len(not_drawn)} of {len(self.plan)} figure(s) "
+            f"({len(self.skipped)} up to date), "
             f"{computed} runs computed, {len(self.got) - computed} from cache or another "
             f"sweep, {len(self.errors)} failed, {time.perf_counter() - self.start:.1f}s"
         )

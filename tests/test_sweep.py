@@ -550,3 +550,38 @@ def test_lock_held_by_another_process_is_waited_for(tmp_path):
     assert CALLS == [1.0] and computed == 1
     assert float(results[held.key()]["square"]) == -4.0, "the other process's result is reused"
     assert any("another process" in line for line in lines)
+
+
+def test_warm_sweep_redraws_only_what_changed(tmp_path, capsys, monkeypatch):
+    """A rerun with every run cached leaves an up-to-date PNG alone (same bytes, same mtime);
+    --redraw draws it again; drawing code newer than the PNG, or other runs (another engine
+    version), make it stale."""
+    import flows.sweep as sweep_module
+
+    args = [
+        "--quick",
+        "fig4_amplification",
+        "--out",
+        str(tmp_path / "o"),
+        "--cache",
+        str(tmp_path / "c"),
+        "--jobs",
+        "1",
+    ]
+    assert main(args) == 0
+    png = tmp_path / "o" / "fig4_amplification.png"
+    first = png.stat().st_mtime_ns
+    capsys.readouterr()
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "up to date" in out and "(1 up to date)" in out and png.stat().st_mtime_ns == first
+    assert main([*args, "--redraw"]) == 0
+    assert "wrote" in capsys.readouterr().out and png.stat().st_mtime_ns > first
+    monkeypatch.setattr(sweep_module, "_code_mtime", lambda: png.stat().st_mtime + 1.0)
+    assert main(args) == 0
+    assert "wrote" in capsys.readouterr().out
+    monkeypatch.undo()
+    monkeypatch.setattr("flows.cache.ENGINE_VERSION", "test-other-engine")
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "(0 up to date)" in out and "wrote" in out
