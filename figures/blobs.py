@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from flows import datasets
 from flows.cache import Result, Task
-from flows.data import is_separable
 
 from .common import OKABE_ITO, Figure, plt, save
 from .compared import ALGORITHMS, COLORS, NAMES
@@ -29,16 +29,11 @@ FIG7_HORIZONS: Horizons = {
 FIG7_DEPTHS = ((2, "-"), (1, "--"))
 
 
-def gaussian_blobs(seed: int = 5, n: int = 40, std: float = 0.6) -> tuple[np.ndarray, np.ndarray]:
-    """Two blobs: ``x_i = y_i (1, 2) + std N(0, I)``, labels alternating +1, -1; redrawn (same
-    generator) until separable through the origin. Seed 5 (first draw separable) gives
-    l1 max-margin ``e_2`` and an l2 max-margin 16 deg away from it."""
-    rng = np.random.default_rng(seed)
-    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
-    while True:
-        X = y[:, None] * np.array([1.0, 2.0]) + std * rng.normal(size=(n, 2))
-        if is_separable(X, y):
-            return X, y
+def gaussian_blobs() -> tuple[np.ndarray, np.ndarray]:
+    """Figure 7's data, :func:`flows.datasets.gaussian_blobs` (means +-(1, 2), n = 40, std 0.6,
+    seed 5), as arrays."""
+    data = datasets.gaussian_blobs()
+    return np.array(data.X), np.array(data.y)
 
 
 def fig7_tasks(quick: bool) -> list[Task]:

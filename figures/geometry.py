@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.maxmargin import max_margin
+from flows import datasets
 from flows.cache import Result, Task
 
 from .blobs import GAUSSIAN_BLOBS  # noqa: F401 - the figure table reads it from here
@@ -163,30 +163,11 @@ FIG6_HORIZONS: Horizons = {
 }
 
 
-def teacher_data(
-    seed: int = 90, n: int = 12, d: int = 3, margin: float = 0.2
-) -> tuple[np.ndarray, np.ndarray]:
-    """Separable data from a random unit teacher ``w``: ``x ~ N(0, I)`` kept when
-    ``|<w, x>| >= margin``, ``y = sign <w, x>``.
-
-    Columns are then sign-flipped so that the l1 max-margin solution is ``>= 0``: a balanced
-    positive initialization keeps ``beta = a^2 >= 0`` at L = 2, so only then can GD reach the
-    l1 max-margin direction (flipping a column is a symmetry of the whole problem).
-    Seed 90 was picked (among 0..199) for a large angle, 30 deg, between the l1 and l2
-    max-margin directions, so that the two references are told apart at a glance.
-    """
-    rng = np.random.default_rng(seed)
-    w = rng.normal(size=d)
-    w /= np.linalg.norm(w)
-    rows = []
-    while len(rows) < n:
-        x = rng.normal(size=d)
-        if abs(x @ w) >= margin:
-            rows.append(x)
-    X = np.array(rows)
-    y = np.sign(X @ w)
-    flips = np.where(max_margin(X, y, 1).beta < 0, -1.0, 1.0)
-    return X * flips, y
+def teacher_data() -> tuple[np.ndarray, np.ndarray]:
+    """Figure 6's data, :func:`flows.datasets.teacher_data` (n = 12, d = 3, seed 90: a 30 deg
+    angle between the l1 and l2 max-margin directions), as arrays."""
+    data = datasets.teacher_data()
+    return np.array(data.X), np.array(data.y)
 
 
 def fig6_tasks(quick: bool) -> list[Task]:

@@ -166,18 +166,12 @@ def test_synthetic_sets():
 
 
 def test_synthetic_sets_are_the_figures_data():
-    """Bit for bit the data of figures 6 and 7 (their modules define them; skipped if the
-    figure modules have moved them)."""
-    figures = pytest.importorskip("figures.geometry")
-    blobs = getattr(figures, "gaussian_blobs", None) or getattr(
-        pytest.importorskip("figures.blobs"), "gaussian_blobs", None
-    )
-    teacher = getattr(figures, "teacher_data", None)
-    if blobs is None or teacher is None:
-        pytest.skip("the figure modules no longer define their own data")
-    X, y = blobs()
+    """Figures 6 and 7 draw their data from here (one place), as arrays."""
+    geometry = pytest.importorskip("figures.geometry")
+    blobs = pytest.importorskip("figures.blobs")
+    X, y = blobs.gaussian_blobs()
     np.testing.assert_array_equal(D.gaussian_blobs().X, X)
     np.testing.assert_array_equal(D.gaussian_blobs().y, y)
-    X, y = teacher()
+    X, y = geometry.teacher_data()
     np.testing.assert_array_equal(D.teacher_data().X, X)
     np.testing.assert_array_equal(D.teacher_data().y, y)
