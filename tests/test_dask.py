@@ -165,7 +165,7 @@ def kill_when_started(marks: Path, x: float, cache: Path, killed: list, cached: 
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         started = list(marks.glob(f"{x}-*"))
-        stored = list(cache.glob("*.npz"))
+        stored = [p for p in cache.glob("*.npz") if not p.name.startswith(".")]  # not temp files
         if started and len(stored) >= 2:
             cached.extend(p.name for p in stored)
             time.sleep(0.2)  # the cluster has forgotten what is cached (released futures)
