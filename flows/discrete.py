@@ -18,6 +18,7 @@ from .field import Problem, perturbed_point
 from .initialization import initialization
 from .model import LOSSES, Loss, evaluate, loss_gradient_signed
 from .results import FAILURE, SUCCESS
+from .schedules import Hyperparameter
 from .signedlog import SignedLog
 
 
@@ -71,9 +72,9 @@ def iterate(
     depth: int = 2,
     alpha=1.0,
     *,
-    rho: float | None = None,
-    sigma: float | None = None,
-    rho_max: float | None = None,
+    rho: Hyperparameter | None = None,
+    sigma: Hyperparameter | None = None,
+    rho_max: Hyperparameter | None = None,
     varrho: float | None = None,
     eta: float = 1e-3,
     steps: int = 1000,

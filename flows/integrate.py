@@ -32,7 +32,7 @@ from .initialization import initialization
 from .kernel import FusedField
 from .model import LOSSES, loss_weights, margins
 from .results import FAILURE, SUCCESS, FlowEvent, Trajectory
-from .schedules import kinks_of
+from .schedules import Hyperparameter, kinks_of
 from .segments import Mode, Path, Segment
 from .signedlog import SignedLog, product_of_layers
 from .solver import METHODS, integrate_segment
@@ -105,9 +105,9 @@ def simulate(
     depth: int = 2,
     alpha=1.0,
     *,
-    rho: float | None = None,
-    sigma: float | None = None,
-    rho_max: float | None = None,
+    rho: Hyperparameter | None = None,
+    sigma: Hyperparameter | None = None,
+    rho_max: Hyperparameter | None = None,
     varrho: float | None = None,
     t_max: float = 10.0,
     clock: str = "rescaled",

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: What ``rho``, ``sigma`` and ``rho_max`` may be: a number, or a schedule of the clock time.
+Hyperparameter = float | Callable[[float], float]
+
 
 @dataclass(frozen=True)
 class Schedule:
