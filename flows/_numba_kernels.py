@@ -97,7 +97,7 @@ def summary(w, depth, multiplicity, features, loss_id, pattern, use_pattern):
     for layer in range(groups):
         for j in range(d):
             if use_pattern:
-                sign[layer, j] = -np.sign(direction[j]) * pattern[layer, j]
+                sign[layer, j] = pattern[layer, j]
             else:
                 sign[layer, j] = -np.sign(g[layer, j])
             unit[layer, j] = sign[layer, j] * (abs(g[layer, j]) / norm) if norm > 0 else 0.0

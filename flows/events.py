@@ -5,10 +5,10 @@ where it changes sign in the watched ``direction``), and ``event.handle(y, mode,
 applies its consequence (at clock time ``s``, rescaled time ``tau``) to the state and the mode
 in place, returning an :class:`Outcome`.
 
-* :class:`ZeroCrossing` — a parameter reaches 0 where the field jumps (l_inf-SAM); the one-sided
-  fields decide between crossing and sliding (Filippov).
-* :class:`SlidingRelease` — a parameter held at 0 stops sliding (the one-sided fields no
-  longer both point at 0).
+* :class:`ZeroCrossing` — a parameter reaches 0 where the field jumps (l_inf-SAM), and
+  :class:`DirectionCrossing` — some ``G_j(theta)`` reaches 0 (l_inf-SAM on several examples);
+  the one-sided fields decide between crossing and sliding (Filippov, :mod:`flows.filippov`).
+* :class:`Release` — a sliding surface stops sliding (the field of one side turns tangent).
 * :class:`NearZero` — in the log chart, every parameter is below ``radius * NEAR_ZERO``: the run
   continues in the asinh chart, which follows a collapse to 0 in a few steps (the log chart
   would need ever smaller steps as ``log|w| -> -inf``). The log chart is used only where the
@@ -36,9 +36,18 @@ from typing import NamedTuple
 import numpy as np
 
 from .charts import AsinhChart
-from .field import VectorField, one_sided_velocity
+from .field import VectorField
+from .filippov import (
+    DIRECTION,
+    PARAMETER,
+    FilippovField,
+    Surface,
+    TooManySurfaces,
+    parameter_surface,
+)
+from .kernel import FusedField
 from .model import evaluate
-from .results import BLOWUP, FlowEvent
+from .results import BLOWUP, FAILURE, FlowEvent
 from .segments import Mode
 from .signedlog import log_norm2
 
@@ -54,6 +63,9 @@ BLOWUP_RATE = 1e12
 STATIONARY_TOL = 1e-8
 #: Offset (in chart units) that puts a parameter just past 0 when it crosses transversally.
 NUDGE = 1e-300
+#: Where a ``G_j`` event fires, other ``|G_j|`` below this (times the largest ``|x_ij|``) are at
+#: 0 in the same instant.
+DIRECTION_ZERO = 1e-12
 
 
 class Outcome(NamedTuple):
@@ -104,6 +116,82 @@ class SegmentEvent:
         raise NotImplementedError
 
 
+def enter_surface(
+    field: VectorField,
+    surface: Surface,
+    y: np.ndarray,
+    mode: Mode,
+    s: float,
+    tau: float,
+    log: list[FlowEvent],
+) -> Outcome:
+    """The flow reached ``surface``: cross it or slide on it (Filippov, :mod:`flows.filippov`).
+
+    With the normal rates ``N+`` and ``N-`` of the surface under its two one-sided fields (the
+    surfaces already sliding go on sliding): slide if ``N+ < 0 < N-``; cross to the side both
+    point to otherwise; on a repelling surface (``N+ > 0 > N-``) keep the way it came.
+    """
+    assert mode.sign_pattern is not None and mode.direction_pattern is not None
+    entry = surface.entry(field.problem.shape)
+    if surface.kind == PARAMETER:
+        came_from = float(mode.sign_pattern[entry])
+        for member, _ in surface.flat_sides(1.0):
+            y[member] = 0.0
+    else:
+        came_from = float(mode.direction_pattern[surface.at])
+    try:
+        n_plus, n_minus = FilippovField(field, mode, extra=surface).one_sided_rates(y[:-1], s)
+    except TooManySurfaces as error:
+        return Outcome(stop=True, status=FAILURE, message=f"{error} at tau={tau:.6g}")
+    if n_plus < 0 < n_minus:
+        if surface.kind == PARAMETER:
+            for member, _ in surface.flat_sides(1.0):
+                mode.held.ravel()[member] = True
+            if len(surface.members) > 1:
+                mode.linked = (*mode.linked, surface.members)
+        else:
+            mode.sliding_directions = (*mode.sliding_directions, surface.at)
+        _log(log, tau, "sliding", surface, field.problem.shape)
+        return Outcome()
+    if n_plus > 0 and n_minus >= 0:
+        side = 1.0
+    elif n_minus < 0 and n_plus <= 0:
+        side = -1.0
+    elif came_from != 0:
+        side = -came_from
+    else:  # repelling, at the start of the run: the side that pushes harder
+        side = 1.0 if n_plus >= -n_minus else -1.0
+    _leave(surface, side, y, mode)
+    _log(log, tau, "crossing", surface, field.problem.shape)
+    return Outcome()
+
+
+def _log(
+    log: list[FlowEvent], tau: float, kind: str, surface: Surface, shape: tuple[int, int]
+) -> None:
+    """One event per parameter of the surface (one for a direction)."""
+    if surface.kind == DIRECTION:
+        log.append(FlowEvent(tau, kind, surface.entry(shape), DIRECTION))
+        return
+    for member, _ in surface.flat_sides(1.0):
+        group, j = np.unravel_index(member, shape)
+        log.append(FlowEvent(tau, kind, (int(group), int(j)), PARAMETER))
+
+
+def _leave(surface: Surface, side: float, y: np.ndarray, mode: Mode) -> None:
+    """Put the state on ``side`` of ``surface`` (just past 0 for a parameter)."""
+    assert mode.sign_pattern is not None and mode.direction_pattern is not None
+    if surface.kind == PARAMETER:
+        for member, sign in surface.flat_sides(side):
+            mode.held.ravel()[member] = False
+            mode.sign_pattern.ravel()[member] = sign
+            y[member] = sign * NUDGE
+        mode.linked = tuple(g for g in mode.linked if g != surface.members)
+    else:
+        mode.sliding_directions = tuple(j for j in mode.sliding_directions if j != surface.at)
+        mode.direction_pattern[surface.at] = side
+
+
 @dataclass
 class ZeroCrossing(SegmentEvent):
     """``g = z[index]``: the parameter at ``index`` (flat) passes through 0."""
@@ -116,42 +204,20 @@ class ZeroCrossing(SegmentEvent):
     def handle(
         self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
     ) -> Outcome:
-        """Cross or slide; also every entry that reached 0 in the same instant."""
-        self._cross_or_slide(y, self.index, mode, s, tau, log)
-        for flat in self._also_crossed(y, mode):
-            self._cross_or_slide(y, flat, mode, s, tau, log)
+        """Cross or slide; also every entry that reached 0 in the same instant (those of the
+        same coordinate as one surface, :class:`flows.filippov.Surface`)."""
+        assert mode.sign_pattern is not None
+        shape = self.problem.shape
+        reached = [self.index, *self._also_crossed(y, mode)]
+        for j in dict.fromkeys(int(np.unravel_index(f, shape)[1]) for f in reached):
+            flats = [f for f in reached if np.unravel_index(f, shape)[1] == j]
+            surface = parameter_surface(flats, mode.sign_pattern)
+            outcome = enter_surface(self.field, surface, y, mode, s, tau, log)
+            if outcome.stop:
+                return outcome
         return Outcome()
 
-    def _cross_or_slide(
-        self, y: np.ndarray, flat: int, mode: Mode, s: float, tau: float, log: list[FlowEvent]
-    ) -> None:
-        """Hold the entry at 0 if it slides (``F(+0) < 0 < F(-0)``), else push it across."""
-        group, j = np.unravel_index(flat, self.problem.shape)
-        entry = (int(group), int(j))
-        assert mode.sign_pattern is not None  # zero crossings are watched for l_inf-SAM only
-        came_from = mode.sign_pattern[entry]
-        y[flat] = 0.0
-        theta = self.theta(y)
-        f_plus = one_sided_velocity(theta, self.field, mode.sign_pattern, entry, 1.0, s)
-        f_minus = one_sided_velocity(theta, self.field, mode.sign_pattern, entry, -1.0, s)
-        if f_plus < 0 < f_minus:
-            # held at 0; its pattern keeps the side it came from: on a sliding mode of l_inf-SAM
-            # both one-sided perturbations give the same theta'^L (even L), the Filippov value
-            mode.held[entry] = True
-            log.append(FlowEvent(tau, "sliding", entry))
-            return
-        if f_plus > 0 and f_minus >= 0:
-            side = 1.0
-        elif f_minus < 0 and f_plus <= 0:
-            side = -1.0
-        else:
-            side = -came_from
-        y[flat] = side * NUDGE
-        mode.sign_pattern[entry] = side
-        log.append(FlowEvent(tau, "zero-crossing", entry))
-
-    @staticmethod
-    def _also_crossed(y: np.ndarray, mode: Mode) -> list[int]:
+    def _also_crossed(self, y: np.ndarray, mode: Mode) -> list[int]:
         """Entries that reached 0 together with the one whose event fired (e.g. both layers of a
         balanced coordinate in the full system): past 0 against their pattern, or at 0 to
         rounding."""
@@ -160,39 +226,73 @@ class ZeroCrossing(SegmentEvent):
         crossed = (~mode.held.ravel()) & (
             (np.sign(z) == -mode.sign_pattern.ravel()) | (np.abs(z) < 1e-14)
         )
-        return [int(i) for i in np.flatnonzero(crossed)]
+        return [int(i) for i in np.flatnonzero(crossed) if i != self.index]
 
 
 @dataclass
-class SlidingRelease(SegmentEvent):
-    """``g = min(-F(+0), F(-0))``, positive while the held entry slides at 0."""
+class DirectionCrossing(SegmentEvent):
+    """``g = min_j sign_j G_j(theta)`` over the watched coordinates (frozen sign ``sign_j`` of
+    ``G_j``): some ``G_j`` reaches 0, a switching surface of l_inf-SAM on several examples."""
 
-    index: tuple[int, int] = (0, 0)
-    sign_pattern: np.ndarray = dataclass_field(default_factory=lambda: np.zeros((1, 1)))
+    pattern: np.ndarray = dataclass_field(default_factory=lambda: np.zeros(1))
+    watched: np.ndarray = dataclass_field(default_factory=lambda: np.zeros(0, dtype=int))
     direction = -1.0
 
-    def __call__(self, s: float, y: np.ndarray) -> float:
+    def values(self, y: np.ndarray) -> np.ndarray:
+        """``sign_j G_j(theta)`` of the watched coordinates."""
         theta = self.theta(y)
-        return min(
-            -one_sided_velocity(theta, self.field, self.sign_pattern, self.index, 1.0, s),
-            one_sided_velocity(theta, self.field, self.sign_pattern, self.index, -1.0, s),
-        )
+        geometry = self.field if isinstance(self.field, FusedField) else FusedField(self.problem)
+        direction = geometry.evaluate(theta.sign, theta.log_abs)[0]
+        g = direction.sign * np.exp(direction.log_abs)
+        return (self.pattern * g)[self.watched]
+
+    def __call__(self, s: float, y: np.ndarray) -> float:
+        values = self.values(y)[self.pattern[self.watched] != 0]
+        return float(np.min(values)) if values.size else 1.0
+
+    def already(self, y: np.ndarray) -> bool:
+        """A watched ``G_j`` is exactly 0 where the run starts (its side is then decided)."""
+        return bool(np.any(self.pattern[self.watched] == 0))
 
     def handle(
         self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
     ) -> Outcome:
-        """The held parameter leaves 0 on the side its field points to."""
-        assert mode.sign_pattern is not None  # releases are watched for l_inf-SAM only
-        theta = self.theta(y)
-        side = (
-            1.0
-            if one_sided_velocity(theta, self.field, mode.sign_pattern, self.index, 1.0, s) >= 0
-            else -1.0
-        )
-        mode.held[self.index] = False
-        mode.sign_pattern[self.index] = side
-        y[np.ravel_multi_index(self.index, self.problem.shape)] = side * NUDGE
-        log.append(FlowEvent(tau, "release", self.index))
+        """Cross or slide, for every watched ``G_j`` at 0 (to rounding) here."""
+        values = self.values(y)
+        scale = float(np.max(np.abs(self.problem.data.signed_features)))
+        at_zero = (values <= DIRECTION_ZERO * scale) | (self.pattern[self.watched] == 0)
+        for j in self.watched[at_zero]:
+            outcome = enter_surface(self.field, Surface(DIRECTION, int(j)), y, mode, s, tau, log)
+            if outcome.stop:
+                return outcome
+        return Outcome()
+
+
+@dataclass
+class Release(SegmentEvent):
+    """``g = min_i min(lambda_i, 1 - lambda_i)`` over the sliding surfaces (the weights of the
+    sliding combination, :class:`flows.filippov.FilippovField`): positive while every one
+    slides."""
+
+    sliding: FilippovField | None = None
+    direction = -1.0
+
+    def __call__(self, s: float, y: np.ndarray) -> float:
+        assert self.sliding is not None
+        lam = self.sliding.lambdas(y[:-1], s)
+        return float(np.min(np.minimum(lam, 1.0 - lam)))
+
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
+        """The surface whose weight reached 0 or 1 stops sliding: the flow leaves on the side
+        whose field no longer points at it (``lambda = 1``: the + side)."""
+        assert self.sliding is not None
+        lam = self.sliding.lambdas(y[:-1], s)
+        i = int(np.argmin(np.minimum(lam, 1.0 - lam)))
+        surface = self.sliding.surfaces[i]
+        _leave(surface, 1.0 if lam[i] >= 0.5 else -1.0, y, mode)
+        _log(log, tau, "release", surface, self.problem.shape)
         return Outcome()
 
 
@@ -326,24 +426,34 @@ class Stationary(SegmentEvent):
 
 
 def segment_events(
-    vector_field: VectorField, mode: Mode, depth: int, radius: float, near_zero: bool = True
+    vector_field: VectorField,
+    mode: Mode,
+    depth: int,
+    radius: float,
+    near_zero: bool = True,
+    sliding: FilippovField | None = None,
 ) -> list[SegmentEvent]:
-    """The events to watch in the current mode (``vector_field`` is the field of ``mode.chart``);
-    ``near_zero``: leave the log chart when every parameter comes near 0."""
+    """The events to watch in the current mode (``vector_field`` is the field of ``mode.chart``,
+    ``sliding`` the sliding combination when some surface slides); ``near_zero``: leave the log
+    chart when every parameter comes near 0."""
     problem = vector_field.problem
     found: list[SegmentEvent] = []
     if problem.algorithm.sign_discontinuous:
-        assert mode.sign_pattern is not None
+        assert mode.direction_pattern is not None
         for flat in np.flatnonzero(~mode.held.ravel()):
             found.append(ZeroCrossing(vector_field, index=int(flat)))
-        for entry in zip(*np.nonzero(mode.held), strict=True):
+        columns = np.any(problem.data.X != 0, axis=0)
+        columns[list(mode.sliding_directions)] = False
+        if problem.data.n > 1 and np.any(columns):
             found.append(
-                SlidingRelease(
+                DirectionCrossing(
                     vector_field,
-                    index=(int(entry[0]), int(entry[1])),
-                    sign_pattern=mode.sign_pattern,
+                    pattern=mode.direction_pattern.copy(),
+                    watched=np.flatnonzero(columns),
                 )
             )
+        if sliding is not None:
+            found.append(Release(vector_field, sliding=sliding))
     if radius > 0 and depth >= 2:
         found.append(Collapse(vector_field, radius=radius))
         if near_zero and not isinstance(mode.chart, AsinhChart):

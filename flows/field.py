@@ -22,7 +22,7 @@ from .charts import AsinhChart, LogChart
 from .clocks import Clock
 from .data import Dataset
 from .model import Loss, evaluate, loss_weights, margin_gradient, margins
-from .signedlog import SignedLog, add_float, leave_one_out, log_norm2, product_of_layers
+from .signedlog import SignedLog, add_float, log_norm2, product_of_layers
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,6 +42,36 @@ class Problem:
         object.__setattr__(self, "shape", (len(self.multiplicity), self.data.d))
 
 
+class SignPattern(NamedTuple):
+    """The signs frozen inside ``sign(grad L)`` over a segment of l_inf-SAM.
+
+    ``grad_{w^(l)_j} L = -c G_j prod_{k != l} w^(k)_j`` changes sign where a parameter or a
+    direction entry ``G_j`` does (:mod:`flows.filippov`); with both frozen the field continues
+    smoothly across those surfaces and reaching one is an event.
+
+    Attributes
+    ----------
+    parameters : (..., G, d) frozen ``sign(w)`` (+-1).
+    direction : (..., d) frozen ``sign(G_j)`` (0 for a feature that is 0 in every example).
+    """
+
+    parameters: np.ndarray
+    direction: np.ndarray
+
+
+def gradient_signs(pattern: SignPattern, multiplicity: np.ndarray) -> np.ndarray:
+    """``sign(grad L) = -sign(G_j) prod_{k != l} sign(w^(k)_j)`` of a frozen pattern (..., G, d)."""
+    mult = np.asarray(multiplicity)
+    params = np.asarray(pattern.parameters, dtype=float)
+    if len(mult) == 1:
+        others = params ** (int(mult[0]) - 1)
+    else:
+        others = np.stack(
+            [np.prod(np.delete(params, g, axis=-2), axis=-2) for g in range(len(mult))], axis=-2
+        )
+    return -np.asarray(pattern.direction, dtype=float)[..., None, :] * others
+
+
 class Velocity(NamedTuple):
     """The rescaled field ``F`` (signed-log) and ``log c`` at the perturbed point (a float, or
     one per point of a batch)."""
@@ -56,7 +86,7 @@ class VectorField(Protocol):
 
     problem: Problem
 
-    def pattern_signs(self, sign_pattern: np.ndarray | None) -> np.ndarray | None: ...
+    def pattern_signs(self, pattern: SignPattern | None) -> np.ndarray | None: ...
 
     def velocity(
         self, theta: SignedLog, pattern_signs: np.ndarray | None = None, time: float = 0.0
@@ -93,25 +123,20 @@ def gradient_summary(scaled: SignedLog, log_c, multiplicity: np.ndarray) -> Grad
 
 
 def perturbed_point(
-    theta: SignedLog, problem: Problem, sign_pattern: np.ndarray | None = None
+    theta: SignedLog, problem: Problem, grad_signs: np.ndarray | None = None
 ) -> SignedLog:
     """``theta' = theta + eps(theta)`` with ``eps`` from the algorithm table.
 
-    ``sign_pattern`` (same shape as ``theta``) replaces the signs of the parameters in
-    ``sign(grad L)``: with the pattern frozen over an integration segment, the l_inf-SAM field
-    continues smoothly across ``w = 0`` and the crossing is located as an event instead of
-    being stepped over as a jump.
+    ``grad_signs`` (same shape as ``theta``; :func:`gradient_signs` of a frozen
+    :class:`SignPattern`) replaces ``sign(grad L)``: with the signs frozen over an integration
+    segment, the l_inf-SAM field continues smoothly across its switching surfaces and reaching
+    one is located as an event instead of being stepped over as a jump.
     """
     if not problem.algorithm.perturbs:
         return theta
     ev = evaluate(theta, problem.multiplicity, problem.data, problem.loss)
     mg = margin_gradient(ev)
-    sign = -mg.sign
-    if sign_pattern is not None:
-        pattern_products = leave_one_out(
-            SignedLog(sign_pattern, theta.log_abs), problem.multiplicity
-        ).sign
-        sign = -ev.direction.sign * pattern_products
+    sign = -mg.sign if grad_signs is None else grad_signs
     grad = gradient_summary(SignedLog(sign, mg.log_abs), ev.log_c, problem.multiplicity)
     eps = problem.algorithm.perturb(grad, problem.hyperparameters)
     if not np.all(np.isfinite(eps)):
@@ -179,9 +204,9 @@ class ReferenceField:
             self.problem, hyperparameters=hyperparameters_at(self.problem.hyperparameters, time)
         )
 
-    def pattern_signs(self, sign_pattern: np.ndarray | None) -> np.ndarray | None:
-        """What :meth:`velocity` takes for a frozen sign pattern (here: the pattern itself)."""
-        return sign_pattern
+    def pattern_signs(self, pattern: SignPattern | None) -> np.ndarray | None:
+        """What :meth:`velocity` takes for a frozen sign pattern: ``sign(grad L)``."""
+        return None if pattern is None else gradient_signs(pattern, self.problem.multiplicity)
 
     def velocity(
         self, theta: SignedLog, pattern_signs: np.ndarray | None = None, time: float = 0.0
@@ -212,32 +237,6 @@ class ReferenceField:
     ) -> np.ndarray:
         """``d(z, tau)/ds`` (see :func:`chart_rhs`)."""
         return chart_rhs(z, self.at(time), held, pattern_signs)
-
-
-def one_sided_velocity(
-    theta: SignedLog,
-    field: VectorField,
-    sign_pattern: np.ndarray,
-    index: tuple[int, int],
-    side: float,
-    time: float = 0.0,
-) -> float:
-    """``F`` of entry ``index`` (whose value is 0) on the side ``sign = side`` of 0.
-
-    The one-sided limits of a field that jumps where the entry changes sign (l_inf-SAM):
-    the entry slides at 0 when ``F(+0) < 0 < F(-0)`` (Filippov). ``field`` is a
-    :class:`ReferenceField` or a :class:`flows.kernel.FusedField`.
-    """
-    pattern = sign_pattern.copy()
-    pattern[index] = side
-    log_abs = theta.log_abs.copy()
-    log_abs[index] = -np.inf
-    vel = field.velocity(
-        SignedLog(np.where(np.isneginf(log_abs), 0.0, theta.sign), log_abs),
-        field.pattern_signs(pattern),
-        time,
-    )
-    return float(vel.dtheta.sign[index] * np.exp(min(vel.dtheta.log_abs[index], 700.0)))
 
 
 def log_growth_rates(theta: SignedLog, problem: Problem) -> np.ndarray:

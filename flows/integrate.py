@@ -28,6 +28,7 @@ from .charts import choose_chart
 from .clocks import get_clock, log_original_time
 from .data import Dataset
 from .field import Problem, ReferenceField
+from .filippov import FilippovField, TooManySurfaces
 from .initialization import initialization
 from .kernel import FusedField
 from .model import LOSSES, loss_weights, margins
@@ -82,6 +83,13 @@ class Run:
         if key not in self.fields:
             self.fields[key] = (mode.chart, self.backend(replace(self.problem, chart=mode.chart)))
         return self.fields[key][1]
+
+    def moving_field(self, mode: Mode):
+        """What moves the state in ``mode``: the chart's field, or where switching surfaces
+        slide their Filippov combination (:class:`flows.filippov.FilippovField`; raises
+        :class:`~flows.filippov.TooManySurfaces`)."""
+        base = self.field_for(mode)
+        return FilippovField(base, mode) if mode.sliding else base
 
     def tolerances(self, mode: Mode) -> tuple[float, np.ndarray]:
         """Solver ``rtol`` and per-component ``atol`` in ``mode``'s chart; ``tau`` (which starts
@@ -230,6 +238,9 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
         the_chart,
         held=np.zeros(problem.shape, dtype=bool),
         sign_pattern=np.sign(init.groups) if algo.sign_discontinuous else None,
+        direction_pattern=_direction_signs(problem, init.groups)
+        if algo.sign_discontinuous
+        else None,
     )
     z0 = the_chart.coordinates(SignedLog.from_float(init.groups))
     t_max = float(options["t_max"])
@@ -249,6 +260,12 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
     )
 
 
+def _direction_signs(problem: Problem, groups: np.ndarray) -> np.ndarray:
+    """``sign G_j`` at the initialization (0 where ``G_j = 0``: decided by the first event)."""
+    theta = SignedLog.from_float(groups)
+    return FusedField(problem).evaluate(theta.sign, theta.log_abs)[0].sign.astype(float)
+
+
 def _backend_name(backend: str, problem: Problem) -> str:
     """``auto`` resolved: ``numba`` where installed and covering the problem, else ``numpy``."""
     if backend == "numba":
@@ -264,10 +281,20 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     Returns the event that ended the segment, or None (end reached, or the run stopped).
     """
     mode = run.mode.copy()
-    fld = run.field_for(mode)
-    pattern = fld.pattern_signs(mode.sign_pattern)
+    base = run.field_for(mode)
+    try:
+        fld = run.moving_field(mode)
+    except TooManySurfaces as error:
+        run.stop(FAILURE, f"{error} at s={run.s:.6g}; the path up to there is returned")
+        return None
+    pattern = fld.pattern_signs(mode.pattern)
     watched = ev.segment_events(
-        fld, mode, int(run.problem.multiplicity.sum()), run.radius, near_zero=run.near_zero_switch
+        base,
+        mode,
+        int(run.problem.multiplicity.sum()),
+        run.radius,
+        near_zero=run.near_zero_switch,
+        sliding=fld if isinstance(fld, FilippovField) else None,
     )
     holding = next((e for e in watched if e.already(run.y)), None)
     if holding is not None:
@@ -285,7 +312,9 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     if len(result.ts) > 1:
         run.path.segments.append(Segment(mode, np.array(result.ts), result.interpolants))
         run.s, run.y = result.ts[-1], result.y.copy()
-    if result.status == "failed":
+    if isinstance(fld, FilippovField) and fld.failure is not None:
+        run.stop(FAILURE, f"{fld.failure} (s={run.s:.6g}); the path up to there is returned")
+    elif result.status == "failed":
         run.stop(FAILURE, f"solver failed at s={result.ts[-1]:.6g}: {result.message}")
     elif result.status == "budget":
         run.stop(
@@ -302,7 +331,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
 def _freeze(run: Run) -> None:
     """Nothing moves any more (collapse, stationary point, or every entry held): only ``tau``
     advances, at the rate of ``c`` there (at a stationary point ``eps = 0``)."""
-    fld = run.field_for(run.mode)
+    fld = run.moving_field(run.mode)
     problem = run.problem
     theta = run.mode.chart.state(run.y[:-1].reshape(problem.shape))
     theta = SignedLog(
@@ -312,7 +341,7 @@ def _freeze(run: Run) -> None:
         beta = product_of_layers(theta, problem.multiplicity)
         log_c = loss_weights(margins(beta, problem.data), problem.loss).log_c
     else:
-        log_c = float(fld.log_c(theta, fld.pattern_signs(run.mode.sign_pattern), run.s))
+        log_c = float(fld.log_c(theta, fld.pattern_signs(run.mode.pattern), run.s))
     rate = float(np.exp(run.problem.clock.log_speed(log_c)))
     run.path.segments.append(Segment.frozen(run.mode.copy(), run.s, run.s_end, run.y, rate))
     run.s = run.s_end
@@ -361,7 +390,21 @@ def _assemble(
         events=tuple(run.log),
         nfev=run.nfev,
         reduced=len(mult) == 1 and int(mult[0]) > 1,
+        **_sliding_summary(run),
     )
+
+
+def _sliding_summary(run: Run) -> dict:
+    """``sliding_time`` (rescaled time with some surface sliding) and ``sliding_surfaces`` (the
+    most at once) over the path."""
+    total, most = 0.0, 0
+    for seg in run.path.segments:
+        count = int(np.sum(seg.mode.held)) + len(seg.mode.sliding_directions)
+        if seg.mode.sliding and count:
+            _, tau = seg.sample(np.array([seg.start, seg.end]), run.problem.shape)
+            total += float(tau[1] - tau[0])
+            most = max(most, count)
+    return {"sliding_time": total, "sliding_surfaces": most}
 
 
 def _exponent(run: Run):
@@ -374,10 +417,10 @@ def _exponent(run: Run):
         for i in np.unique(which):
             rows = which == i
             mode = run.path.segments[i].mode
-            fld = run.field_for(mode)
+            fld = run.moving_field(mode)
             out[rows] = -fld.log_c(
                 SignedLog(theta.sign[rows], theta.log_abs[rows]),
-                fld.pattern_signs(mode.sign_pattern),
+                fld.pattern_signs(mode.pattern),
                 s[rows],
             )
         return out

@@ -23,7 +23,7 @@ import numpy as np
 
 from .algorithms import GradientSummary, hyperparameters_at, is_scheduled
 from .charts import LogChart
-from .field import Problem, Velocity, gradient_summary
+from .field import Problem, SignPattern, Velocity, gradient_summary
 from .signedlog import SignedLog, add_float
 
 
@@ -134,11 +134,14 @@ class FusedField:
 
     # ------------------------------------------------------------------ field
 
-    def pattern_signs(self, sign_pattern: np.ndarray | None) -> np.ndarray | None:
-        """Sign of ``prod_{k != l}`` of a frozen sign pattern (constant over a segment)."""
-        if sign_pattern is None:
+    def pattern_signs(self, pattern: SignPattern | None) -> np.ndarray | None:
+        """``sign(grad L)`` of a frozen sign pattern (constant over a segment; shape (..., G, d)
+        for a pattern with leading batch axes)."""
+        if pattern is None:
             return None
-        return self.leave_one_out(sign_pattern, np.zeros(sign_pattern.shape)).sign
+        params = np.asarray(pattern.parameters, dtype=float)
+        others = self.leave_one_out(params, np.zeros(params.shape)).sign
+        return -np.asarray(pattern.direction, dtype=float)[..., None, :] * others
 
     def perturbed_point(
         self,
@@ -148,14 +151,14 @@ class FusedField:
         time=0.0,
     ) -> SignedLog:
         """``theta' = theta + eps(theta)`` (see :func:`flows.field.perturbed_point`);
-        ``pattern_signs`` from :meth:`pattern_signs`; ``time`` the clock time (a float, or
+        ``pattern_signs`` (frozen ``sign(grad L)``) from :meth:`pattern_signs`; ``time`` the clock time (a float, or
         one per point of a batch)."""
         algorithm = self.problem.algorithm
         if not algorithm.perturbs:
             return SignedLog(sign, log_abs)
         direction, log_c, loo = self.evaluate(sign, log_abs)
         d_sign = direction.sign[..., None, :]
-        grad_sign = -d_sign * (loo.sign if pattern_signs is None else pattern_signs)
+        grad_sign = -d_sign * loo.sign if pattern_signs is None else pattern_signs
         grad = gradient_summary(
             SignedLog(grad_sign, direction.log_abs[..., None, :] + loo.log_abs),
             np.asarray(log_c)[..., None, None],
@@ -279,11 +282,7 @@ class FusedField:
         norm = np.sqrt(np.sum(self.multiplicity[:, None] * g * g, axis=(-2, -1), keepdims=True))
         if not np.all(norm > 0):
             return None
-        sign = (
-            -np.sign(direction)[..., None, :] * pattern_signs
-            if pattern_signs is not None
-            else -np.sign(g)
-        )
+        sign = -np.sign(g) if pattern_signs is None else pattern_signs
         log_norm = np.log(norm) + np.asarray(log_c)[..., None, None]
         if np.ndim(w) == 2:
             log_norm = float(log_norm.reshape(()))

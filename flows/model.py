@@ -27,16 +27,23 @@ from .signedlog import SignedLog, leave_one_out, product_of_layers
 
 @dataclass(frozen=True)
 class Loss:
-    """A margin loss ``l(u)`` by ``log|l'(u)|`` (vectorised) and ``l(u)`` itself."""
+    """A margin loss ``l(u)`` by ``log|l'(u)|`` (vectorised), ``l(u)`` itself and the slope
+    ``d log|l'(u)| / du`` (for the rate of change of the example weights)."""
 
     log_abs_derivative: Callable[[np.ndarray], np.ndarray]
     value: Callable[[np.ndarray], np.ndarray]
+    log_derivative_slope: Callable[[np.ndarray], np.ndarray]
 
 
-#: Loss table: logistic ``l(u) = log(1 + e^-u)`` (``|l'| = sigmoid(-u)``) and exponential ``e^-u``.
+#: Loss table: logistic ``l(u) = log(1 + e^-u)`` (``|l'| = sigmoid(-u)``, slope ``-sigmoid(u)``)
+#: and exponential ``e^-u`` (slope -1).
 LOSSES: dict[str, Loss] = {
-    "logistic": Loss(lambda u: -np.logaddexp(0.0, u), lambda u: np.logaddexp(0.0, -u)),
-    "exponential": Loss(lambda u: -u, lambda u: np.exp(-u)),
+    "logistic": Loss(
+        lambda u: -np.logaddexp(0.0, u),
+        lambda u: np.logaddexp(0.0, -u),
+        lambda u: -np.exp(-np.logaddexp(0.0, -u)),
+    ),
+    "exponential": Loss(lambda u: -u, lambda u: np.exp(-u), lambda u: -np.ones_like(u)),
 }
 
 

@@ -12,13 +12,15 @@ SUCCESS, BLOWUP, FAILURE = 0, 1, -1
 
 @dataclass(frozen=True)
 class FlowEvent:
-    """Something that happened at rescaled time ``tau``: ``kind`` in {'zero-crossing',
-    'sliding', 'release', 'collapse', 'blow-up'} and the parameter
-    entry ``(group, j)`` concerned (None for global events)."""
+    """Something that happened at rescaled time ``tau``: ``kind`` in {'crossing', 'sliding',
+    'release', 'collapse', 'blow-up', 'stationary'}; for the first three the switching surface:
+    ``surface`` 'parameter' (``w^(group)_j = 0``, ``entry = (group, j)``) or 'direction'
+    (``G_j(theta) = 0``, every layer of ``j``: ``entry = (-1, j)``); None for global events."""
 
     tau: float
     kind: str
     entry: tuple[int, int] | None = None
+    surface: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,7 +37,11 @@ class Trajectory:
     loss : (T,) the training loss at ``theta`` (0 when it underflows).
     status : 0 reached ``t_max``; 1 finite-time blow-up (at ``blowup_time``); -1 failure.
     message : what happened, in words.
-    events : zero crossings, sliding, collapse, blow-up (in rescaled time).
+    events : crossings, sliding, releases, collapse, blow-up (in rescaled time).
+    nfev : field evaluations spent (every one-sided field of a sliding combination counts).
+    reduced : integrated as the balanced reduced system.
+    sliding_time : rescaled time during which some switching surface of l_inf-SAM slid.
+    sliding_surfaces : the most switching surfaces sliding at once.
     """
 
     t: np.ndarray
@@ -55,6 +61,8 @@ class Trajectory:
     events: tuple[FlowEvent, ...] = ()
     nfev: int = 0
     reduced: bool = False
+    sliding_time: float = 0.0
+    sliding_surfaces: int = 0
 
     @property
     def success(self) -> bool:

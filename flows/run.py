@@ -131,12 +131,18 @@ def summary(traj: Trajectory) -> str:
         f"final loss = {traj.loss[-1]:.6g}",
         f"leader over time (1-based): {trajectory_leaders(traj).describe()}",
     ]
-    events = [e for e in traj.events if e.kind != "zero-crossing"]
+    if traj.sliding_surfaces:
+        lines.append(
+            f"sliding: {traj.sliding_time:.6g} of rescaled time, at most "
+            f"{traj.sliding_surfaces} switching surface(s) at once"
+        )
+    events = [e for e in traj.events if e.kind != "crossing"]
     if events:
         lines.append(
             "events: "
             + "; ".join(
-                f"{e.kind}{'' if e.entry is None else f' j={e.entry[1] + 1}'} at tau={e.tau:.6g}"
+                f"{e.kind}{'' if e.entry is None else f' j={e.entry[1] + 1}'}"
+                f"{'' if e.surface is None else f' ({e.surface})'} at tau={e.tau:.6g}"
                 for e in events[:10]
             )
             + (" ..." if len(events) > 10 else "")

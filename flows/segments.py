@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .charts import AsinhChart, LogChart
+from .field import SignPattern
 from .signedlog import SignedLog
 
 try:  # the layout of DOP853's dense output, to evaluate all steps of a segment at once
@@ -31,9 +32,15 @@ class Mode:
     Attributes
     ----------
     chart : the chart the state is integrated in.
-    held : (G, d) entries held at 0 (l_inf-SAM sliding, or everything after a collapse).
+    held : (G, d) entries held at 0 (l_inf-SAM sliding on ``w = 0``, or everything after a
+        collapse).
     sign_pattern : (G, d) parameter signs frozen inside ``sign(grad L)`` (sign-discontinuous
         algorithms only), else None.
+    direction_pattern : (d,) signs of ``G_j(theta)`` frozen inside ``sign(grad L)``
+        (sign-discontinuous algorithms only), else None.
+    sliding_directions : coordinates ``j`` sliding on ``G_j(theta) = 0`` (:mod:`flows.filippov`).
+    linked : groups of held parameters (flat indices) that reached 0 together and slide as one
+        surface (:class:`flows.filippov.Surface`).
     collapsed : theta has collapsed to 0 for good.
     stationary : theta sits at a stationary point for good (see :class:`flows.events.Stationary`).
     near_zero : after the run left the log chart because every parameter came near 0: the
@@ -44,9 +51,24 @@ class Mode:
     chart: AsinhChart | LogChart
     held: np.ndarray
     sign_pattern: np.ndarray | None = None
+    direction_pattern: np.ndarray | None = None
+    sliding_directions: tuple[int, ...] = ()
+    linked: tuple[tuple[int, ...], ...] = ()
     collapsed: bool = False
     stationary: bool = False
     near_zero: np.ndarray | None = None
+
+    @property
+    def pattern(self) -> SignPattern | None:
+        """The frozen signs of ``sign(grad L)`` (None unless the algorithm is sign-discontinuous)."""
+        if self.sign_pattern is None or self.direction_pattern is None:
+            return None
+        return SignPattern(self.sign_pattern, self.direction_pattern)
+
+    @property
+    def sliding(self) -> bool:
+        """Some switching surface slides (a held parameter, or a direction ``G_j = 0``)."""
+        return not self.collapsed and (bool(np.any(self.held)) or bool(self.sliding_directions))
 
     @property
     def frozen(self) -> bool:
@@ -59,6 +81,9 @@ class Mode:
             self.chart,
             self.held.copy(),
             None if self.sign_pattern is None else self.sign_pattern.copy(),
+            None if self.direction_pattern is None else self.direction_pattern.copy(),
+            self.sliding_directions,
+            self.linked,
             self.collapsed,
             self.stationary,
             self.near_zero,

@@ -19,7 +19,7 @@ from flows import Dataset, simulate, single_example
 from flows.algorithms import ALGORITHMS, get_algorithm, resolve_hyperparameters
 from flows.charts import AsinhChart
 from flows.clocks import get_clock, log_exp_integrals, log_original_time
-from flows.field import Problem, ReferenceField, chart_rhs
+from flows.field import Problem, ReferenceField, SignPattern, chart_rhs, gradient_signs
 from flows.kernel import FusedField
 from flows.model import LOSSES
 
@@ -71,11 +71,17 @@ def test_fused_field_equals_reference_at_random_points(algorithm, loss):
                         z[0, 0] = 0.0
                     held = np.zeros(problem.shape, dtype=bool)
                     pattern = (
-                        np.sign(rng.normal(size=problem.shape))
+                        SignPattern(
+                            np.sign(rng.normal(size=problem.shape)),
+                            np.sign(rng.normal(size=problem.data.d)),
+                        )
                         if get_algorithm(algorithm).sign_discontinuous
                         else None
                     )
-                    want = chart_rhs(z.ravel(), problem, held, pattern)
+                    signs = (
+                        None if pattern is None else gradient_signs(pattern, problem.multiplicity)
+                    )
+                    want = chart_rhs(z.ravel(), problem, held, signs)
                     got = fused.chart_rhs(z.ravel(), held, fused.pattern_signs(pattern))
                     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
 

@@ -1,0 +1,405 @@
+"""Filippov sliding of l_inf-SAM on its switching surfaces, one or several at once.
+
+l_inf-SAM's field ``F(theta) = -grad L(theta + rho sign(grad L(theta)))`` jumps where an entry of
+``grad_{w^(l)_j} L = -c G_j prod_{k != l} w^(k)_j`` changes sign, i.e. on two kinds of surface
+(``docs/theory.md``, l_inf-SAM):
+
+* ``w^(l)_j = 0`` (kind ``'parameter'``): flips ``sign(grad L)`` of the other layers of ``j``;
+* ``G_j(theta) = 0`` (kind ``'direction'``; only on several examples, where the loss-weighted
+  mean ``G = sum_i p_i y_i x_i`` moves): flips every layer of coordinate ``j``.
+
+Within a segment every sign is frozen (:class:`~flows.field.SignPattern`), so the field is smooth
+and reaching a surface is an event. There the *one-sided fields* decide (Filippov): with the
+normal rates ``N+`` and ``N-`` of the surface's function ``h`` (``h = w`` or ``h = G_j``) under
+the fields of its two sides, the flow crosses if both have the same sign and *slides* if both
+point at the surface (``N+ < 0 < N-``); on a repelling surface (``N+ > 0 > N-``, no unique
+solution) it keeps going the way it came.
+
+While surfaces ``1..k`` slide the state moves with a convex combination of the ``2^k``
+one-sided fields ``F_sigma`` (``sigma`` in ``{+1, -1}^k``, the side of each surface):
+
+    F = sum_sigma w_sigma(lambda) F_sigma,
+    w_sigma = prod_i (lambda_i if sigma_i = +1 else 1 - lambda_i),   lambda in [0, 1]^k,
+
+with ``lambda`` solving the ``k`` equations ``sum_sigma w_sigma N_i(sigma) = 0`` (every sliding
+surface kept; Newton's method, :func:`solve_multilinear`). For ``k = 1`` this is Filippov's
+unique convex combination. For ``k >= 2`` the Filippov set holds more than one tangent vector;
+the multilinear ("canopy") rule is the documented choice: it is Dieci and Lopez's bilinear rule
+at ``k = 2``, the limit of blending each surface's two sides independently with weights
+``(1 +- tanh(h_i / eps)) / 2``, and the limit of the discrete iteration when the chattering on
+different surfaces is uncorrelated. A surface *releases* when its ``lambda_i`` reaches 0 or 1
+(the field of one side turns tangent and then points away): the flow leaves on that side.
+
+A parameter surface of the balanced reduced system (one group of ``L`` layers) at even ``L`` is
+*inert*: flipping its side changes the perturbed ``beta'_j = (rho s)^L`` not at all, so only the
+held entry's own velocity depends on the side; its ``lambda`` is solved on its own, and the
+field of the other entries needs one evaluation. The others are *coupled* and enumerated
+together: ``2^k`` field evaluations per step, at most :data:`MAX_COUPLED` surfaces (beyond that
+the run stops with status -1 and says so). The constraint ``h_i = 0`` of a sliding direction is
+kept by the combination up to the integration error (no projection).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .charts import AsinhChart
+from .field import SignPattern, VectorField
+from .kernel import FusedField
+from .segments import Mode
+from .signedlog import SignedLog
+
+PARAMETER, DIRECTION = "parameter", "direction"
+#: At most this many coupled surfaces slide at once (``2^k`` field evaluations per step).
+MAX_COUPLED = 8
+NEWTON_ITERATIONS = 50
+#: Newton stops where every residual is below this fraction of its row's largest rate.
+NEWTON_TOL = 1e-13
+
+
+class Surface(NamedTuple):
+    """A switching surface: ``kind`` ``'parameter'`` (``at`` a flat parameter index, the
+    surface ``w = 0``) or ``'direction'`` (``at`` a coordinate ``j``, the surface
+    ``G_j(theta) = 0``).
+
+    Parameters that reach 0 in the same instant (the layers of a balanced coordinate in the
+    full system, equal by symmetry) form *one* surface: ``members`` (flat indices, ``at``
+    first) change side together, keeping their ``relative`` signs, as they do under the
+    discrete iteration; enumerating their sides independently would mix in vertices the
+    symmetric flow never visits.
+    """
+
+    kind: str
+    at: int
+    members: tuple[int, ...] = ()
+    relative: tuple[float, ...] = ()
+
+    def entry(self, shape: tuple[int, int]) -> tuple[int, int]:
+        """``(group, j)`` of a parameter surface; ``(-1, j)`` (every layer) of a direction."""
+        if self.kind == DIRECTION:
+            return (-1, self.at)
+        group, j = np.unravel_index(self.at, shape)
+        return (int(group), int(j))
+
+    def flat_sides(self, side: float) -> list[tuple[int, float]]:
+        """``(flat index, sign)`` of each member of a parameter surface on ``side``."""
+        members = self.members or (self.at,)
+        relative = self.relative or (1.0,) * len(members)
+        return [(m, side * r) for m, r in zip(members, relative, strict=True)]
+
+    def set_side(self, pattern: SignPattern, side: float) -> None:
+        """Freeze the side of this surface in ``pattern`` (in place)."""
+        if self.kind == DIRECTION:
+            pattern.direction[..., self.at] = side
+            return
+        flat = pattern.parameters.reshape(pattern.parameters.shape[:-2] + (-1,))
+        for member, sign in self.flat_sides(side):
+            flat[..., member] = sign
+
+
+def parameter_surface(flats: list[int], sign_pattern: np.ndarray) -> Surface:
+    """The surface of parameters ``flats`` reaching 0 together (signs relative to the first)."""
+    signs = sign_pattern.ravel()
+    return Surface(
+        PARAMETER,
+        flats[0],
+        tuple(flats),
+        tuple(float(signs[f] * signs[flats[0]]) for f in flats),
+    )
+
+
+class TooManySurfaces(Exception):
+    """More than :data:`MAX_COUPLED` coupled surfaces would slide at once."""
+
+
+def sliding_surfaces(mode: Mode) -> list[Surface]:
+    """The surfaces sliding in ``mode``: held parameters, then directions."""
+    if not mode.sliding:
+        return []
+    assert mode.sign_pattern is not None
+    held = [int(f) for f in np.flatnonzero(mode.held.ravel())]
+    groups = [list(g) for g in mode.linked]
+    groups += [[f] for f in held if not any(f in g for g in groups)]
+    surfaces = [parameter_surface(g, mode.sign_pattern) for g in sorted(groups)]
+    return surfaces + [Surface(DIRECTION, int(j)) for j in mode.sliding_directions]
+
+
+def is_inert(surface: Surface, multiplicity: np.ndarray) -> bool:
+    """A parameter of the balanced reduced system at even depth: its side changes nothing but
+    its own velocity (``beta'_j = (rho s)^L`` for either sign ``s``)."""
+    return (
+        surface.kind == PARAMETER
+        and len(surface.members) <= 1
+        and len(multiplicity) == 1
+        and int(multiplicity[0]) % 2 == 0
+    )
+
+
+def vertex_signs(k: int) -> np.ndarray:
+    """(2^k, k): row ``m`` holds the sides of the ``k`` surfaces (+1 where bit ``i`` of ``m`` is 0)."""
+    m = np.arange(2**k)[:, None]
+    return np.where((m >> np.arange(k)[None, :]) & 1, -1.0, 1.0)
+
+
+def multilinear_weights(lam: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    """``w_m = prod_i (lambda_i if signs[m, i] > 0 else 1 - lambda_i)``: (..., k) -> (..., M)."""
+    factors = np.where(signs > 0, lam[..., None, :], 1.0 - lam[..., None, :])
+    return np.prod(factors, axis=-1)
+
+
+def solve_multilinear(
+    rates: np.ndarray, signs: np.ndarray, start: np.ndarray | None = None
+) -> tuple[np.ndarray, bool]:
+    """``lambda`` with ``sum_m w_m(lambda) rates[..., i, m] = 0`` for every ``i`` (Newton).
+
+    ``rates`` (..., k, M) are the normal rates of the ``k`` surfaces under the ``M = 2^k``
+    one-sided fields ordered as :func:`vertex_signs`. The equations are affine in each
+    ``lambda_i`` (exact in one step for ``k = 1``). ``lambda`` is not confined to ``[0, 1]``:
+    outside it the surface no longer slides, which the release events watch. Returns
+    ``(lambda, converged)``.
+    """
+    k = rates.shape[-2]
+    lam = np.full(rates.shape[:-2] + (k,), 0.5) if start is None else np.array(start, float)
+    scale = np.max(np.abs(rates), axis=-1)
+    scale = np.where(scale > 0, scale, 1.0)
+    rows = rates / scale[..., None]
+    for _ in range(NEWTON_ITERATIONS):
+        factors = np.where(signs > 0, lam[..., None, :], 1.0 - lam[..., None, :])
+        residual = np.einsum("...im,...m->...i", rows, np.prod(factors, axis=-1))
+        if np.all(np.abs(residual) <= NEWTON_TOL):
+            return lam, True
+        jacobian = np.empty(rates.shape[:-2] + (k, k))
+        for i in range(k):
+            others = np.prod(np.delete(factors, i, axis=-1), axis=-1)
+            jacobian[..., :, i] = np.einsum("...jm,...m->...j", rows, signs[:, i] * others)
+        try:
+            lam = lam - np.linalg.solve(jacobian, residual[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            return lam, False
+        if not np.all(np.isfinite(lam)):
+            return lam, False
+    return lam, False
+
+
+def _log_cosh(z: np.ndarray) -> np.ndarray:
+    """``log cosh z`` without overflow."""
+    a = np.abs(z)
+    return a + np.log1p(np.exp(-2.0 * a)) - np.log(2.0)
+
+
+class Evaluation(NamedTuple):
+    """The one-sided fields at one point: chart velocities ``rhs`` (V, n_state) of the
+    evaluated vertices and the surfaces' normal rates (k, V)."""
+
+    rhs: np.ndarray
+    rates: np.ndarray
+
+
+class FilippovField:
+    """The l_inf-SAM field of a mode in which some surfaces slide (the
+    :class:`~flows.field.VectorField` interface, for the solver and the quadrature).
+
+    Parameters
+    ----------
+    base : the field of the mode's chart (any backend); it evaluates the one-sided fields.
+    mode : the mode (its held parameters and sliding directions are the surfaces).
+    extra : one more surface, reached but not yet sliding, for :meth:`one_sided_rates`.
+    """
+
+    def __init__(self, base: VectorField, mode: Mode, extra: Surface | None = None):
+        self.base = base
+        self.problem = base.problem
+        self.mode = mode
+        self.geometry = base if isinstance(base, FusedField) else FusedField(base.problem)
+        self.surfaces = sliding_surfaces(mode) + ([] if extra is None else [extra])
+        mult = np.asarray(self.problem.multiplicity)
+        inert = [is_inert(s, mult) and s != extra for s in self.surfaces]
+        self.inert = [i for i, flag in enumerate(inert) if flag]
+        self.coupled = [i for i, flag in enumerate(inert) if not flag]
+        if len(self.coupled) > MAX_COUPLED:
+            raise TooManySurfaces(
+                f"{len(self.coupled)} coupled switching surfaces would slide at once "
+                f"(at most {MAX_COUPLED}: 2^k field evaluations per step)"
+            )
+        self.signs = vertex_signs(len(self.coupled))
+        self.patterns = [self._pattern(row, 1.0) for row in self.signs]
+        self.minus_patterns = [self._pattern(row, -1.0) for row in self.signs]
+        self.no_held = np.zeros(self.problem.shape, dtype=bool)
+        self.features = np.asarray(self.problem.data.signed_features, dtype=float)
+        self.start: np.ndarray | None = None
+        self.failure: str | None = None
+
+    def _pattern(self, coupled_sides: np.ndarray, inert_side: float) -> np.ndarray:
+        """``sign(grad L)`` with the coupled surfaces on ``coupled_sides`` and the inert ones
+        on ``inert_side``."""
+        assert self.mode.pattern is not None
+        pattern = SignPattern(
+            self.mode.pattern.parameters.astype(float), self.mode.pattern.direction.astype(float)
+        )
+        for i, side in zip(self.coupled, coupled_sides, strict=True):
+            self.surfaces[i].set_side(pattern, side)
+        for i in self.inert:
+            self.surfaces[i].set_side(pattern, inert_side)
+        out = self.base.pattern_signs(pattern)
+        assert out is not None
+        return out
+
+    # ------------------------------------------------------------------ one point
+
+    def evaluate(self, z: np.ndarray, time: float, minus: bool = False) -> Evaluation:
+        """Chart velocities and normal rates at the flat chart state ``z`` for every coupled
+        vertex (inert surfaces on +), and with ``minus`` also with the inert ones on -."""
+        patterns = self.patterns + (self.minus_patterns if minus and self.inert else [])
+        rhs = np.array([self.base.chart_rhs(z, self.no_held, p, time) for p in patterns])
+        return Evaluation(rhs, self._rates(z, rhs))
+
+    def _rates(self, z: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """Normal rates (k, V) of the surfaces under each vertex's chart velocity ``rhs``."""
+        rates = np.empty((len(self.surfaces), len(rhs)))
+        directions = [i for i, s in enumerate(self.surfaces) if s.kind == DIRECTION]
+        for i, surface in enumerate(self.surfaces):
+            if surface.kind == PARAMETER:
+                rates[i] = rhs[:, surface.at]  # dz = dw / delta at w = 0
+        if directions:
+            d_direction = self._direction_rates(z, rhs[:, :-1])
+            for i in directions:
+                rates[i] = d_direction[:, self.surfaces[i].at]
+        return rates
+
+    def _direction_rates(self, z: np.ndarray, dz: np.ndarray) -> np.ndarray:
+        """``dG/ds`` (V, d) at ``theta(z)`` along each velocity, up to one positive factor.
+
+        ``G = sum_i p_i y_i x_i`` with ``p_i`` proportional to ``|l'(m_i)|``:
+        ``dp_i = p_i (a_i dm_i - sum_k p_k a_k dm_k)``, ``a = d log|l'| / dm``,
+        ``dm_i = <y_i x_i, dbeta>``, ``dbeta_j = sum_l dw^(l)_j prod_{k != l} w^(k)_j``.
+        """
+        problem = self.problem
+        geometry = self.geometry
+        zz = z.reshape(problem.shape)
+        theta = problem.chart.state(zz)
+        beta = geometry.product_of_layers(theta.sign, theta.log_abs)
+        p, _ = geometry.weights(beta)
+        assert p is not None  # direction surfaces exist only for several examples
+        slope = problem.loss.log_derivative_slope(geometry.margins(beta))
+        loo = geometry.leave_one_out(theta.sign, theta.log_abs)
+        assert isinstance(problem.chart, AsinhChart)  # l_inf-SAM runs in the asinh chart
+        delta = float(problem.chart.delta)
+        dz = dz.reshape((-1,) + problem.shape)
+        with np.errstate(divide="ignore"):
+            log_dw = np.log(np.abs(dz)) + np.log(delta) + _log_cosh(zz)
+        terms = log_dw + loo.log_abs
+        top = np.max(terms)
+        if not np.isfinite(top):
+            return np.zeros((len(dz), problem.data.d))
+        mult = np.asarray(problem.multiplicity, dtype=float)[:, None]
+        d_beta = np.sum(mult * np.sign(dz) * loo.sign * np.exp(terms - top), axis=-2)
+        d_margin = d_beta @ self.features.T
+        weighted = slope * d_margin
+        dp = p * (weighted - np.sum(p * weighted, axis=-1, keepdims=True))
+        return dp @ self.features
+
+    def _coupled_weights(self, rates: np.ndarray) -> np.ndarray:
+        """Multilinear weights (M,) of the coupled vertices (``[1]`` when none slides)."""
+        if not self.coupled:
+            return np.ones(1)
+        lam, ok = solve_multilinear(
+            rates[self.coupled][:, : len(self.signs)], self.signs, self.start
+        )
+        if not ok:
+            self.failure = "the sliding combination (multilinear rule) has no solution here"
+            return np.full(len(self.signs), np.nan)
+        self.start = lam
+        return multilinear_weights(lam, self.signs)
+
+    def lambdas(self, z: np.ndarray, time: float) -> np.ndarray:
+        """``lambda_i`` (k,) of every surface: the weight of its + side."""
+        ev = self.evaluate(z, time, minus=True)
+        out = np.empty(len(self.surfaces))
+        weights = self._coupled_weights(ev.rates)
+        if self.coupled:
+            assert self.start is not None
+            out[self.coupled] = self.start if np.all(np.isfinite(weights)) else np.nan
+        half = len(self.signs)
+        for i in self.inert:
+            plus = weights @ ev.rates[i, :half]
+            minus = weights @ ev.rates[i, half:]
+            out[i] = minus / (minus - plus) if minus != plus else 0.5
+        return out
+
+    def one_sided_rates(self, z: np.ndarray, time: float) -> tuple[float, float]:
+        """``(N+, N-)`` of the extra (last) surface, the others sliding as they do."""
+        ev = self.evaluate(z, time)
+        last = len(self.surfaces) - 1
+        sides = self.signs[:, self.coupled.index(last)]
+        out = []
+        for side in (1.0, -1.0):
+            keep = sides == side
+            others = [i for i in self.coupled if i != last]
+            if others:
+                sub = self.signs[keep][:, [self.coupled.index(i) for i in others]]
+                lam, ok = solve_multilinear(ev.rates[others][:, keep], sub)
+                weights = multilinear_weights(lam, sub) if ok else np.full(len(sub), np.nan)
+            else:
+                weights = np.ones(1)
+            out.append(float(weights @ ev.rates[last, keep]))
+        return out[0], out[1]
+
+    def chart_rhs(
+        self,
+        z: np.ndarray,
+        held: np.ndarray,
+        pattern_signs: np.ndarray | None = None,
+        time: float = 0.0,
+    ) -> np.ndarray:
+        """``d(z, tau)/ds``: the multilinear combination of the one-sided fields, held entries
+        at rest (``held`` and ``pattern_signs`` are the mode's own)."""
+        ev = self.evaluate(z, time)
+        weights = self._coupled_weights(ev.rates)
+        out = weights @ ev.rhs[: len(self.signs)]
+        out[:-1][self.mode.held.ravel()] = 0.0
+        return out
+
+    def pattern_signs(self, pattern: SignPattern | None) -> np.ndarray | None:
+        """Unused: the combination sets every vertex's signs itself."""
+        return None
+
+    # ------------------------------------------------------------------ batches
+
+    def log_c(
+        self, theta: SignedLog, pattern_signs: np.ndarray | None = None, time=0.0
+    ) -> np.ndarray:
+        """The effective clock factor along the sliding path (...), for the original time:
+        ``1 / c = sum_m w_m / c_m`` (rescaled clock; ``dt/dtau`` combines like the field) or
+        ``c = sum_m w_m c_m`` (original clock)."""
+        problem = self.problem
+        if not self.coupled:  # inert surfaces change neither the field nor c elsewhere
+            return self.base.log_c(theta, self.patterns[0], time)
+        shape = theta.sign.shape[:-2]
+        sign = theta.sign.reshape((-1,) + problem.shape)
+        log_abs = theta.log_abs.reshape(sign.shape)
+        times = np.broadcast_to(np.asarray(time, dtype=float), shape).ravel()
+        out = np.empty(len(sign))
+        for n, (s, a, t) in enumerate(zip(sign, log_abs, times, strict=True)):
+            z = problem.chart.coordinates(SignedLog(s, a)).ravel()
+            ev = self.evaluate(z, float(t))
+            weights = self._coupled_weights(ev.rates)
+            log_cs = np.array(
+                [float(self.base.log_c(SignedLog(s, a), p, float(t))) for p in self.patterns]
+            )
+            with np.errstate(divide="ignore"):
+                log_w = np.log(weights)
+            if problem.clock.original:
+                out[n] = _logsumexp(log_w + log_cs)
+            else:
+                out[n] = -_logsumexp(log_w - log_cs)
+        return out.reshape(shape)
+
+
+def _logsumexp(a: np.ndarray) -> float:
+    """``log sum exp a`` (-inf for an empty or all -inf ``a``)."""
+    top = np.max(a) if a.size else -np.inf
+    if not np.isfinite(top):
+        return float(top)
+    return float(top + np.log(np.sum(np.exp(a - top))))
