@@ -45,8 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .charts import AsinhChart
-from .field import SignPattern, VectorField
+from .field import SignPattern, VectorField, Velocity
 from .kernel import FusedField
 from .segments import Mode
 from .signedlog import SignedLog
@@ -183,23 +182,32 @@ def solve_multilinear(
     return lam, False
 
 
-def _log_cosh(z: np.ndarray) -> np.ndarray:
-    """``log cosh z`` without overflow."""
-    a = np.abs(z)
-    return a + np.log1p(np.exp(-2.0 * a)) - np.log(2.0)
-
-
 class Evaluation(NamedTuple):
-    """The one-sided fields at one point: chart velocities ``rhs`` (V, n_state) of the
-    evaluated vertices and the surfaces' normal rates (k, V)."""
+    """The one-sided fields at one point, in the original clock scaled by ``1 / max c``.
+
+    Attributes
+    ----------
+    rhs : (V, n_state) ``c_v / c_max (dz/dtau, 1)`` of each evaluated vertex.
+    rates : (k, V) the surfaces' normal rates ``c_v / c_max dh/dtau`` (each row up to a
+        positive factor of its own).
+    log_c_max : ``log max_v c_v``.
+    """
 
     rhs: np.ndarray
     rates: np.ndarray
+    log_c_max: float
 
 
 class FilippovField:
     """The l_inf-SAM field of a mode in which some surfaces slide (the
     :class:`~flows.field.VectorField` interface, for the solver and the quadrature).
+
+    The combination is taken in the original clock ``t`` (the clock of the discrete iteration
+    whose small-step limit defines the flow): vertex ``v`` moves at ``dtheta/dt = c_v F_v`` with
+    its own clock factor ``c_v`` and ``dtau/dt = c_v``, so a rescaled run follows
+    ``dtheta/dtau = sum w_v c_v F_v / sum w_v c_v`` and ``1 / c = dt/dtau`` of the path is
+    ``1 / sum w_v c_v``. (For one surface the clock does not matter: Filippov's combination is
+    unique up to the speed.)
 
     Parameters
     ----------
@@ -224,9 +232,8 @@ class FilippovField:
                 f"(at most {MAX_COUPLED}: 2^k field evaluations per step)"
             )
         self.signs = vertex_signs(len(self.coupled))
-        self.patterns = [self._pattern(row, 1.0) for row in self.signs]
-        self.minus_patterns = [self._pattern(row, -1.0) for row in self.signs]
-        self.no_held = np.zeros(self.problem.shape, dtype=bool)
+        self.patterns = np.array([self._pattern(row, 1.0) for row in self.signs])
+        self.minus_patterns = np.array([self._pattern(row, -1.0) for row in self.signs])
         self.features = np.asarray(self.problem.data.signed_features, dtype=float)
         self.start: np.ndarray | None = None
         self.failure: str | None = None
@@ -249,27 +256,66 @@ class FilippovField:
     # ------------------------------------------------------------------ one point
 
     def evaluate(self, z: np.ndarray, time: float, minus: bool = False) -> Evaluation:
-        """Chart velocities and normal rates at the flat chart state ``z`` for every coupled
-        vertex (inert surfaces on +), and with ``minus`` also with the inert ones on -."""
-        patterns = self.patterns + (self.minus_patterns if minus and self.inert else [])
-        rhs = np.array([self.base.chart_rhs(z, self.no_held, p, time) for p in patterns])
-        return Evaluation(rhs, self._rates(z, rhs))
+        """The one-sided fields and normal rates at the flat chart state ``z``, for every
+        coupled vertex (inert surfaces on +), and with ``minus`` also with the inert ones on -
+        (one batched field evaluation)."""
+        problem = self.problem
+        patterns = self.patterns
+        if minus and self.inert:
+            patterns = np.concatenate([patterns, self.minus_patterns])
+        zz = z.reshape(problem.shape)
+        theta = problem.chart.state(zz)
+        vel = self._velocities(theta, patterns, time)
+        log_c = np.asarray(vel.log_c, dtype=float).reshape(-1)
+        log_c_max = float(np.max(log_c))
+        weight = np.exp(log_c - log_c_max)
+        with np.errstate(over="ignore", under="ignore"):
+            dz = problem.chart.velocity(vel.dtheta, zz)
+        rhs = weight[:, None] * np.concatenate(
+            [dz.reshape(len(patterns), -1), np.ones((len(patterns), 1))], axis=1
+        )
+        return Evaluation(rhs, weight[None, :] * self._rates(theta, vel.dtheta), log_c_max)
 
-    def _rates(self, z: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        """Normal rates (k, V) of the surfaces under each vertex's chart velocity ``rhs``."""
-        rates = np.empty((len(self.surfaces), len(rhs)))
+    def _velocities(self, theta: SignedLog, patterns: np.ndarray, time: float) -> Velocity:
+        """The rescaled field ``F`` and ``log c`` at ``theta`` under each pattern (V, G, d):
+        one batched call (one call per pattern for the point-by-point reference field)."""
+        if isinstance(self.base, FusedField):
+            batch = patterns.shape
+            return self.base.velocity(
+                SignedLog(
+                    np.broadcast_to(theta.sign, batch), np.broadcast_to(theta.log_abs, batch)
+                ),
+                patterns,
+                time,
+            )
+        each = [self.base.velocity(theta, p, time) for p in patterns]
+        return Velocity(
+            SignedLog(
+                np.array([v.dtheta.sign for v in each]), np.array([v.dtheta.log_abs for v in each])
+            ),
+            np.array([float(v.log_c) for v in each]),
+        )
+
+    def _rates(self, theta: SignedLog, velocity: SignedLog) -> np.ndarray:
+        """Normal rates (k, V) of the surfaces under each vertex's field ``velocity``
+        (signed-log, (V, G, d)), each row scaled by its largest entry."""
+        rates = np.zeros((len(self.surfaces), len(velocity.sign)))
         directions = [i for i, s in enumerate(self.surfaces) if s.kind == DIRECTION]
         for i, surface in enumerate(self.surfaces):
             if surface.kind == PARAMETER:
-                rates[i] = rhs[:, surface.at]  # dz = dw / delta at w = 0
+                log_abs = velocity.log_abs.reshape(len(rates[i]), -1)[:, surface.at]
+                top = np.max(log_abs)
+                if np.isfinite(top):
+                    sign = velocity.sign.reshape(len(rates[i]), -1)[:, surface.at]
+                    rates[i] = sign * np.exp(log_abs - top)
         if directions:
-            d_direction = self._direction_rates(z, rhs[:, :-1])
+            d_direction = self._direction_rates(theta, velocity)
             for i in directions:
                 rates[i] = d_direction[:, self.surfaces[i].at]
         return rates
 
-    def _direction_rates(self, z: np.ndarray, dz: np.ndarray) -> np.ndarray:
-        """``dG/ds`` (V, d) at ``theta(z)`` along each velocity, up to one positive factor.
+    def _direction_rates(self, theta: SignedLog, velocity: SignedLog) -> np.ndarray:
+        """``dG/dtau`` (V, d) at ``theta`` along each field, up to one positive factor.
 
         ``G = sum_i p_i y_i x_i`` with ``p_i`` proportional to ``|l'(m_i)|``:
         ``dp_i = p_i (a_i dm_i - sum_k p_k a_k dm_k)``, ``a = d log|l'| / dm``,
@@ -277,24 +323,17 @@ class FilippovField:
         """
         problem = self.problem
         geometry = self.geometry
-        zz = z.reshape(problem.shape)
-        theta = problem.chart.state(zz)
         beta = geometry.product_of_layers(theta.sign, theta.log_abs)
         p, _ = geometry.weights(beta)
         assert p is not None  # direction surfaces exist only for several examples
         slope = problem.loss.log_derivative_slope(geometry.margins(beta))
         loo = geometry.leave_one_out(theta.sign, theta.log_abs)
-        assert isinstance(problem.chart, AsinhChart)  # l_inf-SAM runs in the asinh chart
-        delta = float(problem.chart.delta)
-        dz = dz.reshape((-1,) + problem.shape)
-        with np.errstate(divide="ignore"):
-            log_dw = np.log(np.abs(dz)) + np.log(delta) + _log_cosh(zz)
-        terms = log_dw + loo.log_abs
+        terms = velocity.log_abs + loo.log_abs
         top = np.max(terms)
         if not np.isfinite(top):
-            return np.zeros((len(dz), problem.data.d))
+            return np.zeros((len(velocity.sign), problem.data.d))
         mult = np.asarray(problem.multiplicity, dtype=float)[:, None]
-        d_beta = np.sum(mult * np.sign(dz) * loo.sign * np.exp(terms - top), axis=-2)
+        d_beta = np.sum(mult * velocity.sign * loo.sign * np.exp(terms - top), axis=-2)
         d_margin = d_beta @ self.features.T
         weighted = slope * d_margin
         dp = p * (weighted - np.sum(p * weighted, axis=-1, keepdims=True))
@@ -333,18 +372,23 @@ class FilippovField:
         ev = self.evaluate(z, time)
         last = len(self.surfaces) - 1
         sides = self.signs[:, self.coupled.index(last)]
+        others = [i for i in self.coupled if i != last]
         out = []
         for side in (1.0, -1.0):
             keep = sides == side
-            others = [i for i in self.coupled if i != last]
+            weights = np.ones(1)
             if others:
                 sub = self.signs[keep][:, [self.coupled.index(i) for i in others]]
                 lam, ok = solve_multilinear(ev.rates[others][:, keep], sub)
                 weights = multilinear_weights(lam, sub) if ok else np.full(len(sub), np.nan)
-            else:
-                weights = np.ones(1)
             out.append(float(weights @ ev.rates[last, keep]))
         return out[0], out[1]
+
+    def _combined(self, z: np.ndarray, time: float) -> tuple[np.ndarray, float]:
+        """``sum_v w_v c_v / c_max (dz/dtau, 1)`` and ``log c_max`` at ``z``."""
+        ev = self.evaluate(z, time)
+        weights = self._coupled_weights(ev.rates)
+        return weights @ ev.rhs[: len(self.signs)], ev.log_c_max
 
     def chart_rhs(
         self,
@@ -353,11 +397,16 @@ class FilippovField:
         pattern_signs: np.ndarray | None = None,
         time: float = 0.0,
     ) -> np.ndarray:
-        """``d(z, tau)/ds``: the multilinear combination of the one-sided fields, held entries
-        at rest (``held`` and ``pattern_signs`` are the mode's own)."""
-        ev = self.evaluate(z, time)
-        weights = self._coupled_weights(ev.rates)
-        out = weights @ ev.rhs[: len(self.signs)]
+        """``d(z, tau)/ds``: the multilinear combination of the one-sided fields (in the
+        original clock, then in the run's), held entries at rest (``held`` and
+        ``pattern_signs`` are the mode's own)."""
+        if not self.coupled:  # inert surfaces change nothing but their own held entries
+            return self.base.chart_rhs(z, self.mode.held, self.patterns[0], time)
+        combined, log_c_max = self._combined(z, time)
+        out = combined / combined[-1]
+        if self.problem.clock.original:
+            with np.errstate(over="ignore", under="ignore"):
+                out = out * np.exp(log_c_max + np.log(combined[-1]))
         out[:-1][self.mode.held.ravel()] = 0.0
         return out
 
@@ -370,11 +419,9 @@ class FilippovField:
     def log_c(
         self, theta: SignedLog, pattern_signs: np.ndarray | None = None, time=0.0
     ) -> np.ndarray:
-        """The effective clock factor along the sliding path (...), for the original time:
-        ``1 / c = sum_m w_m / c_m`` (rescaled clock; ``dt/dtau`` combines like the field) or
-        ``c = sum_m w_m c_m`` (original clock)."""
+        """The clock factor of the sliding path (...), ``c = dtau/dt = sum_v w_v c_v``."""
         problem = self.problem
-        if not self.coupled:  # inert surfaces change neither the field nor c elsewhere
+        if not self.coupled:
             return self.base.log_c(theta, self.patterns[0], time)
         shape = theta.sign.shape[:-2]
         sign = theta.sign.reshape((-1,) + problem.shape)
@@ -383,23 +430,6 @@ class FilippovField:
         out = np.empty(len(sign))
         for n, (s, a, t) in enumerate(zip(sign, log_abs, times, strict=True)):
             z = problem.chart.coordinates(SignedLog(s, a)).ravel()
-            ev = self.evaluate(z, float(t))
-            weights = self._coupled_weights(ev.rates)
-            log_cs = np.array(
-                [float(self.base.log_c(SignedLog(s, a), p, float(t))) for p in self.patterns]
-            )
-            with np.errstate(divide="ignore"):
-                log_w = np.log(weights)
-            if problem.clock.original:
-                out[n] = _logsumexp(log_w + log_cs)
-            else:
-                out[n] = -_logsumexp(log_w - log_cs)
+            combined, log_c_max = self._combined(z, float(t))
+            out[n] = log_c_max + np.log(combined[-1])
         return out.reshape(shape)
-
-
-def _logsumexp(a: np.ndarray) -> float:
-    """``log sum exp a`` (-inf for an empty or all -inf ``a``)."""
-    top = np.max(a) if a.size else -np.inf
-    if not np.isfinite(top):
-        return float(top)
-    return float(top + np.log(np.sum(np.exp(a - top))))
