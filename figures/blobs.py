@@ -1,7 +1,7 @@
 """Figure 7 (``fig7_gaussian_blobs``): two Gaussian blobs with means ``+-(1, 2)``: the data with
 the final directions of beta, the polar angle of beta against tau, and the training loss, for
-GD / l2-SAM / l_inf-SAM at L = 2 and L = 1 (L = 2 l_inf-SAM on the Heun fallback,
-:mod:`figures.heun`). Clock: the rescaled one (docs/theory.md §3).
+GD / l2-SAM / l_inf-SAM at L = 2 and L = 1 (:mod:`figures.multi_sample`). Clock: the rescaled
+one (docs/theory.md §3).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from flows.cache import Result, Task
 from .common import OKABE_ITO, Figure, plt, save
 from .compared import ALGORITHMS, COLORS, NAMES
 from .directions import REF_COLORS, angles_deg, directions, format_vector, references
-from .heun import Horizons, multi_sample_tasks
+from .multi_sample import Horizons, multi_sample_tasks
 
 FIG7_ALPHA = [1.5, 0.8]
 FIG7_RHO = 1.0
@@ -60,8 +60,8 @@ def draw_fig7(results: list[Result], quick: bool, path: Path) -> None:
     _draw_losses(ax2, results)
     fig.suptitle(
         f"Gaussian blobs, n = {len(y)}, means ±(1, 2), std 0.6 (seed 5); α = "
-        f"{tuple(FIG7_ALPHA)}, ρ = {FIG7_RHO:g}, rescaled clock; L = 2 ℓ∞-SAM by the "
-        "Heun fallback (engine stalls on its sliding surface)" + ("  [QUICK]" if quick else ""),
+        f"{tuple(FIG7_ALPHA)}, ρ = {FIG7_RHO:g}, rescaled clock; ℓ∞-SAM with exact Filippov "
+        "sliding" + ("  [QUICK]" if quick else ""),
         fontsize=10.5,
     )
     save(fig, path)

@@ -7,8 +7,7 @@
   ``alpha_2 < rho``, while GD and l2-SAM go to ``e_2``).
 * ``fig6_maxmargin_angles`` — seeded separable data (n = 12, d = 3, random teacher with a
   margin): angle between ``beta(tau)/|beta|`` and the l1 / l2 max-margin directions against
-  the rescaled time, GD / l2-SAM / l_inf-SAM at L = 1 and L = 2 (l_inf-SAM at L = 2 on the Heun
-  fallback of :mod:`figures.heun`).
+  the rescaled time, GD / l2-SAM / l_inf-SAM at L = 1 and L = 2 (:mod:`figures.multi_sample`).
 
 Figure 7, on the same theme, is in :mod:`figures.blobs`; the shared pieces (directions, angles,
 references, legend colours) are in :mod:`figures.directions`.
@@ -30,7 +29,7 @@ from .blobs import GAUSSIAN_BLOBS  # noqa: F401 - the figure table reads it from
 from .common import Figure, plt, save
 from .compared import ALGORITHMS, COLORS, NAMES, rho_entry
 from .directions import REF_COLORS, angles_deg, directions, format_vector, log_norm, references
-from .heun import Horizons, multi_sample_tasks
+from .multi_sample import Horizons, multi_sample_tasks
 
 # --------------------------------------------------------------------------- Figure 1
 
@@ -191,8 +190,7 @@ def draw_fig6(results: list[Result], quick: bool, path: Path) -> None:
             wide = dict(lw=5, alpha=0.35) if alg == "gd" else dict(lw=1.8)
             ax.plot(tau[keep], a2[keep], color=COLORS[alg], **wide)
             ax.plot(tau[keep], a1[keep], color=COLORS[alg], ls="--", **wide)
-            tag = " (Heun fallback)" if "floor_steps" in res else ""
-            lines.append(f"{NAMES[alg]}{tag}: ∠ℓ2 = {a2[-1]:.3g}°, ∠ℓ1 = {a1[-1]:.3g}°")
+            lines.append(f"{NAMES[alg]}: ∠ℓ2 = {a2[-1]:.3g}°, ∠ℓ1 = {a1[-1]:.3g}°")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_ylim(1e-2 if not quick else None, 120)

@@ -435,7 +435,9 @@ def segment_events(
 ) -> list[SegmentEvent]:
     """The events to watch in the current mode (``vector_field`` is the field of ``mode.chart``,
     ``sliding`` the sliding combination when some surface slides); ``near_zero``: leave the log
-    chart when every parameter comes near 0."""
+    chart when every parameter comes near 0. No :class:`Stationary` while surfaces slide: there
+    ``grad L = 0`` is a point of the sliding manifold, and the Filippov combination (the limit
+    of the chattering iteration, whose gradient is never exactly 0) decides whether it rests."""
     problem = vector_field.problem
     found: list[SegmentEvent] = []
     if problem.algorithm.sign_discontinuous:
@@ -462,6 +464,6 @@ def segment_events(
             found.extend(CollapseCrossing(vector_field, index=int(i)) for i in mode.near_zero)
     if depth >= 3:
         found.append(BlowUp(vector_field))
-    if problem.data.n > 1:
+    if problem.data.n > 1 and sliding is None:
         found.append(Stationary(vector_field))
     return found
