@@ -65,20 +65,10 @@ ALGORITHMS: tuple[tuple[str, dict], ...] = (
     ("gd", {}),
     ("l2-sam", {"rho": RHO}),
     ("le-sam", {"rho_max": RHO, "sigma_start_fraction": 1.0}),
-    # the sign discontinuities of l_inf-SAM: an explicit low-order solver at a loose tolerance
-    # crosses them (LSODA stalls); where the flow slides along one (the engine's n > 1
-    # limitation) the steps shrink and the run ends at its evaluation budget (status -1)
-    (
-        "linf-sam",
-        {
-            "rho": RHO_LINF,
-            "method": "RK45",
-            "rtol": 1e-4,
-            "max_nfev": 5000,
-            "max_total_nfev": 12_000,
-        },
-    ),
+    # l_inf-SAM: its switching surfaces are events and its sliding is exact (flows.filippov)
+    ("linf-sam", {"rho": RHO_LINF}),
 )
+
 NAMES = {"gd": "GD", "l2-sam": "ℓ2-SAM", "le-sam": "LE-SAM", "linf-sam": "ℓ∞-SAM"}
 COLORS = {
     "gd": OKABE_ITO[0],

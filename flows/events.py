@@ -239,15 +239,17 @@ class DirectionCrossing(SegmentEvent):
     direction = -1.0
 
     def values(self, y: np.ndarray) -> np.ndarray:
-        """``sign_j G_j(theta)`` of the watched coordinates."""
+        """``sign_j G_j(theta)`` of the watched coordinates (NaN where ``G_j`` is exactly 0: its
+        example weights underflowed to where it has no sign; it is not watched there)."""
         theta = self.theta(y)
         geometry = self.field if isinstance(self.field, FusedField) else FusedField(self.problem)
         direction = geometry.evaluate(theta.sign, theta.log_abs)[0]
-        g = direction.sign * np.exp(direction.log_abs)
+        g = np.where(direction.sign == 0, np.nan, direction.sign * np.exp(direction.log_abs))
         return (self.pattern * g)[self.watched]
 
     def __call__(self, s: float, y: np.ndarray) -> float:
-        values = self.values(y)[self.pattern[self.watched] != 0]
+        values = self.values(y)
+        values = values[(self.pattern[self.watched] != 0) & ~np.isnan(values)]
         return float(np.min(values)) if values.size else 1.0
 
     def already(self, y: np.ndarray) -> bool:

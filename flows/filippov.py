@@ -155,7 +155,9 @@ def solve_multilinear(
 
     ``rates`` (..., k, M) are the normal rates of the ``k`` surfaces under the ``M = 2^k``
     one-sided fields ordered as :func:`vertex_signs`. The equations are affine in each
-    ``lambda_i`` (exact in one step for ``k = 1``). ``lambda`` is not confined to ``[0, 1]``:
+    ``lambda_i`` (exact in one step for ``k = 1``); Newton starts from ``lambda = 1/2`` (or
+    ``start``), so the answer does not depend on earlier calls. ``lambda`` is not confined to
+    ``[0, 1]``:
     outside it the surface no longer slides, which the release events watch. Returns
     ``(lambda, converged)``.
     """
@@ -235,7 +237,8 @@ class FilippovField:
         self.patterns = np.array([self._pattern(row, 1.0) for row in self.signs])
         self.minus_patterns = np.array([self._pattern(row, -1.0) for row in self.signs])
         self.features = np.asarray(self.problem.data.signed_features, dtype=float)
-        self.start: np.ndarray | None = None
+        #: why the combination could not be formed at the last point where it failed (a NaN
+        #: field there: the solver rejects the step; reported if the segment fails)
         self.failure: str | None = None
 
     def _pattern(self, coupled_sides: np.ndarray, inert_side: float) -> np.ndarray:
@@ -339,27 +342,22 @@ class FilippovField:
         dp = p * (weighted - np.sum(p * weighted, axis=-1, keepdims=True))
         return dp @ self.features
 
-    def _coupled_weights(self, rates: np.ndarray) -> np.ndarray:
-        """Multilinear weights (M,) of the coupled vertices (``[1]`` when none slides)."""
+    def _coupled_weights(self, rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``lambda`` (k_coupled,) and the multilinear weights (M,) of the coupled vertices
+        (``[1]`` when none slides; NaN, with :attr:`failure` set, where Newton fails)."""
         if not self.coupled:
-            return np.ones(1)
-        lam, ok = solve_multilinear(
-            rates[self.coupled][:, : len(self.signs)], self.signs, self.start
-        )
+            return np.empty(0), np.ones(1)
+        lam, ok = solve_multilinear(rates[self.coupled][:, : len(self.signs)], self.signs)
         if not ok:
             self.failure = "the sliding combination (multilinear rule) has no solution here"
-            return np.full(len(self.signs), np.nan)
-        self.start = lam
-        return multilinear_weights(lam, self.signs)
+            return np.full(len(self.coupled), np.nan), np.full(len(self.signs), np.nan)
+        return lam, multilinear_weights(lam, self.signs)
 
     def lambdas(self, z: np.ndarray, time: float) -> np.ndarray:
         """``lambda_i`` (k,) of every surface: the weight of its + side."""
         ev = self.evaluate(z, time, minus=True)
         out = np.empty(len(self.surfaces))
-        weights = self._coupled_weights(ev.rates)
-        if self.coupled:
-            assert self.start is not None
-            out[self.coupled] = self.start if np.all(np.isfinite(weights)) else np.nan
+        out[self.coupled], weights = self._coupled_weights(ev.rates)
         half = len(self.signs)
         for i in self.inert:
             plus = weights @ ev.rates[i, :half]
@@ -387,7 +385,7 @@ class FilippovField:
     def _combined(self, z: np.ndarray, time: float) -> tuple[np.ndarray, float]:
         """``sum_v w_v c_v / c_max (dz/dtau, 1)`` and ``log c_max`` at ``z``."""
         ev = self.evaluate(z, time)
-        weights = self._coupled_weights(ev.rates)
+        weights = self._coupled_weights(ev.rates)[1]
         return weights @ ev.rhs[: len(self.signs)], ev.log_c_max
 
     def chart_rhs(

@@ -312,10 +312,9 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     if len(result.ts) > 1:
         run.path.segments.append(Segment(mode, np.array(result.ts), result.interpolants))
         run.s, run.y = result.ts[-1], result.y.copy()
-    if isinstance(fld, FilippovField) and fld.failure is not None:
-        run.stop(FAILURE, f"{fld.failure} (s={run.s:.6g}); the path up to there is returned")
-    elif result.status == "failed":
-        run.stop(FAILURE, f"solver failed at s={result.ts[-1]:.6g}: {result.message}")
+    if result.status == "failed":
+        why = getattr(fld, "failure", None) or result.message
+        run.stop(FAILURE, f"solver failed at s={result.ts[-1]:.6g}: {why}")
     elif result.status == "budget":
         run.stop(
             FAILURE,

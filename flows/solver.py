@@ -48,11 +48,23 @@ class SegmentResult:
 
 
 def _active(g_old: np.ndarray, g_new: np.ndarray, direction: np.ndarray) -> np.ndarray:
-    """Indices of events whose function changed sign over a step in the watched direction."""
-    up = (g_old <= 0) & (g_new >= 0)
-    down = (g_old >= 0) & (g_new <= 0)
+    """Indices of events whose function changed sign over a step in the watched direction (a
+    function that stays exactly 0, e.g. a ``G_j`` whose weights underflowed, does not)."""
+    moved = (g_old != 0) | (g_new != 0)
+    up = (g_old <= 0) & (g_new >= 0) & moved
+    down = (g_old >= 0) & (g_new <= 0) & moved
     hit = (up & (direction > 0)) | (down & (direction < 0)) | ((up | down) & (direction == 0))
     return np.flatnonzero(hit)
+
+
+def _root(event, interpolant, a: float, b: float) -> float:
+    """Where ``event`` changes sign on the step's interpolant over ``[a, b]`` (``brentq``); if
+    the interpolant's end values do not bracket a sign change (the step's end state and its
+    interpolant differ at rounding level), the end where ``|g|`` is smaller."""
+    g_a, g_b = event(a, interpolant(a)), event(b, interpolant(b))
+    if g_a == 0 or g_b == 0 or np.sign(g_a) == np.sign(g_b) or not np.isfinite(g_a * g_b):
+        return a if abs(g_a) <= abs(g_b) else b
+    return brentq(lambda s: event(s, interpolant(s)), a, b, xtol=4 * EPS, rtol=4 * EPS)
 
 
 def integrate_segment(
@@ -90,16 +102,7 @@ def integrate_segment(
         g_new = np.array([e(solver.t, solver.y) for e in events])
         hits = _active(g_old, g_new, direction) if len(events) else np.empty(0, dtype=int)
         if len(hits):
-            roots = [
-                brentq(
-                    lambda s, e=events[i], p=interpolant: e(s, p(s)),
-                    solver.t_old,
-                    solver.t,
-                    xtol=4 * EPS,
-                    rtol=4 * EPS,
-                )
-                for i in hits
-            ]
+            roots = [_root(events[i], interpolant, solver.t_old, solver.t) for i in hits]
             first = int(np.argmin(roots))
             s_hit = roots[first]
             out.ts.append(s_hit)
