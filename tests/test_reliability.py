@@ -89,9 +89,9 @@ def test_budget_spent_returns_the_path_so_far():
         sigma=0.5,
         rho_max=999.0,
         t_max=100.0,
-        max_nfev=20_000,
+        max_nfev=8_000,
     )
-    assert tr.status == -1 and "max_nfev=20000" in tr.message
+    assert tr.status == -1 and "max_nfev=8000" in tr.message
     assert tr.t[-1] > 10.0 and len(tr.t) > 10 and np.all(np.isfinite(tr.log_abs_beta[:, 0]))
 
 

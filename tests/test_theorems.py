@@ -154,8 +154,8 @@ def test_thm31_larger_data_sets(seed, algorithm, rho):
 @pytest.mark.parametrize(
     "seed, rho",
     [
-        (6, 0.3),
         (9, 0.05),
+        pytest.param(6, 0.3, marks=pytest.mark.slow),
         pytest.param(4, 0.05, marks=pytest.mark.slow),
         pytest.param(5, 0.3, marks=pytest.mark.slow),
         pytest.param(11, 0.3, marks=pytest.mark.slow),
