@@ -46,7 +46,6 @@ from .filippov import (
     parameter_surface,
 )
 from .kernel import FusedField
-from .model import evaluate
 from .results import BLOWUP, FAILURE, FlowEvent
 from .segments import Mode
 from .signedlog import log_norm2
@@ -101,6 +100,13 @@ class SegmentEvent:
     def theta(self, y: np.ndarray):
         """The parameters (signed-log) of a chart state."""
         return self.problem.chart.state(y[:-1].reshape(self.problem.shape))
+
+    @property
+    def fused(self) -> FusedField:
+        """The field as a :class:`~flows.kernel.FusedField` (for its batched model pieces)."""
+        if isinstance(self.field, FusedField):
+            return self.field
+        return FusedField(self.problem)
 
     def __call__(self, s: float, y: np.ndarray) -> float:
         raise NotImplementedError
@@ -242,8 +248,7 @@ class DirectionCrossing(SegmentEvent):
         """``sign_j G_j(theta)`` of the watched coordinates (NaN where ``G_j`` is exactly 0: its
         example weights underflowed to where it has no sign; it is not watched there)."""
         theta = self.theta(y)
-        geometry = self.field if isinstance(self.field, FusedField) else FusedField(self.problem)
-        direction = geometry.evaluate(theta.sign, theta.log_abs)[0]
+        direction = self.fused.evaluate(theta.sign, theta.log_abs)[0]
         g = np.where(direction.sign == 0, np.nan, direction.sign * np.exp(direction.log_abs))
         return (self.pattern * g)[self.watched]
 
@@ -398,15 +403,27 @@ class Stationary(SegmentEvent):
 
     def __call__(self, s: float, y: np.ndarray) -> float:
         problem = self.problem
-        ev = evaluate(self.theta(y), problem.multiplicity, problem.data, problem.loss)
+        fused = self.fused
+        theta = self.theta(y)
         weights = np.asarray(problem.multiplicity, dtype=float)[:, None]
-        loo = ev.partial_products.log_abs
-        top = log_norm2(loo, weights)
+        log_tol = float(np.log(STATIONARY_TOL)) + self.log_scale
+        if fused._float_rows(theta.log_abs):
+            direction, _, loo = fused._float_evaluate(theta.sign * np.exp(theta.log_abs))
+            top = float(np.sum(weights * loo * loo))
+            if top == 0:
+                return -log_tol
+            gradient = float(np.sum(weights * (direction * loo) ** 2))
+            return 0.5 * float(np.log(gradient / top)) - log_tol
+        direction_, _, loo_ = fused.evaluate(theta.sign, theta.log_abs)
+        top = log_norm2(loo_.log_abs, weights)
         if top == -np.inf:
-            return float(-np.log(STATIONARY_TOL))
-        gradient = log_norm2(ev.direction.log_abs[None, :] + loo, weights)
-        scale = float(np.log(np.max(np.linalg.norm(problem.data.X, axis=1))))
-        return float(gradient - top - scale - np.log(STATIONARY_TOL))
+            return -log_tol
+        return float(log_norm2(direction_.log_abs[None, :] + loo_.log_abs, weights) - top - log_tol)
+
+    @property
+    def log_scale(self) -> float:
+        """``log max_i ||x_i||``."""
+        return float(np.log(np.max(np.linalg.norm(self.problem.data.X, axis=1))))
 
     def already(self, y: np.ndarray) -> bool:
         """Stationary from the start."""
