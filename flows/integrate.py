@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import compiled
+from . import compiled, fast_segment
 from . import events as ev
 from .algorithms import get_algorithm, resolve_hyperparameters
 from .arguments import check_options, largest_radius, warn_if_signs_cannot_separate
@@ -300,10 +300,22 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     if holding is not None:
         return holding
 
+    rtol, atol = run.tolerances(mode)
+    depth = int(run.problem.multiplicity.sum())
+    if fast_segment.applies(fld, mode, method, depth):
+        done, run.s, run.y = fast_segment.advance(
+            fld, mode, run.y, run.s, run.next_stop(), (rtol, atol), run.budget - run.nfev,
+            run.radius, run.near_zero_switch, run.path.segments,
+        )  # fmt: skip
+        run.nfev += done.nfev
+        if done.budget_spent:
+            run.stop(FAILURE, _budget_message(run))
+        if done.finished or done.budget_spent:
+            return None
+
     def rhs(s: float, state: np.ndarray) -> np.ndarray:
         return fld.chart_rhs(state[:-1], mode.held, pattern, s)
 
-    rtol, atol = run.tolerances(mode)
     with np.errstate(over="ignore", under="ignore"):
         result = integrate_segment(
             rhs, run.s, run.y, run.next_stop(), watched, method, rtol, atol, run.budget - run.nfev
@@ -316,15 +328,19 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         why = getattr(fld, "failure", None) or result.message
         run.stop(FAILURE, f"solver failed at s={result.ts[-1]:.6g}: {why}")
     elif result.status == "budget":
-        run.stop(
-            FAILURE,
-            f"max_nfev={run.budget} field evaluations spent by s={run.s:.6g} "
-            f"(t_max={run.s_end:g}); the path up to there is returned",
-        )
+        run.stop(FAILURE, _budget_message(run))
     elif result.status == "event":
         assert result.event is not None
         return watched[result.event]
     return None
+
+
+def _budget_message(run: Run) -> str:
+    """The message of a run whose ``max_nfev`` is spent."""
+    return (
+        f"max_nfev={run.budget} field evaluations spent by s={run.s:.6g} "
+        f"(t_max={run.s_end:g}); the path up to there is returned"
+    )
 
 
 def _freeze(run: Run) -> None:

@@ -98,7 +98,9 @@ class Segment:
     """Dense output over ``[start, end]``: step boundaries ``ts`` and one interpolant per step.
 
     ``interpolants[k]`` maps times in ``[ts[k], ts[k+1]]`` to states ``(n_state, len(s))``
-    (chart coordinates, then ``tau``).
+    (chart coordinates, then ``tau``). A segment of the compiled loop
+    (:mod:`flows.fast_segment`) has no interpolant objects, only ``stack``: DOP853's
+    dense-output arrays of every step.
     """
 
     mode: Mode
@@ -132,7 +134,7 @@ class Segment:
 
     def raw(self, s: np.ndarray) -> np.ndarray:
         """States ``(len(s), n_state)`` at times ``s`` within the segment."""
-        step = np.clip(np.searchsorted(self.ts, s, side="right") - 1, 0, len(self.interpolants) - 1)
+        step = np.clip(np.searchsorted(self.ts, s, side="right") - 1, 0, len(self.ts) - 2)
         stacked = self._dop853_stack()
         if stacked is not None:
             return _dop853_values(stacked, step, s)

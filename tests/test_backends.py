@@ -123,20 +123,55 @@ CASES = {
 }
 
 
+#: Cases the compiled segment loop integrates (depth <= 2, no sign discontinuity).
+COMPILED_LOOP = {
+    "l2-sam L2 one example",
+    "gd L2 blobs original",
+    "le-sam L2 blobs",
+    "usam L1 blobs",
+    "l2-sam collapse",
+}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_numba_backend_equals_numpy_backend(name):
-    """The compiled float path gives the numpy numbers to 1e-10 in log|beta| (same events,
-    same number of field evaluations: the solver takes the same steps)."""
+def test_numba_backend_equals_numpy_backend(name, monkeypatch):
+    """The compiled backend (its field, and where it applies its whole DOP853 loop,
+    :mod:`flows.fast_segment`) gives the numpy numbers to 1e-10 in log|beta|, the same events at
+    the same times (1e-9; a collapse is located by the Python loop after the compiled one hands
+    back), and log t to 1e-9."""
     pytest.importorskip("numba")
+    from flows import fast_segment
+
+    calls = []
+    advance = fast_segment.advance
+    monkeypatch.setattr(fast_segment, "advance", lambda *a: calls.append(1) or advance(*a))
     data, algorithm, depth, alpha, t_max = CASES[name]
     clock = "original" if "original" in name else "rescaled"
     kw = dict(rho=0.5, sigma=0.3, rho_max=0.5, t_max=t_max, n_points=31, clock=clock)
     fast = simulate(data, algorithm, depth, alpha, backend="numba", **kw)
     ref = simulate(data, algorithm, depth, alpha, backend="numpy", **kw)
+    assert bool(calls) == (name in COMPILED_LOOP)
     assert fast.status == ref.status == 0, (fast.message, ref.message)
     assert [(e.kind, e.entry) for e in fast.events] == [(e.kind, e.entry) for e in ref.events]
+    np.testing.assert_allclose(
+        [e.tau for e in fast.events], [e.tau for e in ref.events], rtol=1e-9, atol=1e-12
+    )
     assert finite_gap(fast.log_abs_beta, ref.log_abs_beta) <= 1e-10
     np.testing.assert_allclose(fast.log_t_original, ref.log_t_original, rtol=1e-9, atol=1e-12)
+
+
+def test_compiled_loop_keeps_the_budget_and_the_path(monkeypatch):
+    """A budget spent inside the compiled loop: status -1, the max_nfev message, the path up
+    to there (as the Python loop does)."""
+    pytest.importorskip("numba")
+    data = single_example([1, 2, 3, 4, 5])
+    tr = simulate(data, "l2-sam", 2, 0.4, rho=1.0, t_max=50.0, max_nfev=300)
+    assert tr.status == -1 and "max_nfev=300" in tr.message
+    assert 0 < tr.t[-1] < 50.0 and np.all(np.isfinite(tr.log_abs_beta))
+    full = simulate(data, "l2-sam", 2, 0.4, rho=1.0, t_max=50.0)
+    k = len(tr.t) - 1  # the last grid time reached (the path ends at the budget after it)
+    np.testing.assert_array_equal(tr.t[:k], full.t[:k])
+    assert finite_gap(tr.log_abs_beta[:k], full.log_abs_beta[:k]) <= 1e-12
 
 
 def test_numba_backend_without_numba_names_the_extra(monkeypatch):

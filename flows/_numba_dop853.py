@@ -1,0 +1,245 @@
+"""A compiled DOP853 segment (numba): scipy's ``DOP853`` step by step, with the compiled field.
+
+:mod:`flows.fast_segment` drives it. The stepping is scipy's (``RungeKutta._step_impl``,
+``DOP853._estimate_error_norm``, ``select_initial_step``, ``DOP853._dense_output_impl``: the same
+formulas, constants and order of operations), so a segment integrated here takes the steps
+the scipy loop would take, to rounding. The field is :mod:`flows._numba_kernels`'s float path
+with the perturbation of the algorithm selected by ``algorithm_id`` (see
+:data:`flows.fast_segment.COMPILED_PERTURBATIONS`). The loop hands back to the Python driver
+(status codes below) where the float path does not hold, where a threshold event (collapse,
+near zero, stationary) changes sign over a step (the step is not kept: the driver locates the
+event), when the budget is spent, or when the step size underflows. Arithmetic follows numpy
+(``error_model="numpy"``: a division by 0 gives inf or NaN, which the checks above catch).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from scipy.integrate._ivp import dop853_coefficients as coefficients
+
+from ._numba_kernels import chart_velocity, forward, parameters, summary
+
+REACHED_END, LEFT_FLOAT_RANGE, EVENT_AHEAD, BUDGET_SPENT, STEP_TOO_SMALL = 0, 1, 2, 3, 4
+
+N_STAGES = coefficients.N_STAGES
+A = np.ascontiguousarray(coefficients.A)
+B = np.ascontiguousarray(coefficients.B)
+C = np.ascontiguousarray(coefficients.C)
+E3 = np.ascontiguousarray(coefficients.E3)
+E5 = np.ascontiguousarray(coefficients.E5)
+D = np.ascontiguousarray(coefficients.D)
+POWER = coefficients.INTERPOLATOR_POWER
+SAFETY, MIN_FACTOR, MAX_FACTOR = 0.9, 0.2, 10.0
+ERROR_EXPONENT = -1.0 / 8.0
+
+
+@njit(cache=True, error_model="numpy")
+def field(y, problem):
+    """``d(z, tau)/ds`` at the flat state ``y`` (ok flag first)."""
+    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
+     algorithm_id, hp, limit) = problem  # fmt: skip
+    z = y[:-1].reshape(shape)
+    ok, w, point = perturbed(z, problem)
+    if not ok:
+        return False, np.zeros(y.size)
+    return chart_velocity(w, point, z, held, depth, features, loss_id, original, log_chart,
+                          delta, limit)  # fmt: skip
+
+
+@njit(cache=True, error_model="numpy")
+def perturbed(z, problem):
+    """``(ok, w, w + eps)`` at chart coordinates ``z`` (G, d), in floats."""
+    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
+     algorithm_id, hp, limit) = problem  # fmt: skip
+    w, ok = parameters(z, log_chart, chart_sign, delta, depth, limit)
+    if not ok or algorithm_id == 0:
+        return ok, w, w
+    ok, unit, sign, log_norm = summary(w, depth, mult, features, loss_id, chart_sign, False)
+    if not ok:
+        return False, w, w
+    if algorithm_id == 1:  # l2-SAM
+        radius = hp[0]
+    elif algorithm_id == 2:  # USAM
+        radius = hp[0] * np.exp(log_norm)
+    else:  # LE-SAM
+        radius = min(hp[1] / (np.exp(log_norm) + hp[3]), hp[2])
+    if not np.isfinite(radius):
+        return False, w, w
+    return True, w, w + radius * unit
+
+
+@njit(cache=True, error_model="numpy")
+def event_values(y, problem, events):
+    """Threshold events (all watched downwards): ``max log|w| - threshold`` for each finite
+    entry of ``events[:2]`` (collapse, near zero), and the scale-free gradient size
+    ``log S - events[2]`` when ``events[2]`` is finite (stationary, see
+    :class:`flows.events.Stationary`)."""
+    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
+     algorithm_id, hp, limit) = problem  # fmt: skip
+    z = y[:-1].reshape(shape)
+    top = -np.inf
+    for layer in range(shape[0]):
+        for j in range(shape[1]):
+            if log_chart:
+                value = z[layer, j]
+            else:
+                value = np.log(abs(delta * np.sinh(z[layer, j])))
+            top = max(top, value)
+    out = np.full(3, np.inf)
+    for k in range(2):
+        if np.isfinite(events[k]):
+            out[k] = top - events[k]
+    if np.isfinite(events[2]):
+        w, _ = parameters(z, log_chart, chart_sign, delta, depth, limit)
+        direction, _, loo = forward(w, depth, features, loss_id)
+        top_sum, gradient = 0.0, 0.0
+        for layer in range(shape[0]):
+            for j in range(shape[1]):
+                top_sum += mult[layer] * loo[layer, j] ** 2
+                gradient += mult[layer] * (direction[j] * loo[layer, j]) ** 2
+        if top_sum > 0:
+            out[2] = 0.5 * np.log(gradient / top_sum) - events[2]
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _rms(x):
+    return np.sqrt(np.sum(x * x) / x.size)
+
+
+@njit(cache=True, error_model="numpy")
+def initial_step(y0, f0, s0, s_end, rtol, atol, problem):
+    """scipy's ``select_initial_step`` (order 7); (h, ok, nfev)."""
+    interval = abs(s_end - s0)
+    scale = atol + np.abs(y0) * rtol
+    d0 = _rms(y0 / scale)
+    d1 = _rms(f0 / scale)
+    if d0 < 1e-5 or d1 < 1e-5:
+        h0 = 1e-6
+    else:
+        h0 = 0.01 * d0 / d1
+    h0 = min(h0, interval)
+    ok, f1 = field(y0 + h0 * f0, problem)
+    if not ok:
+        return 0.0, False
+    d2 = _rms((f1 - f0) / scale) / h0
+    if d1 <= 1e-15 and d2 <= 1e-15:
+        h1 = max(1e-6, h0 * 1e-3)
+    else:
+        h1 = (0.01 / max(d1, d2)) ** (1.0 / 8.0)
+    return min(100 * h0, h1, interval), True
+
+
+@njit(cache=True, error_model="numpy")
+def segment(y0, s0, s_end, rtol, atol, budget, problem, events, capacity):
+    """Integrate from ``(s0, y0)`` towards ``s_end``.
+
+    Returns ``(status, n_steps, ts, F, y_old, y, nfev)``: the step boundaries ``ts[:n+1]``, the
+    dense-output coefficients ``F[:n]`` and start states ``y_old[:n]`` of each kept step
+    (``Dop853DenseOutput``'s layout), the state at ``ts[n]``, and the field evaluations spent.
+    """
+    n = y0.size
+    ts = np.empty(capacity + 1)
+    F = np.empty((capacity, POWER, n))
+    y_olds = np.empty((capacity, n))
+    ts[0] = s0
+    y = y0.copy()
+    ok, f = field(y, problem)
+    nfev = 1
+    if not ok:
+        return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev
+    h_abs, ok = initial_step(y, f, s0, s_end, rtol, atol, problem)
+    nfev += 1
+    if not ok:
+        return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev
+    g_old = event_values(y, problem, events)
+    K = np.empty((A.shape[0], n))
+    t = s0
+    steps = 0
+    while t < s_end:
+        if steps == capacity:
+            return BUDGET_SPENT, steps, ts, F, y_olds, y, nfev
+        min_step = 10 * abs(np.nextafter(t, np.inf) - t)
+        if h_abs < min_step:
+            h_abs = min_step
+        rejected = False
+        while True:
+            if h_abs < min_step:
+                return STEP_TOO_SMALL, steps, ts, F, y_olds, y, nfev
+            t_new = t + h_abs
+            if t_new - s_end > 0:
+                t_new = s_end
+            h = t_new - t
+            h_abs = abs(h)
+            K[0] = f
+            for s in range(1, N_STAGES):
+                dy = np.zeros(n)
+                for r in range(s):
+                    dy += K[r] * A[s, r]
+                ok, K[s] = field(y + dy * h, problem)
+                if not ok:
+                    return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev
+            increment = np.zeros(n)
+            for r in range(N_STAGES):
+                increment += K[r] * B[r]
+            y_new = y + h * increment
+            ok, f_new = field(y_new, problem)
+            nfev += N_STAGES
+            if not ok:
+                return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev
+            K[N_STAGES] = f_new
+            scale = atol + np.maximum(np.abs(y), np.abs(y_new)) * rtol
+            err5 = np.zeros(n)
+            err3 = np.zeros(n)
+            for r in range(N_STAGES + 1):
+                err5 += K[r] * E5[r]
+                err3 += K[r] * E3[r]
+            err5 /= scale
+            err3 /= scale
+            e5 = np.sum(err5 * err5)
+            e3 = np.sum(err3 * err3)
+            if e5 == 0 and e3 == 0:
+                error_norm = 0.0
+            else:
+                error_norm = abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * n)
+            if error_norm < 1:
+                factor = (
+                    MAX_FACTOR
+                    if error_norm == 0
+                    else min(MAX_FACTOR, SAFETY * error_norm**ERROR_EXPONENT)
+                )
+                if rejected:
+                    factor = min(1.0, factor)
+                h_abs *= factor
+                break
+            h_abs *= max(MIN_FACTOR, SAFETY * error_norm**ERROR_EXPONENT)
+            rejected = True
+        g_new = event_values(y_new, problem, events)
+        for k in range(3):
+            if g_old[k] >= 0 and g_new[k] <= 0 and (g_old[k] != 0 or g_new[k] != 0):
+                return EVENT_AHEAD, steps, ts, F, y_olds, y, nfev
+        for s in range(N_STAGES + 1, A.shape[0]):
+            dy = np.zeros(n)
+            for r in range(s):
+                dy += K[r] * A[s, r]
+            ok, K[s] = field(y + dy * h, problem)
+            nfev += 1
+            if not ok:
+                return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev
+        delta_y = y_new - y
+        F[steps, 0] = delta_y
+        F[steps, 1] = h * K[0] - delta_y
+        F[steps, 2] = 2 * delta_y - h * (f_new + K[0])
+        for p in range(POWER - 3):
+            row = np.zeros(n)
+            for r in range(A.shape[0]):
+                row += D[p, r] * K[r]
+            F[steps, 3 + p] = h * row
+        y_olds[steps] = y
+        steps += 1
+        ts[steps] = t_new
+        t, y, f, g_old = t_new, y_new, f_new, g_new
+        if nfev > budget:
+            return BUDGET_SPENT, steps, ts, F, y_olds, y, nfev
+    return REACHED_END, steps, ts, F, y_olds, y, nfev

@@ -1,0 +1,147 @@
+"""The compiled segment loop (extra ``fast``): DOP853 steps in numba, no Python per step.
+
+Where it applies (:func:`applies`: the compiled backend, ``method='DOP853'``, an algorithm with
+a compiled perturbation and no schedule, depth <= 2, no held, sliding or near-zero entries),
+:func:`advance` integrates the current segment with :func:`flows._numba_dop853.segment`
+(scipy's DOP853 to rounding, on the compiled float field) and records the steps as a
+:class:`~flows.segments.Segment` whose dense output is scipy's. It hands back to the Python
+loop of :mod:`flows.solver` where that loop is needed: outside the float range, one step
+before a threshold event (collapse, near zero, stationary: the Python loop locates it), or
+on a failing step. The tests hold both loops to 1e-9 in log|beta|.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import algorithms
+from . import events as ev
+from .charts import LogChart
+from .compiled import CompiledField
+from .kernel import FLOAT_RANGE
+from .schedules import Schedule
+from .segments import Mode, Segment
+
+#: Perturbations with a compiled counterpart in :func:`flows._numba_dop853.field` (its
+#: ``algorithm_id``); the others run on the Python loop.
+COMPILED_PERTURBATIONS: dict[algorithms.Perturbation, int] = {
+    algorithms.no_perturbation: 0,
+    algorithms.l2_perturbation: 1,
+    algorithms.unnormalized_perturbation: 2,
+    algorithms.loss_equilibrated_perturbation: 3,
+}
+#: Steps stored per compiled call (a longer segment takes several calls).
+CAPACITY = 2048
+
+
+class Advance(NamedTuple):
+    """What :func:`advance` did: ``finished`` (reached ``s_end``), ``budget_spent``, and the
+    field evaluations it used."""
+
+    finished: bool
+    budget_spent: bool
+    nfev: int
+
+
+def applies(field, mode: Mode, method: str, depth: int) -> bool:
+    """Whether the compiled loop can integrate this segment (see the module docstring)."""
+    problem = field.problem
+    return (
+        isinstance(field, CompiledField)
+        and method == "DOP853"
+        and problem.algorithm.perturb in COMPILED_PERTURBATIONS
+        and not problem.algorithm.sign_discontinuous
+        and _values(problem.hyperparameters) is not None
+        and depth <= 2
+        and mode.near_zero is None
+        and not mode.frozen
+        and not bool(np.any(mode.held))
+    )
+
+
+def _values(hp: dict) -> np.ndarray | None:
+    """``(rho, sigma, rho_max, varrho)`` as numbers (0 where unused; a constant schedule is its
+    value), or None if some hyper-parameter varies in time (then the Python loop)."""
+    values = []
+    for key in ("rho", "sigma", "rho_max", "varrho"):
+        value = hp.get(key, 0.0)
+        if isinstance(value, Schedule) and value.name == "constant":
+            value = value.maximum
+        if callable(value):
+            return None
+        values.append(float(value))
+    return np.array(values)
+
+
+def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
+    """The arguments of the compiled field."""
+    problem = field.problem
+    values = _values(problem.hyperparameters)
+    return (
+        problem.shape,
+        field.log_chart,
+        field.chart_sign,
+        field.delta,
+        field.depth,
+        field.mult_f,
+        field.features_c,
+        field.loss_id,
+        problem.clock.original,
+        np.ascontiguousarray(mode.held),
+        COMPILED_PERTURBATIONS[problem.algorithm.perturb],
+        values,
+        FLOAT_RANGE,
+    )
+
+
+def _thresholds(field: CompiledField, mode: Mode, radius: float, near_zero: bool) -> np.ndarray:
+    """Finite entries: the thresholds of the watched events (collapse, near zero, stationary),
+    as :func:`flows.events.segment_events` watches them."""
+    out = np.full(3, -np.inf)
+    if radius > 0 and field.depth >= 2:
+        out[0] = np.log(radius * ev.COLLAPSE_FRACTION)
+        if near_zero and isinstance(mode.chart, LogChart):
+            out[1] = np.log(radius * ev.NEAR_ZERO)
+    data = field.problem.data
+    if data.n > 1:
+        out[2] = np.log(ev.STATIONARY_TOL) + np.log(np.max(np.linalg.norm(data.X, axis=1)))
+    return out
+
+
+def advance(
+    field: CompiledField,
+    mode: Mode,
+    y: np.ndarray,
+    s: float,
+    s_end: float,
+    tolerances: tuple[float, np.ndarray],
+    budget: int,
+    radius: float,
+    near_zero: bool,
+    segments: list[Segment],
+) -> tuple[Advance, float, np.ndarray]:
+    """Integrate from ``(s, y)`` towards ``s_end`` in compiled steps; append the steps to
+    ``segments``; return what happened and the new ``(s, y)``."""
+    from . import _numba_dop853 as loop
+
+    rtol, atol = tolerances
+    problem = _problem_tuple(field, mode)
+    thresholds = _thresholds(field, mode, radius, near_zero)
+    nfev = 0
+    budget = min(budget, 2**62)
+    while True:
+        status, steps, ts, F, y_old, y_end, used = loop.segment(
+            y, s, s_end, rtol, atol, budget - nfev, problem, thresholds, CAPACITY
+        )
+        nfev += int(used)
+        if steps > 0:
+            t_old = ts[:steps].copy()
+            stack = (t_old, ts[1 : steps + 1] - t_old, F[:steps].copy(), y_old[:steps].copy())
+            segments.append(Segment(mode.copy(), ts[: steps + 1].copy(), [], stack))
+            s, y = float(ts[steps]), y_end.copy()
+        if status == loop.BUDGET_SPENT and steps == CAPACITY and nfev <= budget:
+            continue
+        finished = status == loop.REACHED_END
+        return Advance(finished, status == loop.BUDGET_SPENT, nfev), s, y
