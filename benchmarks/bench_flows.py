@@ -66,6 +66,8 @@ TARGET = 1e-6  # max error in log|beta| for "equal accuracy"
 REPS = 3
 REP_BUDGET = 8.0  # seconds: no further repetition once a configuration has used this much
 RESULTS = Path(__file__).resolve().parent / "results.md"
+#: Where the sections written by the other benchmarks (``bench_sliding.py``) begin.
+OTHER_SECTIONS = "\n## l_inf-SAM sliding"
 
 
 # --------------------------------------------------------------------------- report
@@ -89,7 +91,14 @@ class Report:
         self.add()
 
     def write(self, path: Path) -> None:
-        path.write_text("\n".join(self.lines) + "\n", encoding="utf-8")
+        """Write the report, keeping the sections other benchmarks keep in the same file
+        (from :data:`OTHER_SECTIONS` on)."""
+        kept = ""
+        if path.exists():
+            text = path.read_text(encoding="utf-8")
+            at = text.find(OTHER_SECTIONS)
+            kept = text[at:] if at >= 0 else ""
+        path.write_text("\n".join(self.lines) + "\n" + kept, encoding="utf-8")
 
 
 def ms(seconds: float) -> str:

@@ -237,12 +237,25 @@ class ZeroCrossing(SegmentEvent):
 
 @dataclass
 class DirectionCrossing(SegmentEvent):
-    """``g = min_j sign_j G_j(theta)`` over the watched coordinates (frozen sign ``sign_j`` of
-    ``G_j``): some ``G_j`` reaches 0, a switching surface of l_inf-SAM on several examples."""
+    """``g = min_j (sign_j G_j(theta) + offset_j)`` over the watched coordinates (frozen sign
+    ``sign_j`` of ``G_j``): some ``G_j`` reaches 0, a switching surface of l_inf-SAM on several
+    examples.
+
+    ``offset_j`` (:meth:`starting_at`) lifts a ``G_j`` that starts the segment at 0 on the
+    wrong side by rounding (just after its crossing) to just above 0: otherwise the minimum
+    would start below 0 and hide the next crossing of any other coordinate.
+    """
 
     pattern: np.ndarray = dataclass_field(default_factory=lambda: np.zeros(1))
     watched: np.ndarray = dataclass_field(default_factory=lambda: np.zeros(0, dtype=int))
+    offset: np.ndarray | float = 0.0
     direction = -1.0
+
+    def starting_at(self, y: np.ndarray) -> DirectionCrossing:
+        """Set the offsets for a segment that starts at ``y``."""
+        values = np.nan_to_num(self.values(y), nan=0.0)
+        self.offset = 2.0 * np.maximum(-values, 0.0)
+        return self
 
     def values(self, y: np.ndarray) -> np.ndarray:
         """``sign_j G_j(theta)`` of the watched coordinates (NaN where ``G_j`` is exactly 0: its
@@ -253,7 +266,7 @@ class DirectionCrossing(SegmentEvent):
         return (self.pattern * g)[self.watched]
 
     def __call__(self, s: float, y: np.ndarray) -> float:
-        values = self.values(y)
+        values = self.values(y) + self.offset
         values = values[(self.pattern[self.watched] != 0) & ~np.isnan(values)]
         return float(np.min(values)) if values.size else 1.0
 
@@ -451,10 +464,11 @@ def segment_events(
     radius: float,
     near_zero: bool = True,
     sliding: FilippovField | None = None,
+    y: np.ndarray | None = None,
 ) -> list[SegmentEvent]:
     """The events to watch in the current mode (``vector_field`` is the field of ``mode.chart``,
-    ``sliding`` the sliding combination when some surface slides); ``near_zero``: leave the log
-    chart when every parameter comes near 0. No :class:`Stationary` while surfaces slide: there
+    ``sliding`` the sliding combination when some surface slides, ``y`` the state where the
+    segment starts); ``near_zero``: leave the log chart when every parameter comes near 0. No :class:`Stationary` while surfaces slide: there
     ``grad L = 0`` is a point of the sliding manifold, and the Filippov combination (the limit
     of the chattering iteration, whose gradient is never exactly 0) decides whether it rests."""
     problem = vector_field.problem
@@ -466,13 +480,10 @@ def segment_events(
         columns = np.any(problem.data.X != 0, axis=0)
         columns[list(mode.sliding_directions)] = False
         if problem.data.n > 1 and np.any(columns):
-            found.append(
-                DirectionCrossing(
-                    vector_field,
-                    pattern=mode.direction_pattern.copy(),
-                    watched=np.flatnonzero(columns),
-                )
+            crossing = DirectionCrossing(
+                vector_field, pattern=mode.direction_pattern.copy(), watched=np.flatnonzero(columns)
             )
+            found.append(crossing if y is None else crossing.starting_at(y))
         if sliding is not None:
             found.append(Release(vector_field, sliding=sliding))
     if radius > 0 and depth >= 2:

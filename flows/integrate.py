@@ -295,6 +295,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         run.radius,
         near_zero=run.near_zero_switch,
         sliding=fld if isinstance(fld, FilippovField) else None,
+        y=run.y,
     )
     holding = next((e for e in watched if e.already(run.y)), None)
     if holding is not None:
