@@ -38,7 +38,7 @@ ERROR_EXPONENT = -1.0 / 8.0
 def field(y, problem):
     """``d(z, tau)/ds`` at the flat state ``y`` (ok flag first)."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
     z = y[:-1].reshape(shape)
     ok, w, point = perturbed(z, problem)
     if not ok:
@@ -51,10 +51,12 @@ def field(y, problem):
 def perturbed(z, problem):
     """``(ok, w, w + eps)`` at chart coordinates ``z`` (G, d), in floats."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
     w, ok = parameters(z, log_chart, chart_sign, delta, depth, limit)
     if not ok or algorithm_id == 0:
         return ok, w, w
+    if algorithm_id == 4:  # l_inf-SAM, with the segment's frozen sign(grad L)
+        return True, w, w + hp[0] * pattern
     ok, unit, sign, log_norm = summary(w, depth, mult, features, loss_id, chart_sign, False)
     if not ok:
         return False, w, w
@@ -70,13 +72,20 @@ def perturbed(z, problem):
 
 
 @njit(cache=True, error_model="numpy")
-def event_values(y, problem, events):
-    """Threshold events (all watched downwards): ``max log|w| - threshold`` for each finite
-    entry of ``events[:2]`` (collapse, near zero), and the scale-free gradient size
-    ``log S - events[2]`` when ``events[2]`` is finite (stationary, see
-    :class:`flows.events.Stationary`)."""
+def event_values(y, problem, watch):
+    """The watched events' functions (all watched downwards; ``inf`` where not watched):
+
+    0, 1. ``max log|w| - threshold`` (collapse, near zero) where ``watch[0][k]`` is finite;
+    2. the scale-free gradient size ``log S - watch[0][2]`` (stationary, see
+       :class:`flows.events.Stationary`);
+    3. ``min_i sign_i z_i`` over the parameters with ``watch[1][i] = sign_i != 0`` (a parameter
+       crosses 0 against its frozen sign: :class:`flows.events.ZeroCrossing`);
+    4. ``min_j (sign_j G_j + offset_j)`` over ``watch[2][j] = sign_j != 0``, exact zeros left
+       out (:class:`flows.events.DirectionCrossing`).
+    """
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
+    thresholds, parameter_signs, direction_signs, offsets = watch
     z = y[:-1].reshape(shape)
     top = -np.inf
     for layer in range(shape[0]):
@@ -86,20 +95,31 @@ def event_values(y, problem, events):
             else:
                 value = np.log(abs(delta * np.sinh(z[layer, j])))
             top = max(top, value)
-    out = np.full(3, np.inf)
+    out = np.full(5, np.inf)
     for k in range(2):
-        if np.isfinite(events[k]):
-            out[k] = top - events[k]
-    if np.isfinite(events[2]):
+        if np.isfinite(thresholds[k]):
+            out[k] = top - thresholds[k]
+    flat = y[:-1]
+    for i in range(flat.size):
+        if parameter_signs[i] != 0:
+            out[3] = min(out[3], parameter_signs[i] * flat[i])
+    watch_directions = False
+    for j in range(shape[1]):
+        watch_directions = watch_directions or direction_signs[j] != 0
+    if np.isfinite(thresholds[2]) or watch_directions:
         w, _ = parameters(z, log_chart, chart_sign, delta, depth, limit)
         direction, _, loo = forward(w, depth, features, loss_id)
-        top_sum, gradient = 0.0, 0.0
-        for layer in range(shape[0]):
-            for j in range(shape[1]):
-                top_sum += mult[layer] * loo[layer, j] ** 2
-                gradient += mult[layer] * (direction[j] * loo[layer, j]) ** 2
-        if top_sum > 0:
-            out[2] = 0.5 * np.log(gradient / top_sum) - events[2]
+        if np.isfinite(thresholds[2]):
+            top_sum, gradient = 0.0, 0.0
+            for layer in range(shape[0]):
+                for j in range(shape[1]):
+                    top_sum += mult[layer] * loo[layer, j] ** 2
+                    gradient += mult[layer] * (direction[j] * loo[layer, j]) ** 2
+            if top_sum > 0:
+                out[2] = 0.5 * np.log(gradient / top_sum) - thresholds[2]
+        for j in range(shape[1]):
+            if direction_signs[j] != 0 and direction[j] != 0:
+                out[4] = min(out[4], direction_signs[j] * direction[j] + offsets[j])
     return out
 
 
@@ -132,12 +152,13 @@ def initial_step(y0, f0, s0, s_end, rtol, atol, problem):
 
 
 @njit(cache=True, error_model="numpy")
-def segment(y0, s0, s_end, rtol, atol, budget, problem, events, capacity):
+def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
     """Integrate from ``(s0, y0)`` towards ``s_end``.
 
-    Returns ``(status, n_steps, ts, F, y_old, y, nfev)``: the step boundaries ``ts[:n+1]``, the
-    dense-output coefficients ``F[:n]`` and start states ``y_old[:n]`` of each kept step
-    (``Dop853DenseOutput``'s layout), the state at ``ts[n]``, and the field evaluations spent.
+    Returns ``(status, n_steps, ts, F, y_old, y, nfev, h_abs)``: the step boundaries
+    ``ts[:n+1]``, the dense-output coefficients ``F[:n]`` and start states ``y_old[:n]`` of each
+    kept step (``Dop853DenseOutput``'s layout), the state at ``ts[n]``, the field evaluations
+    spent, and the size of the next step (the Python loop goes on with it: the same steps).
     """
     n = y0.size
     ts = np.empty(capacity + 1)
@@ -148,25 +169,25 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, events, capacity):
     ok, f = field(y, problem)
     nfev = 1
     if not ok:
-        return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev
+        return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev, 0.0
     h_abs, ok = initial_step(y, f, s0, s_end, rtol, atol, problem)
     nfev += 1
     if not ok:
-        return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev
-    g_old = event_values(y, problem, events)
+        return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev, 0.0
+    g_old = event_values(y, problem, watch)
     K = np.empty((A.shape[0], n))
     t = s0
     steps = 0
     while t < s_end:
         if steps == capacity:
-            return BUDGET_SPENT, steps, ts, F, y_olds, y, nfev
+            return BUDGET_SPENT, steps, ts, F, y_olds, y, nfev, h_abs
         min_step = 10 * abs(np.nextafter(t, np.inf) - t)
         if h_abs < min_step:
             h_abs = min_step
         rejected = False
         while True:
             if h_abs < min_step:
-                return STEP_TOO_SMALL, steps, ts, F, y_olds, y, nfev
+                return STEP_TOO_SMALL, steps, ts, F, y_olds, y, nfev, h_abs
             t_new = t + h_abs
             if t_new - s_end > 0:
                 t_new = s_end
@@ -179,7 +200,7 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, events, capacity):
                     dy += K[r] * A[s, r]
                 ok, K[s] = field(y + dy * h, problem)
                 if not ok:
-                    return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev
+                    return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
             increment = np.zeros(n)
             for r in range(N_STAGES):
                 increment += K[r] * B[r]
@@ -187,7 +208,7 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, events, capacity):
             ok, f_new = field(y_new, problem)
             nfev += N_STAGES
             if not ok:
-                return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev
+                return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
             K[N_STAGES] = f_new
             scale = atol + np.maximum(np.abs(y), np.abs(y_new)) * rtol
             err5 = np.zeros(n)
@@ -215,10 +236,10 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, events, capacity):
                 break
             h_abs *= max(MIN_FACTOR, SAFETY * error_norm**ERROR_EXPONENT)
             rejected = True
-        g_new = event_values(y_new, problem, events)
-        for k in range(3):
+        g_new = event_values(y_new, problem, watch)
+        for k in range(g_new.size):
             if g_old[k] >= 0 and g_new[k] <= 0 and (g_old[k] != 0 or g_new[k] != 0):
-                return EVENT_AHEAD, steps, ts, F, y_olds, y, nfev
+                return EVENT_AHEAD, steps, ts, F, y_olds, y, nfev, abs(h)
         for s in range(N_STAGES + 1, A.shape[0]):
             dy = np.zeros(n)
             for r in range(s):
@@ -226,7 +247,7 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, events, capacity):
             ok, K[s] = field(y + dy * h, problem)
             nfev += 1
             if not ok:
-                return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev
+                return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
         delta_y = y_new - y
         F[steps, 0] = delta_y
         F[steps, 1] = h * K[0] - delta_y
@@ -241,5 +262,5 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, events, capacity):
         ts[steps] = t_new
         t, y, f, g_old = t_new, y_new, f_new, g_new
         if nfev > budget:
-            return BUDGET_SPENT, steps, ts, F, y_olds, y, nfev
-    return REACHED_END, steps, ts, F, y_olds, y, nfev
+            return BUDGET_SPENT, steps, ts, F, y_olds, y, nfev, h_abs
+    return REACHED_END, steps, ts, F, y_olds, y, nfev, h_abs

@@ -31,18 +31,21 @@ COMPILED_PERTURBATIONS: dict[algorithms.Perturbation, int] = {
     algorithms.l2_perturbation: 1,
     algorithms.unnormalized_perturbation: 2,
     algorithms.loss_equilibrated_perturbation: 3,
+    algorithms.linf_perturbation: 4,
 }
 #: Steps stored per compiled call (a longer segment takes several calls).
 CAPACITY = 2048
 
 
 class Advance(NamedTuple):
-    """What :func:`advance` did: ``finished`` (reached ``s_end``), ``budget_spent``, and the
-    field evaluations it used."""
+    """What :func:`advance` did: ``finished`` (reached ``s_end``), ``budget_spent``, the field
+    evaluations it used, and the step the Python loop should try first (None: its own choice;
+    after an event ahead, the step that met it, so the Python loop retakes the same step)."""
 
     finished: bool
     budget_spent: bool
     nfev: int
+    first_step: float | None
 
 
 def applies(field, mode: Mode, method: str, depth: int) -> bool:
@@ -52,11 +55,11 @@ def applies(field, mode: Mode, method: str, depth: int) -> bool:
         isinstance(field, CompiledField)
         and method == "DOP853"
         and problem.algorithm.perturb in COMPILED_PERTURBATIONS
-        and not problem.algorithm.sign_discontinuous
         and _values(problem.hyperparameters) is not None
         and depth <= 2
         and mode.near_zero is None
         and not mode.frozen
+        and not mode.sliding
         and not bool(np.any(mode.held))
     )
 
@@ -93,21 +96,40 @@ def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
         COMPILED_PERTURBATIONS[problem.algorithm.perturb],
         values,
         FLOAT_RANGE,
+        np.zeros(problem.shape) if mode.pattern is None else field.pattern_signs(mode.pattern),
     )
 
 
-def _thresholds(field: CompiledField, mode: Mode, radius: float, near_zero: bool) -> np.ndarray:
-    """Finite entries: the thresholds of the watched events (collapse, near zero, stationary),
-    as :func:`flows.events.segment_events` watches them."""
-    out = np.full(3, -np.inf)
+def _watch(field: CompiledField, mode: Mode, radius: float, near_zero: bool, y: np.ndarray):
+    """What the compiled loop watches, as :func:`flows.events.segment_events` does: thresholds
+    of collapse, near zero and stationary (finite where watched), the frozen parameter signs
+    (l_inf-SAM zero crossings) and the frozen signs and offsets of the ``G_j``
+    (:class:`flows.events.DirectionCrossing`)."""
+    thresholds = np.full(3, -np.inf)
     if radius > 0 and field.depth >= 2:
-        out[0] = np.log(radius * ev.COLLAPSE_FRACTION)
+        thresholds[0] = np.log(radius * ev.COLLAPSE_FRACTION)
         if near_zero and isinstance(mode.chart, LogChart):
-            out[1] = np.log(radius * ev.NEAR_ZERO)
+            thresholds[1] = np.log(radius * ev.NEAR_ZERO)
     data = field.problem.data
     if data.n > 1:
-        out[2] = np.log(ev.STATIONARY_TOL) + np.log(np.max(np.linalg.norm(data.X, axis=1)))
-    return out
+        thresholds[2] = np.log(ev.STATIONARY_TOL) + np.log(np.max(np.linalg.norm(data.X, axis=1)))
+    parameter_signs = np.zeros(y.size - 1)
+    direction_signs = np.zeros(data.d)
+    offsets = np.zeros(data.d)
+    if mode.sign_pattern is not None:
+        parameter_signs = mode.sign_pattern.ravel().astype(float)
+        crossing = next(
+            (
+                e
+                for e in ev.segment_events(field, mode, 2, 0.0, y=y)
+                if isinstance(e, ev.DirectionCrossing)
+            ),
+            None,
+        )
+        if crossing is not None:
+            direction_signs[crossing.watched] = crossing.pattern[crossing.watched]
+            offsets[crossing.watched] = crossing.offset
+    return thresholds, parameter_signs, direction_signs, offsets
 
 
 def advance(
@@ -128,12 +150,12 @@ def advance(
 
     rtol, atol = tolerances
     problem = _problem_tuple(field, mode)
-    thresholds = _thresholds(field, mode, radius, near_zero)
+    watch = _watch(field, mode, radius, near_zero, y)
     nfev = 0
     budget = min(budget, 2**62)
     while True:
-        status, steps, ts, F, y_old, y_end, used = loop.segment(
-            y, s, s_end, rtol, atol, budget - nfev, problem, thresholds, CAPACITY
+        status, steps, ts, F, y_old, y_end, used, h_next = loop.segment(
+            y, s, s_end, rtol, atol, budget - nfev, problem, watch, CAPACITY
         )
         nfev += int(used)
         if steps > 0:
@@ -144,4 +166,5 @@ def advance(
         if status == loop.BUDGET_SPENT and steps == CAPACITY and nfev <= budget:
             continue
         finished = status == loop.REACHED_END
-        return Advance(finished, status == loop.BUDGET_SPENT, nfev), s, y
+        first_step = float(h_next) if h_next > 0 else None
+        return Advance(finished, status == loop.BUDGET_SPENT, nfev, first_step), s, y

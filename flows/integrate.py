@@ -303,6 +303,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
 
     rtol, atol = run.tolerances(mode)
     depth = int(run.problem.multiplicity.sum())
+    first_step = None
     if fast_segment.applies(fld, mode, method, depth):
         done, run.s, run.y = fast_segment.advance(
             fld, mode, run.y, run.s, run.next_stop(), (rtol, atol), run.budget - run.nfev,
@@ -313,13 +314,23 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
             run.stop(FAILURE, _budget_message(run))
         if done.finished or done.budget_spent:
             return None
+        first_step = done.first_step
 
     def rhs(s: float, state: np.ndarray) -> np.ndarray:
         return fld.chart_rhs(state[:-1], mode.held, pattern, s)
 
     with np.errstate(over="ignore", under="ignore"):
         result = integrate_segment(
-            rhs, run.s, run.y, run.next_stop(), watched, method, rtol, atol, run.budget - run.nfev
+            rhs,
+            run.s,
+            run.y,
+            run.next_stop(),
+            watched,
+            method,
+            rtol,
+            atol,
+            run.budget - run.nfev,
+            first_step,
         )
     run.nfev += result.nfev
     if len(result.ts) > 1:

@@ -173,7 +173,11 @@ class FusedField:
     def velocity(
         self, theta: SignedLog, pattern_signs: np.ndarray | None = None, time=0.0
     ) -> Velocity:
-        """``F = G(theta') prod_{k != l} theta'^(k)`` and ``log c(theta')``."""
+        """``F = G(theta') prod_{k != l} theta'^(k)`` and ``log c(theta')`` (in plain floats when
+        every point of the batch is inside the float range, see :meth:`_float_velocity`)."""
+        fast = self._float_velocity(theta, pattern_signs, time)
+        if fast is not None:
+            return fast
         point = self.perturbed_point(theta.sign, theta.log_abs, pattern_signs, time)
         direction, log_c, loo = self.evaluate(point.sign, point.log_abs)
         sign = direction.sign[..., None, :] * loo.sign
@@ -295,6 +299,24 @@ class FusedField:
             if not np.all(self._float_rows(np.log(np.abs(point)), small_matter)):
                 return None
         return point
+
+    def _float_velocity(
+        self, theta: SignedLog, pattern_signs: np.ndarray | None, time=0.0
+    ) -> Velocity | None:
+        """:meth:`velocity` in plain floats, or None unless every point is in the float range
+        (exact zeros allowed: they stay exact; see :meth:`_float_rows`)."""
+        log_abs = np.where(theta.sign == 0, 0.0, theta.log_abs)
+        if not np.all(self._float_rows(log_abs)):
+            return None
+        w = np.where(theta.sign == 0, 0.0, theta.sign * np.exp(log_abs))
+        point = self._float_perturbed(w, pattern_signs, time, small_matter=False)
+        if point is None:
+            return None
+        smallest = np.min(np.abs(point[point != 0]), initial=1.0)
+        if self.depth * np.log(smallest) <= -4.0 * FLOAT_RANGE:
+            return None
+        direction, log_c, loo = self._float_evaluate(point)
+        return Velocity(SignedLog(*_signed(direction[..., None, :] * loo)), log_c)
 
     def _float_rhs(
         self, z: np.ndarray, held: np.ndarray, pattern_signs: np.ndarray | None, time: float = 0.0

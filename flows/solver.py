@@ -77,6 +77,7 @@ def integrate_segment(
     rtol: float,
     atol: np.ndarray,
     budget: int,
+    first_step: float | None = None,
 ) -> SegmentResult:
     """Step from ``(s0, y0)`` towards ``s_end`` until a terminal event, the end or the budget.
 
@@ -87,8 +88,10 @@ def integrate_segment(
     method : a key of :data:`METHODS`.
     rtol, atol : tolerances as in ``solve_ivp``.
     budget : field evaluations allowed for this segment.
+    first_step : the first step to try (None: the solver's own choice).
     """
-    solver = METHODS[method](rhs, s0, y0, s_end, rtol=rtol, atol=atol)
+    first_step = None if first_step is None else min(first_step, s_end - s0)
+    solver = METHODS[method](rhs, s0, y0, s_end, rtol=rtol, atol=atol, first_step=first_step)
     out = SegmentResult(ts=[s0], y=y0.copy())
     direction = np.array([getattr(e, "direction", 0.0) for e in events])
     g_old = np.array([e(s0, y0) for e in events])

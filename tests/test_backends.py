@@ -123,13 +123,14 @@ CASES = {
 }
 
 
-#: Cases the compiled segment loop integrates (depth <= 2, no sign discontinuity).
+#: Cases the compiled segment loop integrates (depth <= 2; l_inf-SAM until it slides).
 COMPILED_LOOP = {
     "l2-sam L2 one example",
     "gd L2 blobs original",
     "le-sam L2 blobs",
     "usam L1 blobs",
     "l2-sam collapse",
+    "linf-sam L2 sliding",
 }
 
 
