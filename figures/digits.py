@@ -65,8 +65,10 @@ ALGORITHMS: tuple[tuple[str, dict], ...] = (
     ("gd", {}),
     ("l2-sam", {"rho": RHO}),
     ("le-sam", {"rho_max": RHO, "sigma_start_fraction": 1.0}),
-    # l_inf-SAM: its switching surfaces are events and its sliding is exact (flows.filippov)
-    ("linf-sam", {"rho": RHO_LINF}),
+    # l_inf-SAM: its switching surfaces are events and its sliding is exact (flows.filippov);
+    # on 64 pixels many surfaces come to slide at once (2^k one-sided fields per step, at most
+    # 8 coupled ones): a budget keeps those runs to seconds (status -1 where it is spent)
+    ("linf-sam", {"rho": RHO_LINF, "max_nfev": 1500, "max_total_nfev": 12_000}),
 )
 
 NAMES = {"gd": "GD", "l2-sam": "ℓ2-SAM", "le-sam": "LE-SAM", "linf-sam": "ℓ∞-SAM"}

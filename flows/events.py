@@ -135,7 +135,11 @@ def enter_surface(
 
     With the normal rates ``N+`` and ``N-`` of the surface under its two one-sided fields (the
     surfaces already sliding go on sliding): slide if ``N+ < 0 < N-``; cross to the side both
-    point to otherwise; on a repelling surface (``N+ > 0 > N-``) keep the way it came.
+    point to otherwise; on a repelling surface (``N+ > 0 > N-``) keep the way it came. A surface
+    reached again in the instant it was crossed slides: several surfaces reached together can
+    each look crossable alone while jointly they push the flow back (it would cross back and
+    forth without advancing); the sliding combination then keeps them, or releases them where
+    that is consistent.
     """
     assert mode.sign_pattern is not None and mode.direction_pattern is not None
     entry = surface.entry(field.problem.shape)
@@ -149,7 +153,7 @@ def enter_surface(
         n_plus, n_minus = FilippovField(field, mode, extra=surface).one_sided_rates(y[:-1], s)
     except TooManySurfaces as error:
         return Outcome(stop=True, status=FAILURE, message=f"{error} at tau={tau:.6g}")
-    if n_plus < 0 < n_minus:
+    if (n_plus < 0 < n_minus) or _crossed_in_this_instant(log, tau, surface, field.problem.shape):
         if surface.kind == PARAMETER:
             for member, _ in surface.flat_sides(1.0):
                 mode.held.ravel()[member] = True
@@ -182,6 +186,19 @@ def _log(
     for member, _ in surface.flat_sides(1.0):
         group, j = np.unravel_index(member, shape)
         log.append(FlowEvent(tau, kind, (int(group), int(j)), PARAMETER))
+
+
+def _crossed_in_this_instant(
+    log: list[FlowEvent], tau: float, surface: Surface, shape: tuple[int, int]
+) -> bool:
+    """Whether ``surface`` was crossed at this same ``tau`` (to rounding) already."""
+    entry = surface.entry(shape)
+    for event in reversed(log):
+        if abs(event.tau - tau) > 1e-12 * max(1.0, abs(tau)):
+            return False
+        if event.kind == "crossing" and event.entry == entry and event.surface == surface.kind:
+            return True
+    return False
 
 
 def _leave(surface: Surface, side: float, y: np.ndarray, mode: Mode) -> None:

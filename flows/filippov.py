@@ -148,40 +148,77 @@ def multilinear_weights(lam: np.ndarray, signs: np.ndarray) -> np.ndarray:
     return np.prod(factors, axis=-1)
 
 
+def _residual_and_jacobian(
+    lam: np.ndarray, rows: np.ndarray, signs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``r_i = sum_m w_m(lambda) rows[i, m]`` (k,) and ``dr_i / dlambda_j`` (k, k)."""
+    k = rows.shape[0]
+    factors = np.where(signs > 0, lam[None, :], 1.0 - lam[None, :])
+    residual = rows @ np.prod(factors, axis=-1)
+    jacobian = np.empty((k, k))
+    for i in range(k):
+        others = np.prod(np.delete(factors, i, axis=-1), axis=-1)
+        jacobian[:, i] = rows @ (signs[:, i] * others)
+    return residual, jacobian
+
+
 def solve_multilinear(
     rates: np.ndarray, signs: np.ndarray, start: np.ndarray | None = None
 ) -> tuple[np.ndarray, bool]:
-    """``lambda`` with ``sum_m w_m(lambda) rates[..., i, m] = 0`` for every ``i`` (Newton).
+    """``lambda`` with ``sum_m w_m(lambda) rates[i, m] = 0`` for every ``i``.
 
-    ``rates`` (..., k, M) are the normal rates of the ``k`` surfaces under the ``M = 2^k``
-    one-sided fields ordered as :func:`vertex_signs`. The equations are affine in each
-    ``lambda_i`` (exact in one step for ``k = 1``); Newton starts from ``lambda = 1/2`` (or
-    ``start``), so the answer does not depend on earlier calls. ``lambda`` is not confined to
-    ``[0, 1]``:
-    outside it the surface no longer slides, which the release events watch. Returns
-    ``(lambda, converged)``.
+    ``rates`` (k, M) are the normal rates of the ``k`` surfaces under the ``M = 2^k`` one-sided
+    fields ordered as :func:`vertex_signs`. The equations are affine in each ``lambda_i`` (exact
+    in one Newton step for ``k = 1``); Newton starts from ``lambda = 1/2`` (or ``start``), so
+    the answer does not depend on earlier calls, and is not confined to ``[0, 1]``: outside it
+    the surface no longer slides, which the release events watch. Where Newton finds no
+    solution (nearly parallel surfaces: their conditions then nearly coincide), the
+    combination closest to keeping every surface, by box-constrained least squares
+    (:func:`_box_least_squares`): a weight that sits at 0 or 1 there releases its surface.
+    Returns ``(lambda, exact)``; ``lambda`` is always finite.
     """
     k = rates.shape[-2]
-    lam = np.full(rates.shape[:-2] + (k,), 0.5) if start is None else np.array(start, float)
+    lam = np.full(k, 0.5) if start is None else np.array(start, float)
     scale = np.max(np.abs(rates), axis=-1)
-    scale = np.where(scale > 0, scale, 1.0)
-    rows = rates / scale[..., None]
+    rows = rates / np.where(scale > 0, scale, 1.0)[:, None]
     for _ in range(NEWTON_ITERATIONS):
-        factors = np.where(signs > 0, lam[..., None, :], 1.0 - lam[..., None, :])
-        residual = np.einsum("...im,...m->...i", rows, np.prod(factors, axis=-1))
+        residual, jacobian = _residual_and_jacobian(lam, rows, signs)
         if np.all(np.abs(residual) <= NEWTON_TOL):
             return lam, True
-        jacobian = np.empty(rates.shape[:-2] + (k, k))
-        for i in range(k):
-            others = np.prod(np.delete(factors, i, axis=-1), axis=-1)
-            jacobian[..., :, i] = np.einsum("...jm,...m->...j", rows, signs[:, i] * others)
         try:
-            lam = lam - np.linalg.solve(jacobian, residual[..., None])[..., 0]
+            lam = lam - np.linalg.solve(jacobian, residual)
         except np.linalg.LinAlgError:
-            return lam, False
+            break
         if not np.all(np.isfinite(lam)):
-            return lam, False
-    return lam, False
+            break
+    return _box_least_squares(rows, signs), False
+
+
+def _box_least_squares(rows: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    """``argmin ||r(lambda)||`` over ``[0, 1]^k`` by projected Levenberg–Marquardt steps from
+    ``1/2`` (at most ``NEWTON_ITERATIONS``)."""
+    k = rows.shape[0]
+    lam = np.full(k, 0.5)
+    damping = 1e-3
+    residual, jacobian = _residual_and_jacobian(lam, rows, signs)
+    cost = float(residual @ residual)
+    for _ in range(NEWTON_ITERATIONS):
+        normal = jacobian.T @ jacobian
+        step = np.linalg.solve(normal + damping * (np.diag(np.diag(normal)) + 1e-12 * np.eye(k)),
+                               jacobian.T @ residual)  # fmt: skip
+        trial = np.clip(lam - step, 0.0, 1.0)
+        r_trial, j_trial = _residual_and_jacobian(trial, rows, signs)
+        c_trial = float(r_trial @ r_trial)
+        if c_trial < cost:
+            lam, residual, jacobian, cost = trial, r_trial, j_trial, c_trial
+            damping = max(damping / 10.0, 1e-12)
+            if cost <= NEWTON_TOL**2:
+                break
+        else:
+            damping *= 10.0
+            if damping > 1e12:
+                break
+    return lam
 
 
 class Evaluation(NamedTuple):
@@ -237,9 +274,6 @@ class FilippovField:
         self.patterns = np.array([self._pattern(row, 1.0) for row in self.signs])
         self.minus_patterns = np.array([self._pattern(row, -1.0) for row in self.signs])
         self.features = np.asarray(self.problem.data.signed_features, dtype=float)
-        #: why the combination could not be formed at the last point where it failed (a NaN
-        #: field there: the solver rejects the step; reported if the segment fails)
-        self.failure: str | None = None
 
     def _pattern(self, coupled_sides: np.ndarray, inert_side: float) -> np.ndarray:
         """``sign(grad L)`` with the coupled surfaces on ``coupled_sides`` and the inert ones
@@ -344,13 +378,10 @@ class FilippovField:
 
     def _coupled_weights(self, rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``lambda`` (k_coupled,) and the multilinear weights (M,) of the coupled vertices
-        (``[1]`` when none slides; NaN, with :attr:`failure` set, where Newton fails)."""
+        (``[1]`` when none slides; see :func:`solve_multilinear`)."""
         if not self.coupled:
             return np.empty(0), np.ones(1)
-        lam, ok = solve_multilinear(rates[self.coupled][:, : len(self.signs)], self.signs)
-        if not ok:
-            self.failure = "the sliding combination (multilinear rule) has no solution here"
-            return np.full(len(self.coupled), np.nan), np.full(len(self.signs), np.nan)
+        lam, _ = solve_multilinear(rates[self.coupled][:, : len(self.signs)], self.signs)
         return lam, multilinear_weights(lam, self.signs)
 
     def lambdas(self, z: np.ndarray, time: float) -> np.ndarray:
@@ -377,8 +408,8 @@ class FilippovField:
             weights = np.ones(1)
             if others:
                 sub = self.signs[keep][:, [self.coupled.index(i) for i in others]]
-                lam, ok = solve_multilinear(ev.rates[others][:, keep], sub)
-                weights = multilinear_weights(lam, sub) if ok else np.full(len(sub), np.nan)
+                lam, _ = solve_multilinear(ev.rates[others][:, keep], sub)
+                weights = multilinear_weights(lam, sub)
             out.append(float(weights @ ev.rates[last, keep]))
         return out[0], out[1]
 

@@ -337,8 +337,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         run.path.segments.append(Segment(mode, np.array(result.ts), result.interpolants))
         run.s, run.y = result.ts[-1], result.y.copy()
     if result.status == "failed":
-        why = getattr(fld, "failure", None) or result.message
-        run.stop(FAILURE, f"solver failed at s={result.ts[-1]:.6g}: {why}")
+        run.stop(FAILURE, f"solver failed at s={result.ts[-1]:.6g}: {result.message}")
     elif result.status == "budget":
         run.stop(FAILURE, _budget_message(run))
     elif result.status == "event":
