@@ -52,7 +52,7 @@ from .signedlog import SignedLog
 
 PARAMETER, DIRECTION = "parameter", "direction"
 #: At most this many coupled surfaces slide at once (``2^k`` field evaluations per step).
-MAX_COUPLED = 8
+MAX_COUPLED = 6
 NEWTON_ITERATIONS = 50
 #: Newton stops where every residual is below this fraction of its row's largest rate.
 NEWTON_TOL = 1e-13
