@@ -275,6 +275,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # waits for the connection timeout (~4.5 s)
 def test_unreachable_scheduler_is_one_error_line_within_seconds(tmp_path):
     """Nothing listens at the address: status 2, one ``error:`` line, well within 10 s (the
     connect timeout is 3 s), nothing computed."""
