@@ -154,11 +154,13 @@ def _residual_and_jacobian(
     """``r_i = sum_m w_m(lambda) rows[i, m]`` (k,) and ``dr_i / dlambda_j`` (k, k)."""
     k = rows.shape[0]
     factors = np.where(signs > 0, lam[None, :], 1.0 - lam[None, :])
-    residual = rows @ np.prod(factors, axis=-1)
+    with np.errstate(invalid="ignore"):  # a non-finite one-sided field: NaN, the step is rejected
+        residual = rows @ np.prod(factors, axis=-1)
     jacobian = np.empty((k, k))
     for i in range(k):
         others = np.prod(np.delete(factors, i, axis=-1), axis=-1)
-        jacobian[:, i] = rows @ (signs[:, i] * others)
+        with np.errstate(invalid="ignore"):
+            jacobian[:, i] = rows @ (signs[:, i] * others)
     return residual, jacobian
 
 

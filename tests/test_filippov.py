@@ -417,3 +417,49 @@ def test_smoothing_converges_to_the_engine_fine(name):
     ratios = errors[:-1] / errors[1:]
     assert np.all((7 <= ratios) & (ratios <= 14)), ratios
     assert errors[-1] <= 1e-4
+
+
+# --------------------------------------------------------------------------- the multilinear rule
+
+
+def test_multilinear_rule_on_one_surface_is_filippovs_combination():
+    """k = 1: lambda = N- / (N- - N+), the unique convex combination tangent to the surface."""
+    from flows.filippov import solve_multilinear, vertex_signs
+
+    lam, exact = solve_multilinear(np.array([[-2.0, 3.0]]), vertex_signs(1))
+    assert exact and lam[0] == pytest.approx(3.0 / 5.0, rel=1e-15)
+
+
+def test_multilinear_rule_solves_the_tangency_conditions():
+    """k = 2, 3: where Newton reports a solution, every weighted normal rate is 0 (1e-12 of the
+    rates) and the weights are a convex combination; rates built around a known interior
+    solution give that solution back."""
+    from flows.filippov import multilinear_weights, solve_multilinear, vertex_signs
+
+    rng = np.random.default_rng(4)
+    for k in (2, 3):
+        signs = vertex_signs(k)
+        for _ in range(20):
+            target = rng.uniform(0.2, 0.8, size=k)
+            rates = rng.normal(size=(k, 2**k))
+            w = multilinear_weights(target, signs)
+            rates -= np.outer(rates @ w, w) / (w @ w)  # now sum_m w_m rates[i, m] = 0
+            lam, exact = solve_multilinear(rates, signs)
+            got = multilinear_weights(lam, signs)
+            assert exact
+            assert np.max(np.abs(rates @ got)) <= 1e-12 * np.max(np.abs(rates))
+            assert got.sum() == pytest.approx(1.0)
+
+
+def test_multilinear_rule_without_solution_stays_in_the_box():
+    """No solution anywhere (every one-sided field pushes surface 1 up at the same rate, so its
+    weighted rate is 1 whatever the weights): the least-squares combination in [0, 1]^k, which
+    keeps surface 2 (its weighted rate 0) and reports that it is not exact."""
+    from flows.filippov import multilinear_weights, solve_multilinear, vertex_signs
+
+    signs = vertex_signs(2)
+    rates = np.array([[1.0, 1.0, 1.0, 1.0], [-1.0, 2.0, -3.0, 1.0]])
+    lam, exact = solve_multilinear(rates, signs)
+    assert not exact and np.all((lam >= 0) & (lam <= 1))
+    residual = rates @ multilinear_weights(lam, signs)
+    assert residual[0] == pytest.approx(1.0) and abs(residual[1]) <= 1e-10
