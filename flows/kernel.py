@@ -23,7 +23,7 @@ import numpy as np
 
 from .algorithms import GradientSummary, hyperparameters_at, is_scheduled
 from .charts import LogChart
-from .field import Problem, SignPattern, Velocity, gradient_summary
+from .field import Problem, SignPattern, Velocity, gradient_signs, gradient_summary
 from .signedlog import SignedLog, add_float
 
 
@@ -137,11 +137,7 @@ class FusedField:
     def pattern_signs(self, pattern: SignPattern | None) -> np.ndarray | None:
         """``sign(grad L)`` of a frozen sign pattern (constant over a segment; shape (..., G, d)
         for a pattern with leading batch axes)."""
-        if pattern is None:
-            return None
-        params = np.asarray(pattern.parameters, dtype=float)
-        others = self.leave_one_out(params, np.zeros(params.shape)).sign
-        return -np.asarray(pattern.direction, dtype=float)[..., None, :] * others
+        return None if pattern is None else gradient_signs(pattern, self.multiplicity)
 
     def perturbed_point(
         self,
