@@ -22,6 +22,7 @@ import numpy as np
 
 #: Beyond ``-log c > LOG_T_LIMIT`` (margins near 1e100) ``log t`` is reported as ``+inf``.
 LOG_T_LIMIT = 1e100
+EPS = np.finfo(float).eps
 
 
 @dataclass(frozen=True)
@@ -46,10 +47,12 @@ def get_clock(name: str) -> Clock:
         raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {name!r}") from None
 
 
-#: Chebyshev–Lobatto nodes on [0, 1] (they include 0, 1/2 and 1) and a fine grid on which the
-#: interpolant of K is integrated by the exact rule for piecewise-linear K.
+#: Chebyshev–Lobatto nodes on [0, 1] (they include 0, 1/2 and 1), on which ``K`` is sampled; a
+#: uniform grid of 65 points on which its interpolant is inspected.
 _NODES = 0.5 * (1.0 - np.cos(np.pi * np.arange(9) / 8))
 _FINE = np.linspace(0.0, 1.0, 65)
+#: Barycentric weights of :data:`_NODES`.
+_BARYCENTRIC = np.array([1.0 / np.prod(xj - np.delete(_NODES, j)) for j, xj in enumerate(_NODES)])
 
 
 def _lagrange_matrix(nodes: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -62,22 +65,59 @@ def _lagrange_matrix(nodes: np.ndarray, x: np.ndarray) -> np.ndarray:
     return out
 
 
-_INTERP_HIGH = _lagrange_matrix(_NODES, _FINE)
-_INTERP_LOW = _lagrange_matrix(_NODES[::2], _FINE)
-#: 16-point Gauss–Legendre rule on [0, 1], and the interpolants evaluated at its nodes.
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
+_INTERP_FINE = _lagrange_matrix(_NODES, _FINE)
+#: Values at :data:`_NODES` -> coefficients of the interpolant in Chebyshev polynomials.
+_TO_CHEBYSHEV = np.linalg.inv(np.polynomial.chebyshev.chebvander(2.0 * _NODES - 1.0, 8))
+#: 32-point Gauss–Legendre rule on [0, 1], and the interpolant evaluated at its nodes.
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(32)
 _GL_X, _GL_LOGW = 0.5 * (_GL_X + 1.0), np.log(0.5 * _GL_W)
-_GL_HIGH = _lagrange_matrix(_NODES, _GL_X)
-_GL_LOW = _lagrange_matrix(_NODES[::2], _GL_X)
-#: Largest variation of ``K`` over an interval for which the Gauss–Legendre rule is used.
-GL_SPREAD = 5.0
+_INTERP_GAUSS = _lagrange_matrix(_NODES, _GL_X)
+#: Largest variation of ``K`` over an interval integrated by the Gauss–Legendre rule (its
+#: relative error on ``exp(K)`` is below 1e-15 up to there).
+GL_SPREAD = 80.0
+#: Where ``K`` exceeds its maximum on an interval by more than this, ``exp(K)`` is negligible
+#: (``e^-45 ~ 3e-20`` relative): a steep interval is narrowed to the window above.
+PEAK_DROP = 45.0
+#: Interpolation error (absolute, in ``K``) below which the interpolant is trusted to place that
+#: window.
+TRUSTED = 0.1
+#: Bisection and narrowing levels of :func:`log_exp_integrals` (each at least halves an
+#: interval).
+MAX_LEVELS = 40
+#: Intervals refined at once by :func:`log_exp_integrals`; past this, a level is accepted as is
+#: (a bound on memory: each interval costs a few arrays of 65 numbers).
+MAX_INTERVALS = 20_000
+
+
+def _interpolate(k: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The interpolant through ``k`` (rows: values at :data:`_NODES`) at points ``x`` (one row
+    of points in [0, 1] per row of ``k``), by the barycentric formula."""
+    d = x[:, :, None] - _NODES
+    exact = d == 0.0
+    w = np.where(exact, 1e300, _BARYCENTRIC / np.where(exact, 1.0, d))
+    return np.einsum("mqj,mj->mq", w, k) / np.sum(w, axis=2)
+
+
+def _interpolation_error(k: np.ndarray) -> np.ndarray:
+    """Estimate of ``max |K - P|`` for the degree-8 interpolant ``P`` through each row of ``k``.
+
+    From its Chebyshev coefficients ``a_n``: if they decay at a rate ``r < 1/2`` (estimated from
+    ``a_5 .. a_8``), the neglected tail ``sum_{n > 8} |a_n| ~ |a_8| r / (1 - r)``, doubled;
+    otherwise (under-resolved) ``4 (|a_7| + |a_8|)``.
+    """
+    a = np.abs(k @ _TO_CHEBYSHEV.T)
+    last = a[:, 7] + a[:, 8]
+    r = np.minimum(1.0, np.sqrt(last / (a[:, 5] + a[:, 6] + 1e-300)))
+    geometric = 2.0 * np.maximum(a[:, 8], r * a[:, 7]) * r / (1.0 - np.minimum(r, 0.5))
+    return np.where(r < 0.5, geometric, 4.0 * last)
 
 
 def _log_exp_gauss(length: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """``log int exp(K)`` per row from ``K`` at the Gauss–Legendre nodes (rows of ``k``) of
-    intervals of the given ``length`` (accurate to ~1e-12 while ``K`` varies by <= 5)."""
-    top = np.max(k, axis=1, keepdims=True)
-    return top[:, 0] + np.log(np.sum(np.exp(k - top + _GL_LOGW), axis=1)) + np.log(length)
+    """``log int exp(P)`` per row, ``P`` the interpolant through ``k`` on intervals of the given
+    ``length`` (32-point Gauss–Legendre; accurate to ~1e-15 while ``P`` varies by <= 80)."""
+    kg = k @ _INTERP_GAUSS.T
+    top = np.max(kg, axis=1, keepdims=True)
+    return top[:, 0] + np.log(np.sum(np.exp(kg - top + _GL_LOGW), axis=1)) + np.log(length)
 
 
 def _log_exp_chords(h: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -93,45 +133,63 @@ def _log_exp_chords(h: np.ndarray, k: np.ndarray) -> np.ndarray:
     return best[:, 0] + np.log(np.sum(np.exp(pieces - best), axis=1)) + np.log(h)
 
 
-#: Bisection levels of :func:`log_exp_integrals` (an interval is never split below 2^-40 of
-#: its original length).
-MAX_LEVELS = 40
-#: Intervals refined at once by :func:`log_exp_integrals`; past this, a level is accepted as is
-#: (a bound on memory: each interval costs a few arrays of 65 numbers).
-MAX_INTERVALS = 20_000
+def _peak_window(k: np.ndarray, fine: np.ndarray, floor: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``[x_lo, x_hi]`` (fractions of each interval) outside which the interpolant stays below
+    ``floor``: located on :data:`_FINE`, then within the bracketing cell on a 65-point grid."""
+    rows = np.arange(len(k))
+    above = fine >= floor[:, None]
+    first = np.argmax(above, axis=1)
+    last = _FINE.size - 1 - np.argmax(above[:, ::-1], axis=1)
+    cell = _FINE[1]
+    x_lo, x_hi = _FINE[np.maximum(first - 1, 0)], _FINE[np.minimum(last + 1, _FINE.size - 1)]
+    sub = x_lo[:, None] + cell * _FINE
+    i = np.maximum(np.argmax(_interpolate(k, sub) >= floor[:, None], axis=1) - 1, 0)
+    x_lo = np.where(first > 0, sub[rows, i], x_lo)
+    sub = (x_hi - cell)[:, None] + cell * _FINE
+    i = _FINE.size - np.argmax(_interpolate(k, sub)[:, ::-1] >= floor[:, None], axis=1)
+    x_hi = np.where(last < _FINE.size - 1, sub[rows, np.minimum(i, _FINE.size - 1)], x_hi)
+    return x_lo, x_hi
 
 
-def _interval_rule(length: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``log int exp(K)`` on intervals of ``length`` from ``K`` at the 9 nodes (rows of ``k``),
-    and an error estimate.
+def _interval_rule(
+    lo: np.ndarray, hi: np.ndarray, k: np.ndarray, tol: float, last: bool
+) -> tuple[np.ndarray, ...]:
+    """One level of :func:`log_exp_integrals` on intervals ``[lo, hi]`` with ``K`` at the nodes
+    (rows of ``k``): ``log int exp(K)``, whether it is accepted, and for the others whether to
+    narrow them to a window ``[x_lo, x_hi]`` (fractions) or to bisect them.
 
-    Where ``K`` varies by at most :data:`GL_SPREAD`, Gauss–Legendre on the interpolant;
-    elsewhere (up to sharp endpoint peaks, late in a run, where ``log t ~ K`` is large and the
-    relative tolerance loose) exponential chords, 64 and 32 of them combined by Richardson
-    extrapolation (their error is O(h^2)). The interpolation error is estimated by the same
-    rule on the degree-4 interpolant through every other node.
+    ``K`` is interpolated (degree 8). An interval is accepted when the interpolation error
+    estimate is below ``tol`` relative to the value (or below the resolution of ``K`` in
+    floats: ``K`` varies by ``spread * ulp(s) / length`` between representable times) and
+    ``exp(P)`` is integrated accurately: by Gauss–Legendre where ``P`` varies by at most
+    :data:`GL_SPREAD`, or where any value between ``max P + log(length)`` and the lower bound
+    ``max P + log(length) - 1 - log(64 spread)`` (Markov's inequality) is within tolerance,
+    by exponential chords on :data:`_FINE`. A steep interval with a trusted interpolant is
+    narrowed to the window where ``P`` is within :data:`PEAK_DROP` of its maximum (the rest
+    is negligible); anything else is bisected. At the ``last`` level everything is accepted.
     """
-    spread = np.max(k, axis=1) - np.min(k, axis=1)
-    gentle = spread <= GL_SPREAD
-    value = np.full(len(length), np.nan)
-    error = np.full(len(length), np.inf)
-    if np.any(gentle):
-        g = k[gentle]
-        value[gentle] = _log_exp_gauss(length[gentle], g @ _GL_HIGH.T)
-        error[gentle] = np.abs(
-            value[gentle] - _log_exp_gauss(length[gentle], g[:, ::2] @ _GL_LOW.T)
+    length = hi - lo
+    error = _interpolation_error(k)
+    fine = k @ _INTERP_FINE.T
+    top = np.max(fine, axis=1)
+    spread = top - np.min(fine, axis=1)
+    scale = np.maximum(1.0, np.abs(top))
+    gauss = spread <= GL_SPREAD
+    flat = ~gauss & ((10.0 + np.log1p(spread) <= tol * scale) | last)
+    value = np.full(len(lo), np.nan)
+    value[gauss] = _log_exp_gauss(length[gauss], k[gauss])
+    value[flat] = _log_exp_chords(length[flat] * _FINE[1], fine[flat])
+    floor = 100.0 * EPS * spread * np.maximum(np.abs(lo), np.abs(hi)) / length
+    done = (gauss | flat) & (error <= tol * np.maximum(1.0, np.abs(value)) + floor)
+    done |= last | ~np.isfinite(k).all(axis=1)
+    narrow = ~done & ~gauss & ~flat & (error <= np.maximum(TRUSTED, tol * scale))
+    x_lo, x_hi = np.zeros(len(lo)), np.ones(len(lo))
+    if np.any(narrow):
+        x_lo[narrow], x_hi[narrow] = _peak_window(
+            k[narrow], fine[narrow], top[narrow] - PEAK_DROP - 2.0 * error[narrow]
         )
-    steep = ~gentle
-    if np.any(steep):
-        s, h = k[steep], length[steep] * _FINE[1]
-        k5 = s @ _INTERP_HIGH.T
-        fine = _log_exp_chords(h, k5)
-        half = _log_exp_chords(2.0 * h, k5[:, ::2])
-        coarse = _log_exp_chords(h, s[:, ::2] @ _INTERP_LOW.T)
-        err = np.maximum(np.abs(fine - half) / 3.0, np.abs(fine - coarse))
-        value[steep] = np.where(np.isfinite(err), fine + (fine - half) / 3.0, fine)
-        error[steep] = err
-    return value, error
+    narrow &= x_hi - x_lo <= 0.5
+    return value, done, narrow, x_lo, x_hi
 
 
 def log_exp_integrals(
@@ -144,11 +202,11 @@ def log_exp_integrals(
 
     ``K(s, ref)`` evaluates the exponent at times ``s`` (a batch); ``ref`` holds, for each
     time, the midpoint of the original interval it belongs to, so that the caller can take
-    one-sided values at the interval ends (where ``K`` may jump). On each interval ``K`` is
-    interpolated through 9 Chebyshev–Lobatto nodes (degree 8) and integrated by
-    :func:`_interval_rule`; intervals whose error estimate exceeds ``tol`` (relative, in log)
-    are bisected, all of one level in one batch of ``K`` evaluations, up to
-    :data:`MAX_LEVELS` levels.
+    one-sided values at the interval ends (where ``K`` may jump). Each level samples ``K`` at 9
+    Chebyshev–Lobatto nodes of every open interval (one batch) and applies
+    :func:`_interval_rule`: accepted intervals are added (in log space) to their original
+    interval; the others are narrowed to their peak window or bisected, up to
+    :data:`MAX_LEVELS` levels. ``tol`` is relative in log.
     """
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
@@ -161,16 +219,17 @@ def log_exp_integrals(
         nodes = lo[:, None] + _NODES[None, :] * (hi - lo)[:, None]
         k = K(nodes.ravel(), np.repeat(ref[owner], _NODES.size)).reshape(nodes.shape)
         last = level == MAX_LEVELS or lo.size > MAX_INTERVALS
-        with np.errstate(invalid="ignore", over="ignore"):
-            value, error = _interval_rule(hi - lo, k)
-            done = (error <= tol * np.maximum(1.0, np.abs(value))) | ~np.isfinite(k).all(axis=1)
-        if last:
-            done[:] = True
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            value, done, narrow, x_lo, x_hi = _interval_rule(lo, hi, k, tol, last)
         np.logaddexp.at(total, owner[done], value[done])
-        split = ~done
+        length = hi - lo
+        keep, split = ~done & narrow, ~done & ~narrow
         mid = 0.5 * (lo[split] + hi[split])
-        lo, hi = np.concatenate([lo[split], mid]), np.concatenate([mid, hi[split]])
-        owner = np.concatenate([owner[split], owner[split]])
+        lo, hi, owner = (
+            np.concatenate([lo[keep] + x_lo[keep] * length[keep], lo[split], mid]),
+            np.concatenate([lo[keep] + x_hi[keep] * length[keep], mid, hi[split]]),
+            np.concatenate([owner[keep], owner[split], owner[split]]),
+        )
     return total
 
 

@@ -231,7 +231,8 @@ def test_log_chart_equals_asinh_chart(algorithm, alpha, depth):
 
 def test_log_exp_integrals_closed_forms():
     """Linear exponent: log int_a^b exp(k s) ds = k a + log(expm1(k (b - a)) / k), from gentle
-    slopes to a sharp endpoint peak (k (b - a) = 1e6); quadratic: against the error function."""
+    slopes to a sharp endpoint peak (k (b - a) = 1e6); quadratic: against the error function;
+    to the tolerance 1e-9 (relative in log)."""
     from scipy.special import erf
 
     a = np.array([0.0, 0.0, 1.0, 0.0, 2.0])
@@ -248,10 +249,26 @@ def test_log_exp_integrals_closed_forms():
     moving = (slope != 0) & (slope * (b - a) < 700)
     want[moving] = (slope * a + np.log(np.expm1(slope * (b - a)) / slope))[moving]
     want[3] = 3e6 - np.log(1e6)  # e^{k b} / k dominates
-    np.testing.assert_allclose(got, want, rtol=1e-7)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
 
     got = log_exp_integrals(np.array([0.0]), np.array([2.0]), lambda s, ref: -(s**2))
-    assert got[0] == pytest.approx(np.log(np.sqrt(np.pi) / 2 * erf(2.0)), rel=1e-7)
+    assert got[0] == pytest.approx(np.log(np.sqrt(np.pi) / 2 * erf(2.0)), rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("a", [30.0, 1e4, 1e8])
+def test_log_exp_integrals_steep_quadratics(a):
+    """Curved steep exponents (the peak window and the bisection): K = a s^2 on [0, 1] against
+    Dawson's integral, int = e^a F(sqrt a) / sqrt a; an interior peak K = -a (s - 0.3)^2
+    against the error function; to 1e-9 relative in log."""
+    from scipy.special import dawsn, erf
+
+    got = log_exp_integrals(np.array([0.0]), np.array([1.0]), lambda s, ref: a * s**2)
+    want = a + np.log(dawsn(np.sqrt(a))) - 0.5 * np.log(a)
+    assert got[0] == pytest.approx(want, rel=1e-9, abs=1e-9)
+    got = log_exp_integrals(np.array([0.0]), np.array([1.0]), lambda s, ref: -a * (s - 0.3) ** 2)
+    r = np.sqrt(a)
+    want = np.log(np.sqrt(np.pi) / (2 * r) * (erf(0.7 * r) + erf(0.3 * r)))
+    assert got[0] == pytest.approx(want, rel=1e-9, abs=1e-9)
 
 
 def test_log_original_time_cumulative_and_limit():

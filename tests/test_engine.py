@@ -294,7 +294,8 @@ def test_original_and_rescaled_clocks_trace_the_same_path(algorithm):
 def test_log_t_original_matches_quadrature():
     """Claim (docs/theory.md §3): for GD, L = 2, one example, logistic loss, the original time is
     t(tau) = int_0^tau (1 + exp(m(s))) ds with m(s) = sum_j mu_j alpha_j^2 e^{2 mu_j s}
-    (dt/dtau = 1/c, c = sigmoid(-m)); log_t_original matches scipy quad to relative 1e-5."""
+    (dt/dtau = 1/c, c = sigmoid(-m)); log_t_original matches scipy quad to 1e-9 (the
+    quadrature's tolerance, relative in log t)."""
     mu, alpha = np.array([1.0, 2.0]), np.array([0.5, 0.3])
     tr = run(tuple(mu), "gd", 2, tuple(alpha), t_max=1.5, n_points=6, original_time=True)
     assert tr.status == 0 and tr.log_t_original[0] == -np.inf
@@ -305,8 +306,48 @@ def test_log_t_original_matches_quadrature():
     for tau, log_t in zip(tr.tau[1:], tr.log_t_original[1:]):
         t_ref, err = quad(dt_dtau, 0.0, tau, epsabs=0, epsrel=1e-12, limit=200)
         assert err <= 1e-10 * t_ref
-        assert np.exp(log_t) == pytest.approx(t_ref, rel=1e-5)
+        assert log_t == pytest.approx(np.log(t_ref), rel=1e-9, abs=1e-9)
     assert tr.log_t_original[-1] > 50  # the margin reached ~ 0.25 e^3 + 0.18 e^6 ~ 78
+
+
+def test_log_t_original_long_horizon():
+    """Over a long horizon (GD, L = 2, mu = (1..5), alpha = 0.4, tau <= 2: K = -log c grows to
+    ~1e8) log t matches an independent solution to 1e-9 relative: v = log t - K solves the ODE
+    dv/dtau = exp(-v) - K'(tau) (K = softplus(m), m(tau) = sum_j mu_j alpha^2 e^{2 mu_j tau}),
+    integrated by Radau (self-checked at two tolerances)."""
+    from scipy.special import expit
+
+    mu, alpha = np.arange(1.0, 6.0), 0.4
+    tr = run(tuple(mu), "gd", 2, alpha, t_max=2.0, n_points=21, original_time=True)
+    assert tr.status == 0
+
+    def K(s):
+        return np.logaddexp(0.0, np.sum(mu * alpha**2 * np.exp(2 * mu * s)))
+
+    def K_rate(s):
+        e = alpha**2 * np.exp(2 * mu * s)
+        return expit(np.sum(mu * e)) * np.sum(2 * mu**2 * e)
+
+    def reference(rtol: float) -> np.ndarray:
+        s0 = 1e-10  # t(s0) = s0 e^{K(0)} (1 + O(s0))
+        sol = solve_ivp(
+            lambda s, v: [np.exp(-v[0]) - K_rate(s)],
+            (s0, tr.tau[-1]),
+            [np.log(s0)],
+            method="Radau",
+            rtol=rtol,
+            atol=1e-13,
+            t_eval=tr.tau[1:],
+            jac=lambda s, v: [[-np.exp(-v[0])]],
+        )
+        assert sol.status == 0
+        return sol.y[0] + np.array([K(s) for s in tr.tau[1:]])
+
+    ref = reference(1e-10)
+    scale = np.maximum(1.0, np.abs(ref))
+    assert np.max(np.abs(ref - reference(1e-9)) / scale) <= 1e-9
+    assert ref[-1] > 1e7
+    assert np.max(np.abs(tr.log_t_original[1:] - ref) / scale) <= 1e-9
 
 
 # --------------------------------------------------------------------------- scale symmetry
