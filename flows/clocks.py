@@ -81,6 +81,8 @@ PEAK_DROP = 45.0
 #: Interpolation error (absolute, in ``K``) below which the interpolant is trusted to place that
 #: window.
 TRUSTED = 0.1
+#: Refinements of the peak window (:func:`_peak_window`).
+WINDOW_STAGES = 2
 #: Bisection and narrowing levels of :func:`log_exp_integrals` (each at least halves an
 #: interval).
 MAX_LEVELS = 40
@@ -112,10 +114,9 @@ def _interpolation_error(k: np.ndarray) -> np.ndarray:
     return np.where(r < 0.5, geometric, 4.0 * last)
 
 
-def _log_exp_gauss(length: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """``log int exp(P)`` per row, ``P`` the interpolant through ``k`` on intervals of the given
-    ``length`` (32-point Gauss–Legendre; accurate to ~1e-15 while ``P`` varies by <= 80)."""
-    kg = k @ _INTERP_GAUSS.T
+def _log_exp_gauss(length: np.ndarray, kg: np.ndarray) -> np.ndarray:
+    """``log int exp(P)`` per row over intervals of the given ``length`` from ``P`` at the
+    32 Gauss–Legendre nodes (rows of ``kg``; accurate to ~1e-15 while ``P`` varies by <= 80)."""
     top = np.max(kg, axis=1, keepdims=True)
     return top[:, 0] + np.log(np.sum(np.exp(kg - top + _GL_LOGW), axis=1)) + np.log(length)
 
@@ -134,20 +135,25 @@ def _log_exp_chords(h: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 
 def _peak_window(k: np.ndarray, fine: np.ndarray, floor: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``[x_lo, x_hi]`` (fractions of each interval) outside which the interpolant stays below
-    ``floor``: located on :data:`_FINE`, then within the bracketing cell on a 65-point grid."""
+    """``[x_lo, x_hi]`` (fractions of each interval) outside which the interpolant through
+    ``k`` stays below ``floor``: located on :data:`_FINE`, then :data:`WINDOW_STAGES` times
+    within the bracketing cell on a 65-point grid (to ``64^-3`` of the interval)."""
     rows = np.arange(len(k))
+    n = _FINE.size
     above = fine >= floor[:, None]
     first = np.argmax(above, axis=1)
-    last = _FINE.size - 1 - np.argmax(above[:, ::-1], axis=1)
+    last = n - 1 - np.argmax(above[:, ::-1], axis=1)
+    x_lo, x_hi = _FINE[np.maximum(first - 1, 0)], _FINE[np.minimum(last + 1, n - 1)]
+    refine_lo, refine_hi = first > 0, last < n - 1
     cell = _FINE[1]
-    x_lo, x_hi = _FINE[np.maximum(first - 1, 0)], _FINE[np.minimum(last + 1, _FINE.size - 1)]
-    sub = x_lo[:, None] + cell * _FINE
-    i = np.maximum(np.argmax(_interpolate(k, sub) >= floor[:, None], axis=1) - 1, 0)
-    x_lo = np.where(first > 0, sub[rows, i], x_lo)
-    sub = (x_hi - cell)[:, None] + cell * _FINE
-    i = _FINE.size - np.argmax(_interpolate(k, sub)[:, ::-1] >= floor[:, None], axis=1)
-    x_hi = np.where(last < _FINE.size - 1, sub[rows, np.minimum(i, _FINE.size - 1)], x_hi)
+    for _ in range(WINDOW_STAGES):
+        sub = x_lo[:, None] + cell * _FINE
+        i = np.maximum(np.argmax(_interpolate(k, sub) >= floor[:, None], axis=1) - 1, 0)
+        x_lo = np.where(refine_lo, sub[rows, i], x_lo)
+        sub = (x_hi - cell)[:, None] + cell * _FINE
+        i = n - np.argmax(_interpolate(k, sub)[:, ::-1] >= floor[:, None], axis=1)
+        x_hi = np.where(refine_hi, sub[rows, np.minimum(i, n - 1)], x_hi)
+        cell *= _FINE[1]
     return x_lo, x_hi
 
 
@@ -162,11 +168,13 @@ def _interval_rule(
     estimate is below ``tol`` relative to the value (or below the resolution of ``K`` in
     floats: ``K`` varies by ``spread * ulp(s) / length`` between representable times) and
     ``exp(P)`` is integrated accurately: by Gauss–Legendre where ``P`` varies by at most
-    :data:`GL_SPREAD`, or where any value between ``max P + log(length)`` and the lower bound
-    ``max P + log(length) - 1 - log(64 spread)`` (Markov's inequality) is within tolerance,
-    by exponential chords on :data:`_FINE`. A steep interval with a trusted interpolant is
-    narrowed to the window where ``P`` is within :data:`PEAK_DROP` of its maximum (the rest
-    is negligible); anything else is bisected. At the ``last`` level everything is accepted.
+    :data:`GL_SPREAD`, on the whole interval or, for a steeper one, on the window where ``P``
+    is within :data:`PEAK_DROP` of its maximum (the rest is negligible); or, where any value
+    between ``max P + log(length)`` and the lower bound ``max P + log(length) - 1 -
+    log(64 spread)`` (Markov's inequality) is within tolerance, by exponential chords on
+    :data:`_FINE`. A steep interval with a trusted interpolant whose window is too steep for
+    the rule is narrowed to the window (and sampled again there); anything else is bisected.
+    At the ``last`` level everything is accepted.
     """
     length = hi - lo
     error = _interpolation_error(k)
@@ -177,18 +185,23 @@ def _interval_rule(
     gauss = spread <= GL_SPREAD
     flat = ~gauss & ((10.0 + np.log1p(spread) <= tol * scale) | last)
     value = np.full(len(lo), np.nan)
-    value[gauss] = _log_exp_gauss(length[gauss], k[gauss])
+    value[gauss] = _log_exp_gauss(length[gauss], k[gauss] @ _INTERP_GAUSS.T)
     value[flat] = _log_exp_chords(length[flat] * _FINE[1], fine[flat])
-    floor = 100.0 * EPS * spread * np.maximum(np.abs(lo), np.abs(hi)) / length
-    done = (gauss | flat) & (error <= tol * np.maximum(1.0, np.abs(value)) + floor)
-    done |= last | ~np.isfinite(k).all(axis=1)
-    narrow = ~done & ~gauss & ~flat & (error <= np.maximum(TRUSTED, tol * scale))
+    steep = ~gauss & ~flat & (error <= np.maximum(TRUSTED, tol * scale))
     x_lo, x_hi = np.zeros(len(lo)), np.ones(len(lo))
-    if np.any(narrow):
-        x_lo[narrow], x_hi[narrow] = _peak_window(
-            k[narrow], fine[narrow], top[narrow] - PEAK_DROP - 2.0 * error[narrow]
-        )
-    narrow &= x_hi - x_lo <= 0.5
+    windowed = np.zeros(len(lo), dtype=bool)
+    if np.any(steep):
+        ks = k[steep]
+        lo_s, hi_s = _peak_window(ks, fine[steep], top[steep] - PEAK_DROP - 2.0 * error[steep])
+        kg = _interpolate(ks, lo_s[:, None] + (hi_s - lo_s)[:, None] * _GL_X)
+        fits = np.maximum(top[steep], np.max(kg, axis=1)) - np.min(kg, axis=1) <= GL_SPREAD
+        windowed[steep] = fits
+        value[windowed] = _log_exp_gauss((length[steep] * (hi_s - lo_s))[fits], kg[fits])
+        x_lo[steep], x_hi[steep] = lo_s, hi_s
+    floor = 100.0 * EPS * spread * np.maximum(np.abs(lo), np.abs(hi)) / length
+    done = (gauss | flat | windowed) & (error <= tol * np.maximum(1.0, np.abs(value)) + floor)
+    done |= last | ~np.isfinite(k).all(axis=1)
+    narrow = steep & ~done & (x_hi - x_lo <= 0.5)
     return value, done, narrow, x_lo, x_hi
 
 
