@@ -268,6 +268,56 @@ def single_reference(rtol: float) -> np.ndarray:
     return DEPTH * sol.y.T
 
 
+def log_t_reference(rtol: float, times: np.ndarray) -> np.ndarray:
+    """log t at ``times`` (> 0) for the single-example l2-SAM run, independent of ``flows``.
+
+    From the reduced solution ``u = log a`` (DOP853, rtol 1e-13, dense): the perturbed point
+    ``a'_j = a_j (1 - rho mu_j / N)``, ``N = (2 sum mu_k^2 a_k^2)^(1/2)``, its margin
+    ``m' = sum mu_j a'_j^2`` and ``K = -log c = softplus(m')`` (logistic loss), with ``dK/dtau``
+    by the chain rule; then ``v = log t - K`` solves ``dv/dtau = exp(-v) - dK/dtau`` (stiff:
+    Radau at ``rtol``; ``t(s0) = s0 e^{K(0)}`` to O(s0^2) at ``s0 = 1e-10``).
+    """
+    path = solve_ivp(
+        reduced_log_rhs,
+        (0.0, TAU_MAX),
+        np.full(MU.size, np.log(ALPHA)),
+        method="DOP853",
+        rtol=1e-13,
+        atol=1e-14,
+        dense_output=True,
+    ).sol
+
+    def k_and_rate(tau: float) -> tuple[float, float]:
+        u = path(tau)
+        du = reduced_log_rhs(tau, u)
+        a = np.exp(u)
+        norm = np.sqrt(2.0 * np.sum(MU**2 * a**2))
+        dnorm = np.sum(2.0 * MU**2 * a**2 * du) / norm
+        shifted = a * (1.0 - RHO_1 * MU / norm)
+        dshifted = a * du * (1.0 - RHO_1 * MU / norm) + a * RHO_1 * MU * dnorm / norm**2
+        m = np.sum(MU * shifted**2)
+        return float(np.logaddexp(0.0, m)), float(expit(m) * np.sum(2.0 * MU * shifted * dshifted))
+
+    s0 = 1e-10
+    sol = solve_ivp(
+        lambda tau, v: [np.exp(-v[0]) - k_and_rate(tau)[1]],
+        (s0, float(times[-1])),
+        [np.log(s0)],
+        method="Radau",
+        rtol=rtol,
+        atol=1e-13,
+        t_eval=times,
+        jac=lambda tau, v: [[-np.exp(-v[0])]],
+    )
+    assert sol.status == 0, sol.message
+    return sol.y[0] + np.array([k_and_rate(tau)[0] for tau in times])
+
+
+def log_t_error(log_t: np.ndarray, ref: np.ndarray) -> float:
+    """max |Delta log t| / max(1, |log t|) over the output times after 0."""
+    return float(np.max(np.abs(log_t[1:] - ref) / np.maximum(1.0, np.abs(ref))))
+
+
 def single_sam_field(theta: np.ndarray) -> np.ndarray:
     """dtheta/dtau = grad m(theta + eps), eps = -rho grad m / ||grad m||, where for L = 2
     grad_{w1} m = mu w2 and grad_{w2} m = mu w1."""
@@ -289,6 +339,10 @@ def single_configs(data: Dataset, quick: bool) -> list[tuple[str, str, Callable]
         ),
         ("simulate, old field", 'backend="reference"', partial(sim, backend="reference")),
     ]
+    for rtol in [1e-6] if quick else [1e-6, 1e-8]:
+        configs.append(
+            ("simulate, numpy", f"rtol {rtol:.0e}", partial(sim, backend="numpy", rtol=rtol))
+        )
     for rtol in [1e-6] if quick else [1e-6, 1e-8, 1e-12]:
         configs.append(("simulate", f"rtol {rtol:.0e}", partial(sim, rtol=rtol)))
         configs.append(
@@ -341,6 +395,24 @@ def part_single(report: Report, quick: bool) -> dict:
             ],
         ],
     )
+    report.add("Original time (`log_t_original`), relative error max |Δ log t| / max(1, |log t|)")
+    report.add("against an independent solution (`log_t_reference`: the reduced path's K = −log c")
+    report.add("and the stiff ODE of v = log t − K, Radau):")
+    report.add()
+    times = np.linspace(0.0, TAU_MAX, N_TIMES)[1:]
+    log_t_ref = log_t_reference(1e-10, times)
+    log_t_rows = [["reference (Radau rtol 1e-10) vs rtol 1e-9", sci(log_t_error(
+        np.concatenate([[0.0], log_t_reference(1e-9, times)]), log_t_ref))]]  # fmt: skip
+    for backend in dict.fromkeys([DEFAULT_BACKEND, "numpy"]):
+        traj = simulate(data, "l2-sam", DEPTH, ALPHA, rho=RHO_1, t_max=TAU_MAX,
+                        n_points=N_TIMES, backend=backend)  # fmt: skip
+        log_t_rows.append(
+            [
+                f"simulate default (backend {backend}) vs reference",
+                sci(log_t_error(traj.log_t_original, log_t_ref)),
+            ]  # fmt: skip
+        )
+    report.table(["log t", "max relative difference"], log_t_rows)
     rows = [measure(m, c, fn, ref) for m, c, fn in single_configs(data, quick)]
     methods = [
         "simulate",
@@ -357,6 +429,8 @@ def part_single(report: Report, quick: bool) -> dict:
     return {
         "rk_over_default": ratio(rk, default) if default.error <= TARGET else np.nan,
         "rk_over_numpy": ratio(rk, numpy_default) if numpy_default.error <= TARGET else np.nan,
+        "rk_over_cheapest": ratio(rk, cheapest(rows, "simulate")),
+        "rk_over_cheapest_numpy": ratio(rk, cheapest(rows, "simulate, numpy")),
         "numpy_over_default": ratio(numpy_default, default),
         "rk_over_no_log_t": ratio(rk, cheapest(rows, "simulate, no log t")),
         "old_field_over_default": ratio(old, default),
@@ -404,6 +478,9 @@ def multi_configs(sim: Callable, rk45: Callable, quick: bool) -> list[tuple[str,
     ]
     for rtol in [1e-6, 1e-8] if quick else [1e-6, 1e-7, 1e-8]:
         configs.append(("simulate", f"rtol {rtol:.0e}", partial(sim, rtol=rtol)))
+        configs.append(
+            ("simulate, numpy", f"rtol {rtol:.0e}", partial(sim, backend="numpy", rtol=rtol))
+        )
     for rtol in [1e-6, 1e-8] if quick else [1e-4, 1e-6, 1e-7, 1e-8, 1e-10, 1e-12]:
         configs.append(("RK45 full theta", f"rtol {rtol:.0e}", partial(rk45, rtol)))
     return configs
@@ -682,6 +759,18 @@ def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list
             f"{r_np:.2f}x",
             ">= 10x",
             verdict(r_np >= 10),
+        ],
+        [
+            f"1. time(RK45 <= 1e-6) / time(cheapest simulate <= 1e-6 with log t, {DEFAULT_BACKEND})",
+            f"{single['rk_over_cheapest']:.2f}x",
+            "-",
+            "-",
+        ],
+        [
+            "1. time(RK45 <= 1e-6) / time(cheapest simulate <= 1e-6 with log t, numpy)",
+            f"{single['rk_over_cheapest_numpy']:.2f}x",
+            "-",
+            "-",
         ],
         [
             "1. time(numpy backend) / time(default backend), default call",
