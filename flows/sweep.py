@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .cache import Cache, Result, Task
 from .distributed import SchedulerError, address_problem, connect
-from .pool import local_pool, stop_pool
+from .pool import local_pool, single_blas_thread, stop_pool
 from .run import OneLineParser
 from .stamps import Stamps
 from .tasks import TaskError, run_tasks
@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     selected = [FIGURES[n] for n in dict.fromkeys(args.names or FIGURES)]
+    single_blas_thread()  # as in the pool's workers: the same numbers with any --jobs
     cache = Cache(args.cache)
     dask = None
     if args.scheduler is not None:
