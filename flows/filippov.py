@@ -151,17 +151,24 @@ def multilinear_weights(lam: np.ndarray, signs: np.ndarray) -> np.ndarray:
 def _residual_and_jacobian(
     lam: np.ndarray, rows: np.ndarray, signs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``r_i = sum_m w_m(lambda) rows[i, m]`` (k,) and ``dr_i / dlambda_j`` (k, k)."""
+    """``r_i = sum_m w_m(lambda) rows[i, m]`` (k,) and ``dr_i / dlambda_j`` (k, k).
+
+    ``dw_m / dlambda_j = signs[m, j] prod_{i != j} factor_{m, i}``: the products of all factors
+    but one, for every ``j`` at once, as products with factor ``j`` replaced by 1 (exact).
+    """
     k = rows.shape[0]
     factors = np.where(signs > 0, lam[None, :], 1.0 - lam[None, :])
+    others = np.prod(np.where(_EYE[k][:, None, :], 1.0, factors[None, :, :]), axis=-1)
+    jacobian = np.empty((k, k))
     with np.errstate(invalid="ignore"):  # a non-finite one-sided field: NaN, the step is rejected
         residual = rows @ np.prod(factors, axis=-1)
-    jacobian = np.empty((k, k))
-    for i in range(k):
-        others = np.prod(np.delete(factors, i, axis=-1), axis=-1)
-        with np.errstate(invalid="ignore"):
-            jacobian[:, i] = rows @ (signs[:, i] * others)
+        for i in range(k):
+            jacobian[:, i] = rows @ (signs[:, i] * others[i])
     return residual, jacobian
+
+
+#: Identity masks of :func:`_residual_and_jacobian`, by the number of surfaces.
+_EYE = [np.eye(k, dtype=bool) for k in range(MAX_COUPLED + 2)]
 
 
 def solve_multilinear(
