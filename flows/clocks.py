@@ -83,6 +83,9 @@ PEAK_DROP = 45.0
 TRUSTED = 0.1
 #: Refinements of the peak window (:func:`_peak_window`).
 WINDOW_STAGES = 2
+#: An interval of at most this many float spacings of its times is accepted as it is (its nodes
+#: are barely distinct floats).
+ATOMIC_ULPS = 64
 #: Bisection and narrowing levels of :func:`log_exp_integrals` (each at least halves an
 #: interval).
 MAX_LEVELS = 40
@@ -93,11 +96,14 @@ MAX_INTERVALS = 20_000
 
 def _interpolate(k: np.ndarray, x: np.ndarray) -> np.ndarray:
     """The interpolant through ``k`` (rows: values at :data:`_NODES`) at points ``x`` (one row
-    of points in [0, 1] per row of ``k``), by the barycentric formula."""
+    of points in [0, 1] per row of ``k``), by the barycentric formula (a node's own value where
+    a point is a node)."""
     d = x[:, :, None] - _NODES
     exact = d == 0.0
-    w = np.where(exact, 1e300, _BARYCENTRIC / np.where(exact, 1.0, d))
-    return np.einsum("mqj,mj->mq", w, k) / np.sum(w, axis=2)
+    w = np.where(exact, 0.0, _BARYCENTRIC / np.where(exact, 1.0, d))
+    values = np.einsum("mqj,mj->mq", w, k) / np.sum(w, axis=2)
+    node = np.take_along_axis(k, np.argmax(exact, axis=2), axis=1)
+    return np.where(np.any(exact, axis=2), node, values)
 
 
 def _interpolation_error(k: np.ndarray) -> np.ndarray:
@@ -172,9 +178,11 @@ def _interval_rule(
     is within :data:`PEAK_DROP` of its maximum (the rest is negligible); or, where any value
     between ``max P + log(length)`` and the lower bound ``max P + log(length) - 1 -
     log(64 spread)`` (Markov's inequality) is within tolerance, by exponential chords on
-    :data:`_FINE`. A steep interval with a trusted interpolant whose window is too steep for
-    the rule is narrowed to the window (and sampled again there); anything else is bisected.
-    At the ``last`` level everything is accepted.
+    :data:`_FINE`. A steep interval with a trusted interpolant (error below :data:`TRUSTED`,
+    the tolerance or the resolution) whose window is too steep for the rule is narrowed to the
+    window (and sampled again there); anything else is bisected. At the ``last`` level, and on
+    an interval only :data:`ATOMIC_ULPS` floats long, everything is accepted (by chords where
+    nothing better applies).
     """
     length = hi - lo
     error = _interpolation_error(k)
@@ -182,12 +190,15 @@ def _interval_rule(
     top = np.max(fine, axis=1)
     spread = top - np.min(fine, axis=1)
     scale = np.maximum(1.0, np.abs(top))
+    reach = np.maximum(np.abs(lo), np.abs(hi))
+    floor = 100.0 * EPS * spread * reach / length
+    atomic = length <= ATOMIC_ULPS * np.spacing(reach)
     gauss = spread <= GL_SPREAD
-    flat = ~gauss & ((10.0 + np.log1p(spread) <= tol * scale) | last)
+    flat = ~gauss & ((10.0 + np.log1p(spread) <= tol * scale) | atomic | last)
     value = np.full(len(lo), np.nan)
     value[gauss] = _log_exp_gauss(length[gauss], k[gauss] @ _INTERP_GAUSS.T)
     value[flat] = _log_exp_chords(length[flat] * _FINE[1], fine[flat])
-    steep = ~gauss & ~flat & (error <= np.maximum(TRUSTED, tol * scale))
+    steep = ~gauss & ~flat & (error <= np.maximum(TRUSTED, tol * scale) + floor)
     x_lo, x_hi = np.zeros(len(lo)), np.ones(len(lo))
     windowed = np.zeros(len(lo), dtype=bool)
     if np.any(steep):
@@ -198,9 +209,8 @@ def _interval_rule(
         windowed[steep] = fits
         value[windowed] = _log_exp_gauss((length[steep] * (hi_s - lo_s))[fits], kg[fits])
         x_lo[steep], x_hi[steep] = lo_s, hi_s
-    floor = 100.0 * EPS * spread * np.maximum(np.abs(lo), np.abs(hi)) / length
     done = (gauss | flat | windowed) & (error <= tol * np.maximum(1.0, np.abs(value)) + floor)
-    done |= last | ~np.isfinite(k).all(axis=1)
+    done |= atomic | last | ~np.isfinite(k).all(axis=1)
     narrow = steep & ~done & (x_hi - x_lo <= 0.5)
     return value, done, narrow, x_lo, x_hi
 
