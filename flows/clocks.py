@@ -210,7 +210,9 @@ def _interval_rule(
         value[windowed] = _log_exp_gauss((length[steep] * (hi_s - lo_s))[fits], kg[fits])
         x_lo[steep], x_hi[steep] = lo_s, hi_s
     done = (gauss | flat | windowed) & (error <= tol * np.maximum(1.0, np.abs(value)) + floor)
-    done |= atomic | last | ~np.isfinite(k).all(axis=1)
+    broken = ~np.isfinite(k).all(axis=1)  # c = 0 somewhere (K = +inf): t is infinite; else NaN
+    value[broken] = np.where(np.any(k[broken] == np.inf, axis=1), np.inf, np.nan)
+    done |= atomic | last | broken
     narrow = steep & ~done & (x_hi - x_lo <= 0.5)
     return value, done, narrow, x_lo, x_hi
 

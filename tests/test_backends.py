@@ -330,7 +330,8 @@ def test_interpolation_error_estimate():
 
 
 def test_log_original_time_cumulative_and_limit():
-    """Cumulative over the grid, cut at breakpoints (a jump of K there), +inf past 1e100."""
+    """Cumulative over the grid, cut at breakpoints (a jump of K there), +inf past 1e100 and
+    where c = 0."""
     grid = np.linspace(0.0, 2.0, 5)
 
     def K(s, ref):  # K = 0 before 1.3, 2 after (a jump at the breakpoint 1.3)
@@ -343,3 +344,8 @@ def test_log_original_time_cumulative_and_limit():
     assert got[0] == -np.inf
     huge = log_original_time(grid, np.array([]), lambda s, ref: np.where(s > 1.2, 1e200, 0.0))
     assert np.all(np.isinf(huge[-2:])) and np.all(np.isfinite(huge[1:3]))
+    # c = 0 (K = +inf) inside a piece, not at its ends: t is infinite from there on
+    gap = log_original_time(
+        grid, np.array([]), lambda s, ref: np.where(abs(s - 1.15) < 0.05, np.inf, 0.0)
+    )
+    assert np.all(gap[-2:] == np.inf) and np.all(np.isfinite(gap[1:3]))
