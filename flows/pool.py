@@ -42,9 +42,10 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
             process.terminate()
 
 
-def single_blas_thread() -> None:
-    """Limit the BLAS libraries loaded in this process to one thread (for good)."""
-    threadpool_limits(limits=1, user_api="blas")
+def single_blas_thread() -> threadpool_limits:
+    """Limit the BLAS libraries loaded in this process to one thread; the limit holds until
+    the returned object's ``restore_original_limits()`` (or the end of a ``with`` block)."""
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def worker_init(parent: int) -> None:

@@ -61,7 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     selected = [FIGURES[n] for n in dict.fromkeys(args.names or FIGURES)]
-    single_blas_thread()  # as in the pool's workers: the same numbers with any --jobs
+    with single_blas_thread():  # as in the pool's workers: the same numbers with any --jobs
+        return _sweep(args, selected)
+
+
+def _sweep(args: argparse.Namespace, selected: list) -> int:
+    """Compute the runs of the ``selected`` figures and draw them (``main`` past its checks)."""
     cache = Cache(args.cache)
     dask = None
     if args.scheduler is not None:

@@ -5,6 +5,7 @@ most expensive tasks go first."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import signal
@@ -114,10 +115,28 @@ def test_second_sweep_recomputes_nothing(quick_sweep, capsys):
     assert " 0 runs computed" in capsys.readouterr().out
 
 
+def blas_threads() -> list[int]:
+    """The thread counts of the BLAS libraries loaded in this process."""
+    from threadpoolctl import threadpool_info
+
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
 def test_one_quick_figure(tmp_path, capsys):
-    """A real figure end to end (the cheapest one), serially."""
-    assert (
-        main(
+    """A real figure end to end (the cheapest one), serially: computed with one BLAS thread
+    (checked inside a run), and the caller's BLAS threads restored afterwards."""
+    before = blas_threads()
+    seen: list[list[int]] = []
+    original = figures.table.FIGURES["fig4_amplification"].draw
+
+    def draw(results, quick, path):
+        seen.append(blas_threads())
+        return original(results, quick, path)
+
+    fig = figures.table.FIGURES["fig4_amplification"]
+    figures.table.FIGURES["fig4_amplification"] = dataclasses.replace(fig, draw=draw)
+    try:
+        status = main(
             [
                 "--quick",
                 "fig4_amplification",
@@ -129,8 +148,11 @@ def test_one_quick_figure(tmp_path, capsys):
                 "1",
             ]
         )
-        == 0
-    )
+    finally:
+        figures.table.FIGURES["fig4_amplification"] = fig
+    assert status == 0
+    assert seen and all(n == 1 for n in seen[0])
+    assert blas_threads() == before
     png = tmp_path / "o" / "fig4_amplification.png"
     assert png.read_bytes()[:8] == PNG and png.stat().st_size > 5_000
     assert "wrote" in capsys.readouterr().out
