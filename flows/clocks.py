@@ -81,8 +81,9 @@ PEAK_DROP = 45.0
 #: Interpolation error (absolute, in ``K``) below which the interpolant is trusted to place that
 #: window.
 TRUSTED = 0.1
-#: Refinements of the peak window (:func:`_peak_window`).
-WINDOW_STAGES = 2
+#: Refinements of the peak window (:func:`_peak_window`), each on a grid of 17 points.
+WINDOW_STAGES = 3
+_SUB = np.linspace(0.0, 1.0, 17)
 #: An interval of at most this many float spacings of its times is accepted as it is (its nodes
 #: are barely distinct floats).
 ATOMIC_ULPS = 64
@@ -143,23 +144,23 @@ def _log_exp_chords(h: np.ndarray, k: np.ndarray) -> np.ndarray:
 def _peak_window(k: np.ndarray, fine: np.ndarray, floor: np.ndarray) -> tuple[np.ndarray, ...]:
     """``[x_lo, x_hi]`` (fractions of each interval) outside which the interpolant through
     ``k`` stays below ``floor``: located on :data:`_FINE`, then :data:`WINDOW_STAGES` times
-    within the bracketing cell on a 65-point grid (to ``64^-3`` of the interval)."""
-    rows = np.arange(len(k))
-    n = _FINE.size
+    within the bracketing cell on the 17-point grid :data:`_SUB` (to ``64 * 16^3`` ths of the
+    interval), on the sides where the window does not reach the interval's end."""
+    n, m = _FINE.size, _SUB.size
     above = fine >= floor[:, None]
     first = np.argmax(above, axis=1)
     last = n - 1 - np.argmax(above[:, ::-1], axis=1)
     x_lo, x_hi = _FINE[np.maximum(first - 1, 0)], _FINE[np.minimum(last + 1, n - 1)]
-    refine_lo, refine_hi = first > 0, last < n - 1
+    low, high = np.flatnonzero(first > 0), np.flatnonzero(last < n - 1)
     cell = _FINE[1]
     for _ in range(WINDOW_STAGES):
-        sub = x_lo[:, None] + cell * _FINE
-        i = np.maximum(np.argmax(_interpolate(k, sub) >= floor[:, None], axis=1) - 1, 0)
-        x_lo = np.where(refine_lo, sub[rows, i], x_lo)
-        sub = (x_hi - cell)[:, None] + cell * _FINE
-        i = n - np.argmax(_interpolate(k, sub)[:, ::-1] >= floor[:, None], axis=1)
-        x_hi = np.where(refine_hi, sub[rows, np.minimum(i, n - 1)], x_hi)
-        cell *= _FINE[1]
+        sub = x_lo[low, None] + cell * _SUB
+        i = np.argmax(_interpolate(k[low], sub) >= floor[low, None], axis=1) - 1
+        x_lo[low] = sub[np.arange(low.size), np.maximum(i, 0)]
+        sub = (x_hi[high] - cell)[:, None] + cell * _SUB
+        i = m - np.argmax(_interpolate(k[high], sub)[:, ::-1] >= floor[high, None], axis=1)
+        x_hi[high] = sub[np.arange(high.size), np.minimum(i, m - 1)]
+        cell *= _SUB[1]
     return x_lo, x_hi
 
 
