@@ -29,6 +29,7 @@ __all__ = [
     "linf_limit_scores",
     "observed_linf_limit",
     "predict_linf_limit",
+    "predict_linf_limits",
 ]
 
 
@@ -170,10 +171,10 @@ def _check_linf_inputs(mu, alpha, rho, depth):
     alpha = finite_array(alpha, "alpha")
     if alpha.ndim == 0:
         alpha = np.full(mu.shape, float(alpha))
-    if alpha.shape != mu.shape:
+    if alpha.shape[-1:] != mu.shape:
         raise ValueError(
-            f"alpha must be a scalar or have the shape of mu {mu.shape}, "
-            f"got {alpha.shape} (Cor 3.5 is for balanced initializations)"
+            f"alpha must be a scalar or have the shape of mu {mu.shape} (or a stack of such, "
+            f"(..., d)), got {alpha.shape} (Cor 3.5 is for balanced initializations)"
         )
     if np.any(alpha <= 0):
         raise ValueError("alpha must be > 0")
@@ -191,17 +192,18 @@ def _check_linf_inputs(mu, alpha, rho, depth):
 
 
 def linf_limit_scores(mu, alpha, rho, depth: int) -> np.ndarray:
-    """``log(mu_j (alpha_j - rho)^(L-2))`` for ``alpha_j > rho``, ``-inf`` otherwise (d,).
+    """``log(mu_j (alpha_j - rho)^(L-2))`` for ``alpha_j > rho``, ``-inf`` otherwise: (d,), or
+    (..., d) for a stack of initializations ``alpha`` (..., d).
 
     For ``L >= 3`` this is ``-log((L-2) tau_j)`` with ``tau_j = 1 / ((L-2) mu_j (alpha_j -
     rho)^(L-2))`` the blow-up time of coordinate j (docs/theory.md §8): the largest score blows up first.
     For ``L = 2`` it is ``log mu_j``, the exponential growth rate ``a_j ~ e^{mu_j tau}``.
     """
     mu, alpha, rho, depth = _check_linf_inputs(mu, alpha, rho, depth)
-    out = np.full(mu.shape, -np.inf)
     above = alpha > rho
-    out[above] = np.log(mu[above]) + (depth - 2) * np.log(alpha[above] - rho)
-    return out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scores = np.log(mu) + (depth - 2) * np.log(np.where(above, alpha - rho, 1.0))
+    return np.where(above, scores, -np.inf)
 
 
 def predict_linf_limit(mu, alpha, rho, depth: int, rtol: float = 1e-12) -> int | None:
@@ -231,13 +233,28 @@ def predict_linf_limit(mu, alpha, rho, depth: int, rtol: float = 1e-12) -> int |
         (> 0, scalar or shape of mu), ``rho`` (>= 0), ``depth`` or ``rtol`` (a number in
         ``[0, 1)``); the message names the parameter.
     """
+    alpha = finite_array(alpha, "alpha")
+    if alpha.ndim > 1:
+        raise ValueError(
+            f"alpha must be a scalar or have the shape of mu, got {alpha.shape} "
+            "(predict_linf_limits takes a stack of initializations)"
+        )
+    j = int(predict_linf_limits(mu, alpha, rho, depth, rtol))
+    return None if j < 0 else j
+
+
+def predict_linf_limits(mu, alpha, rho, depth: int, rtol: float = 1e-12) -> np.ndarray:
+    """:func:`predict_linf_limit` for a stack of initializations ``alpha`` (..., d) at once:
+    the index ``j*`` per initialization (int array of shape ``alpha.shape[:-1]``), ``-1`` where
+    no ``alpha_j > rho`` (None there). Same rule, same ties (largest index), same errors.
+    """
     rtol = real(rtol, "rtol", low=0.0, high=1.0, high_open=True)
     scores = linf_limit_scores(mu, alpha, rho, depth)
-    if not np.any(np.isfinite(scores)):
-        return None
-    best = np.max(scores)
-    ties = np.flatnonzero(scores >= best - rtol * max(1.0, abs(best)))
-    return int(ties[-1])
+    best = np.max(scores, axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        ties = scores >= best - rtol * np.maximum(1.0, np.abs(best))
+    last_tie = scores.shape[-1] - 1 - np.argmax(ties[..., ::-1], axis=-1)
+    return np.where(np.isfinite(best[..., 0]), last_tie, -1)
 
 
 def observed_linf_limit(traj: Trajectory, log_bound: float | None = None) -> int | None:

@@ -23,7 +23,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from analysis.limits import observed_linf_limit, predict_linf_limit
+from analysis.limits import observed_linf_limit, predict_linf_limit, predict_linf_limits
 from flows.cache import Result, Task, register
 from flows.closed_form import linf_sam
 from flows.data import single_example
@@ -376,12 +376,8 @@ def draw_limit_map(results: list[Result], quick: bool, path: Path) -> None:
     cmap = ListedColormap(CLASS_COLORS)
     fig, axes = plt.subplots(1, len(MAP_DEPTHS), figsize=(12, 5.6), constrained_layout=True)
     for ax, L in zip(axes, MAP_DEPTHS, strict=False):
-        classes = np.array(
-            [
-                [_code(predict_linf_limit(list(MU2), [a1 * RHO, a2 * RHO], RHO, L)) for a1 in fine]
-                for a2 in fine
-            ]
-        )
+        a1, a2 = np.meshgrid(fine * RHO, fine * RHO)  # rows: alpha_2, columns: alpha_1
+        classes = 1 + predict_linf_limits(list(MU2), np.stack([a1, a2], axis=-1), RHO, L)
         ax.imshow(
             classes,
             origin="lower",

@@ -20,6 +20,7 @@ from analysis.limits import (
     linf_limit_scores,
     observed_linf_limit,
     predict_linf_limit,
+    predict_linf_limits,
 )
 from analysis.maxmargin import max_margin
 from flows import simulate, single_example
@@ -105,6 +106,37 @@ def test_predict_validation():
         kw = dict(mu=[1.0, 2.0], alpha=1.5, rho=1.0, depth=2) | change
         with pytest.raises(ValueError, match=name):
             predict_linf_limit(**kw)
+
+
+def _rule_by_products(mu, alpha, rho, depth) -> int:
+    """Cor 3.5 read directly, in plain floats: the largest index maximizing
+    ``mu_j (alpha_j - rho)^(L-2)`` over ``alpha_j > rho``; -1 if none."""
+    best, arg = -1.0, -1
+    for j, (m, a) in enumerate(zip(mu, alpha, strict=True)):
+        if a > rho and m * (a - rho) ** (depth - 2) >= best * (1 - 1e-12):
+            best, arg = max(best, m * (a - rho) ** (depth - 2)), j
+    return arg
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4])
+def test_predict_limits_on_a_stack(depth):
+    """The batched prediction (a (6, 50, d) stack, with ties and alpha_j <= rho rows) agrees
+    with Cor 3.5 read in plain floats, and with the scalar call on every row; the stack keeps
+    its shape; a stack for the scalar call is refused."""
+    rng = np.random.default_rng(10 + depth)
+    mu = np.array([1.0, 2.0, 2.0, 0.5])
+    alpha = rng.choice([0.5, 1.0, 1.2, 1.4, 2.0, 3.0], size=(6, 50, 4))
+    got = predict_linf_limits(mu, alpha, 1.0, depth)
+    assert got.shape == (6, 50) and got.dtype.kind == "i"
+    for idx in np.ndindex(6, 50):
+        assert got[idx] == _rule_by_products(mu, alpha[idx], 1.0, depth)
+        single = predict_linf_limit(mu, alpha[idx], 1.0, depth)
+        assert (-1 if single is None else single) == got[idx]
+    assert set(got.ravel().tolist()) == {-1, 0, 1, 2, 3}  # every outcome occurs
+    with pytest.raises(ValueError, match="alpha"):
+        predict_linf_limit(mu, alpha, 1.0, depth)
+    with pytest.raises(ValueError, match="alpha"):
+        predict_linf_limits(mu, alpha[..., :3], 1.0, depth)
 
 
 # --------------------------------------------------------------------------- vs simulate
