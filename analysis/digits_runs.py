@@ -1,11 +1,8 @@
-"""The runs of the digits study: :func:`simulate_to_loss` (the rescaled-clock flow in chunks,
-stopped once the training loss falls below a floor) and the task kind ``'digits_flow'``
-(:func:`digits_flow`) that runs it on a pair of digit classes from
-:func:`flows.datasets.digits`. Importing this module registers the task kind."""
+"""The runs of the digits study: the task kind ``'digits_flow'`` (:func:`digits_flow`), a
+rescaled-clock flow on a pair of digit classes from :func:`flows.datasets.digits`, stopped
+where the training loss falls to a floor. Importing this module registers the task kind."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -13,155 +10,11 @@ from flows.cache import Result, register
 from flows.data import Dataset, sign_constrained_separable
 from flows.datasets import digits
 from flows.integrate import simulate
-from flows.results import FAILURE, SUCCESS, Trajectory
 
 from .lesam_radius import initial_gradient_norm
 from .saliency import orthant_signs
 
-__all__ = ["ChunkedRun", "digits_flow", "le_sam_budget", "simulate_to_loss"]
-
-
-@dataclass(frozen=True, eq=False)
-class ChunkedRun:
-    """A rescaled-clock path assembled from chunks (:func:`simulate_to_loss`).
-
-    ``tau``, ``loss`` (T,); ``log_abs_beta``, ``sign_beta`` (T, d); ``status`` and ``message``
-    of the run (0: ended at the loss floor or at ``tau_max``; otherwise the status of the chunk
-    that stopped it); ``nfev`` field evaluations in all.
-    """
-
-    tau: np.ndarray
-    loss: np.ndarray
-    log_abs_beta: np.ndarray
-    sign_beta: np.ndarray
-    status: int
-    message: str
-    nfev: int
-
-
-#: ``log|w|`` below which a restarted weight is set to this value (exp would underflow)
-_LOG_FLOOR = -700.0
-
-
-def _restart_alpha(log_abs_theta: np.ndarray, sign_theta: np.ndarray, depth: int) -> np.ndarray:
-    """The (depth, d) init that continues a run from its last state: the layer groups expanded
-    to layers; an exact 0 (a held or collapsed entry) or a weight below ``e^-700`` restarts at
-    ``+-e^-700`` (it contributes ``< e^-700`` to beta)."""
-    log_w = np.maximum(log_abs_theta, _LOG_FLOOR)
-    w = np.where(sign_theta == 0, 1.0, sign_theta) * np.exp(log_w)
-    if w.shape[0] == 1:
-        return np.tile(w, (depth, 1))
-    return w
-
-
-def simulate_to_loss(
-    data: Dataset,
-    algorithm: str,
-    depth: int,
-    alpha,
-    *,
-    tau_max: float,
-    loss_floor: float,
-    chunk: float = 1.0,
-    points_per_chunk: int = 10,
-    method: str = "LSODA",
-    rtol: float = 1e-8,
-    max_nfev: int = 30_000,
-    max_total_nfev: int | None = None,
-    **hyperparameters,
-) -> ChunkedRun:
-    """The rescaled-clock flow of :func:`flows.simulate`, run in chunks of ``chunk`` in
-    ``tau`` and stopped after the first chunk that ends with training loss ``<= loss_floor``
-    (or at ``tau_max``, or at a chunk with ``status != 0``: a blow-up or a spent budget).
-
-    Why: on many examples the rescaled field becomes stiff as the loss goes to 0 (presumably as
-    the loss weights concentrate, ever more sharply, on the few smallest margins), and an
-    integration to a fixed horizon can spend most of its work far past the interesting part
-    (digits 0 vs 1, l2-SAM, L = 2: tau in [0, 20] takes 1.6k evaluations, [0, 60] more than
-    200k). Each chunk restarts
-    :func:`flows.simulate` from the last state (the flow is autonomous in ``tau``, so this is the
-    same path up to the solver tolerance); see :func:`_restart_alpha` for entries at 0.
-
-    ``points_per_chunk`` samples per chunk (equally spaced, the chunk's start excluded after the
-    first); ``method``, ``rtol`` and ``max_nfev`` apply to each chunk; ``max_total_nfev`` (None:
-    no limit) ends the run with status -1 after the first chunk that brings the total number
-    of field evaluations above it; hyper-parameters (``rho``, ``sigma``, ``rho_max``) by
-    keyword.
-
-    The default solver is LSODA: where the field is stiff it switches to BDF and needs ~10x
-    fewer evaluations than DOP853 (e.g. digits 3 vs 8, l2-SAM, tau in [38, 40]: 534 evaluations
-    against 7229); at rtol 1e-8 its ``log|beta|`` is within ~1e-7 of a DOP853 run at rtol 1e-10
-    (digits 0 vs 1 and 3 vs 8, tau <= 20).
-    """
-    _check_span(tau_max, chunk, loss_floor)
-    solver = {"method": method, "rtol": rtol, "max_nfev": max_nfev, **hyperparameters}
-    parts: list[tuple] = []
-    tau0, init, nfev = 0.0, alpha, 0
-    status, message = SUCCESS, f"reached tau_max = {tau_max:g}"
-    while tau0 < tau_max - 1e-12:
-        span = min(chunk, tau_max - tau0)
-        traj = simulate(
-            data, algorithm, depth, init, t_max=span, n_points=points_per_chunk + 1,
-            original_time=False, **solver,
-        )  # fmt: skip
-        nfev += traj.nfev
-        parts.append(_chunk_samples(traj, tau0, skip_start=bool(parts)))
-        stop = _stop_reason(traj, tau0, tau0 + span, nfev, max_total_nfev, loss_floor)
-        if stop is not None:
-            status, message = stop
-            break
-        init = _restart_alpha(traj.log_abs_theta[-1], traj.sign_theta[-1], depth)
-        tau0 += span
-    tau, loss, lb, sb = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
-    return ChunkedRun(tau, loss, lb, sb, int(status), message, int(nfev))
-
-
-def _check_span(tau_max: float, chunk: float, loss_floor: float) -> None:
-    """``tau_max`` finite > 0, ``chunk`` > 0 and ``loss_floor`` >= 0, else ``ValueError``."""
-    if not (np.isfinite(tau_max) and tau_max > 0 and chunk > 0 and loss_floor >= 0):
-        raise ValueError(
-            "tau_max and chunk must be > 0 and loss_floor >= 0, got "
-            f"{tau_max!r}, {chunk!r}, {loss_floor!r}"
-        )
-
-
-def _chunk_samples(
-    traj: Trajectory, tau0: float, skip_start: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``tau`` (shifted by the chunk's start ``tau0``), ``loss``, ``log_abs_beta`` and
-    ``sign_beta`` of one chunk, without its first sample if ``skip_start`` (it repeats the
-    previous chunk's last)."""
-    first = int(skip_start)
-    return (
-        tau0 + traj.tau[first:],
-        traj.loss[first:],
-        traj.log_abs_beta[first:],
-        traj.sign_beta[first:],
-    )
-
-
-def _stop_reason(
-    traj: Trajectory,
-    tau0: float,
-    tau_end: float,
-    nfev: int,
-    max_total_nfev: int | None,
-    loss_floor: float,
-) -> tuple[int, str] | None:
-    """``(status, message)`` if the run ends after the chunk ``[tau0, tau_end]``: a failed
-    chunk, the evaluation budget spent, the loss floor reached or theta collapsed; else None."""
-    if traj.status != SUCCESS:
-        return traj.status, f"chunk at tau = {tau0:g}: {traj.message}"
-    if max_total_nfev is not None and nfev > max_total_nfev:
-        return FAILURE, (
-            f"{nfev} field evaluations by tau = {tau_end:g}, above the budget "
-            f"max_total_nfev = {max_total_nfev}"
-        )
-    if traj.loss[-1] <= loss_floor:
-        return SUCCESS, f"training loss {traj.loss[-1]:.3g} <= {loss_floor:g} at tau = {tau_end:g}"
-    if not np.any(traj.sign_theta[-1]):
-        return SUCCESS, f"theta collapsed to 0 by tau = {tau_end:g}"
-    return None
+__all__ = ["digits_flow", "le_sam_budget"]
 
 
 #: hyper-parameter names a 'digits_flow' task passes on to the flow
@@ -182,13 +35,24 @@ def le_sam_budget(
 
 
 def digits_flow(params: dict) -> Result:
-    """Task kind ``'digits_flow'``: a flow on digits ``a`` (+1) vs ``b`` (-1).
+    """Task kind ``'digits_flow'``: a flow on digits ``a`` (+1) vs ``b`` (-1), stopped where
+    the training loss falls to ``loss_floor``.
 
     Parameters (JSON): ``a``, ``b``, ``seed`` (split, default 0), ``test_fraction`` (0.25);
     ``algorithm``, ``depth``, ``alpha`` (a positive scalar), ``rho`` / ``sigma`` / ``rho_max``;
-    ``tau_max``, ``loss_floor``, ``chunk``, ``points_per_chunk``, ``method``, ``rtol``,
-    ``max_nfev``, ``max_total_nfev`` (see :func:`simulate_to_loss`); ``sigma_start_fraction``
-    sets LE-SAM's ``sigma`` by :func:`le_sam_budget` (with ``rho_max``).
+    ``tau_max``, ``loss_floor`` (0: no floor), ``n_points`` (equally spaced samples in
+    ``[0, tau_max]``, default 5 per unit of tau), ``method`` (default LSODA), ``rtol`` (1e-8),
+    ``max_nfev`` (200,000); ``sigma_start_fraction`` sets LE-SAM's ``sigma`` by
+    :func:`le_sam_budget` (with ``rho_max``).
+
+    One :func:`flows.simulate` call in the rescaled clock with ``loss_floor``: the run ends
+    where the loss reaches the floor (an event), not at a fixed horizon far past it, where the
+    field grows stiff as the loss weights concentrate on the few smallest margins. LSODA
+    switches to BDF there and needs ~10x fewer evaluations than DOP853 (digits 3 vs 8, l2-SAM,
+    tau in [38, 40]: 534 against 7229); at rtol 1e-8 its ``log|beta|`` is within ~1e-7 of a
+    DOP853 run at rtol 1e-10. (Restarting the flow in chunks would lose l_inf-SAM's sliding
+    modes: a ``G_j`` kept at 0 by the sliding combination sits ~1e-8 off 0 after the solver's
+    drift, and a restart cannot tell it from a ``G_j`` merely near 0.)
 
     Initialization: ``|w_j^(l)(0)| = alpha`` in every layer, with ``sign(beta_j(0)) =
     s_j = orthant_signs(train)_j`` (the class a pixel votes for on average; the first layer
@@ -205,12 +69,13 @@ def digits_flow(params: dict) -> Result:
     """
     flipped, signs = _reflected_training_set(params)
     hp = _flow_hyperparameters(params, flipped)
-    run = simulate_to_loss(
+    run = simulate(
         flipped,
         params["algorithm"],
         int(params["depth"]),
         float(params["alpha"]),
-        **_chunk_options(params),
+        original_time=False,
+        **_run_options(params),
         **hp,
     )
     return {
@@ -260,17 +125,23 @@ def _flow_hyperparameters(params: dict, data: Dataset) -> dict:
     return hp
 
 
-def _chunk_options(params: dict) -> dict:
-    """The keywords of :func:`simulate_to_loss` from the task (its defaults where absent)."""
+#: samples per unit of tau where a task gives no ``n_points``
+SAMPLES_PER_TAU = 5
+
+
+def _run_options(params: dict) -> dict:
+    """The keywords of :func:`flows.simulate` from the task (the study's defaults where absent);
+    ``ValueError`` for a ``tau_max`` that is not > 0 or a ``loss_floor`` < 0."""
+    tau_max, floor = float(params["tau_max"]), float(params["loss_floor"])
+    if not (np.isfinite(tau_max) and tau_max > 0 and floor >= 0):
+        raise ValueError(f"tau_max must be > 0 and loss_floor >= 0, got {tau_max!r}, {floor!r}")
     return {
-        "tau_max": float(params["tau_max"]),
-        "loss_floor": float(params["loss_floor"]),
-        "chunk": float(params.get("chunk", 1.0)),
-        "points_per_chunk": int(params.get("points_per_chunk", 10)),
+        "t_max": tau_max,
+        "loss_floor": floor if floor > 0 else None,
+        "n_points": int(params.get("n_points", round(SAMPLES_PER_TAU * tau_max) + 1)),
         "method": str(params.get("method", "LSODA")),
         "rtol": float(params.get("rtol", 1e-8)),
-        "max_nfev": int(params.get("max_nfev", 30_000)),
-        "max_total_nfev": (int(params["max_total_nfev"]) if "max_total_nfev" in params else None),
+        "max_nfev": int(params.get("max_nfev", 200_000)),
     }
 
 
@@ -278,7 +149,7 @@ def digits_flow_cost(params: dict) -> float:
     """Rough seconds of a ``'digits_flow'`` task (measured 0.1 to 2 s; l_inf-SAM, whose pixels
     come to slide on several coupled surfaces, 1.5 to 15 s)."""
     sliding = 8.0 if params.get("algorithm") == "linf-sam" else 1.0
-    return sliding * 0.2 * float(params["tau_max"]) / float(params.get("chunk", 1.0)) ** 0.5 / 10.0
+    return sliding * 0.2 * float(params["tau_max"]) / 10.0
 
 
 register(

@@ -107,17 +107,41 @@ def stronger_half(strength) -> np.ndarray:
 
 
 def average_ranks(x) -> np.ndarray:
-    """Ranks 1..n of a finite vector, ties sharing their average rank."""
-    x = numeric_array(x, "x", ndim=1)
+    """Ranks 1..n of a finite vector (n,), or of every row of a matrix (T, n), ties sharing
+    their average rank: a value whose equal values sit at sorted positions ``a..b`` (0-based)
+    gets ``(a + b) / 2 + 1``."""
+    x = numeric_array(x, "x")
+    if x.ndim not in (1, 2):
+        raise ValueError(f"x must be 1- or 2-dimensional, got shape {x.shape}")
     if not np.all(np.isfinite(x)):
         raise ValueError("x must be finite")
-    order = np.argsort(x, kind="mergesort")
-    sorted_x = x[order]
-    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
-    ends = np.r_[starts[1:], x.size]
-    ranks = np.empty(x.size)
-    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
-    return ranks
+    rows = np.atleast_2d(x)
+    order = np.argsort(rows, axis=1, kind="mergesort")
+    sorted_x = np.take_along_axis(rows, order, axis=1)
+    position = np.broadcast_to(np.arange(rows.shape[1]), rows.shape)
+    starts_group = np.ones(rows.shape, dtype=bool)
+    starts_group[:, 1:] = sorted_x[:, 1:] != sorted_x[:, :-1]
+    ends_group = np.roll(starts_group, -1, axis=1)
+    ends_group[:, -1] = True
+    first = np.maximum.accumulate(np.where(starts_group, position, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends_group, position, rows.shape[1])[:, ::-1], axis=1)[
+        :, ::-1
+    ]
+    ranks = np.empty(rows.shape)
+    np.put_along_axis(ranks, order, (first + last) / 2.0 + 1.0, axis=1)
+    return ranks.reshape(x.shape)
+
+
+def _rank_correlations(rows: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's correlation of every row of ``rows`` (T, n) with ``y`` (n,): the Pearson
+    correlation of their average ranks; ``nan`` for a constant row (or a constant ``y``)."""
+    rx = average_ranks(rows)
+    ry = average_ranks(y)
+    rx = rx - rx.mean(axis=1, keepdims=True)
+    ry = ry - ry.mean()
+    denom = np.sqrt(np.sum(rx * rx, axis=1) * np.sum(ry * ry))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, (rx @ ry) / denom, np.nan)
 
 
 def spearman(x, y) -> float:
@@ -130,10 +154,7 @@ def spearman(x, y) -> float:
         raise ValueError(f"x and y must have the same length, got {x.size} and {y.size}")
     if x.size < 2:
         return float("nan")
-    rx, ry = average_ranks(x), average_ranks(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    denom = np.sqrt(np.sum(rx * rx) * np.sum(ry * ry))
-    return float(np.sum(rx * ry) / denom) if denom > 0 else float("nan")
+    return float(_rank_correlations(x[None, :], y)[0])
 
 
 def _pixel_mask(strength: np.ndarray, mask) -> np.ndarray:
@@ -161,14 +182,11 @@ def share_strength_correlation(log_abs_beta, strength, mask=None) -> np.ndarray:
         raise ValueError(f"strength must have length d = {lb.shape[1]}, got {strength.shape[0]}")
     keep = _pixel_mask(strength, mask)
     sh = shares(quantized(lb))[:, keep]
-    return np.array(
-        [
-            spearman(row, strength[keep])
-            if np.all(np.isfinite(row)) and row.any()
-            else float("nan")
-            for row in sh
-        ]
-    )
+    defined = np.all(np.isfinite(sh), axis=1) & np.any(sh != 0, axis=1)
+    out = np.full(sh.shape[0], np.nan)
+    if sh.shape[1] >= 2:
+        out[defined] = _rank_correlations(sh[defined], strength[keep])
+    return out
 
 
 def quantized(log_abs_beta, decimals: int = TIE_DECIMALS) -> np.ndarray:

@@ -60,6 +60,8 @@ def check_options(
     check_positive("t_max", options["t_max"], (int, float, np.integer, np.floating))
     check_count("n_points", options["n_points"], 2, max_points)
     check_count("max_nfev", options["max_nfev"], 1)
+    if options["loss_floor"] is not None:
+        check_positive("loss_floor", options["loss_floor"], (int, float, np.integer, np.floating))
     if not isinstance(options["original_time"], (bool, np.bool_)):
         raise ValueError(f"original_time must be True or False, got {options['original_time']!r}")
     check_positive("chart_scale", options["chart_scale"])

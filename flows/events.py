@@ -16,6 +16,8 @@ in place, returning an :class:`Outcome`.
   theta -> 0), so there a parameter reaching 0 is the collapse: :class:`CollapseCrossing`.
 * :class:`Collapse` — every parameter is below ``radius * COLLAPSE_FRACTION``; from there the
   predictor reaches 0 within a negligible time and stays (``theta = 0`` is an equilibrium).
+* :class:`LossFloor` — the training loss falls to ``simulate``'s ``loss_floor`` (when given):
+  the run ends there.
 * :class:`BlowUp` — super-exponential growth (depth >= 3): a growing parameter's log-rate
   ``d log|w| / dtau`` exceeds ``BLOWUP_RATE``, i.e. less than ``1 / BLOWUP_RATE`` of time is left.
 * :class:`Stationary` — the flow reaches a point where ``grad L = 0`` with ``theta != 0`` (data
@@ -46,7 +48,8 @@ from .filippov import (
     parameter_surface,
 )
 from .kernel import FusedField
-from .results import BLOWUP, FAILURE, FlowEvent
+from .model import logsumexp
+from .results import BLOWUP, FAILURE, SUCCESS, FlowEvent
 from .segments import Mode
 from .signedlog import log_norm2
 
@@ -471,6 +474,38 @@ class Stationary(SegmentEvent):
                 "there (eps = 0 at grad L = 0); the data are not separable by the signs this "
                 "initialization keeps"
             )
+        )
+
+
+@dataclass
+class LossFloor(SegmentEvent):
+    """``g = log L(theta) - log floor`` with ``L = (1/n) sum_i l(m_i)`` (log-sum-exp of
+    ``log l(m_i)``, finite far below the float range of ``L``): the training loss falls to
+    ``floor``; the run ends there with status 0 (``simulate(loss_floor=...)``)."""
+
+    floor: float = 1e-30
+    direction = -1.0
+
+    def __call__(self, s: float, y: np.ndarray) -> float:
+        theta = self.theta(y)
+        fused = self.fused
+        m = fused.margins(fused.product_of_layers(theta.sign, theta.log_abs))
+        log_loss = logsumexp(self.problem.loss.log_value(m)) - np.log(m.shape[-1])
+        return float(log_loss - np.log(self.floor))
+
+    def already(self, y: np.ndarray) -> bool:
+        """At or below the floor from the start."""
+        return self(0.0, y) <= 0
+
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
+        """End the run (status 0): the path ends where the loss reaches the floor."""
+        log.append(FlowEvent(tau, "loss floor"))
+        return Outcome(
+            stop=True,
+            status=SUCCESS,
+            message=f"training loss reached loss_floor={self.floor:g} at tau={tau:.10g}",
         )
 
 

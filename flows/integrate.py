@@ -64,6 +64,7 @@ class Run:
     path: Path
     radius: float
     kinks: np.ndarray
+    loss_floor: float | None = None
     s: float = 0.0
     nfev: int = 0
     status: int = SUCCESS
@@ -129,6 +130,7 @@ def simulate(
     chart_scale: float = 1.0,
     original_time: bool = True,
     max_nfev: int = 200_000,
+    loss_floor: float | None = None,
     backend: str = "auto",
 ) -> Trajectory:
     """Integrate a GD / SAM flow on an L-layer diagonal linear network.
@@ -162,6 +164,8 @@ def simulate(
         the path); when False it is NaN ("not computed").
     max_nfev : budget of field evaluations; when it is spent the run ends with status -1 and
         the path integrated so far.
+    loss_floor : stop where the training loss falls to this value (> 0; None: never): the run
+        ends there with status 0, the path sampled up to that point (event 'loss floor').
     backend : 'auto', 'numba' (compiled; needs the extra ``fast``), 'numpy' (fused field) or
         'reference' (point by point); see :data:`BACKENDS`.
 
@@ -184,6 +188,7 @@ def simulate(
         chart_scale=chart_scale,
         original_time=original_time,
         max_nfev=max_nfev,
+        loss_floor=loss_floor,
         backend=backend,
     )
     given = dict(rho=rho, sigma=sigma, rho_max=rho_max, varrho=varrho)
@@ -257,6 +262,7 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
         path=Path(problem.shape),
         radius=largest_radius(algo, hp, t_max),
         kinks=kinks_of(hp.values()),
+        loss_floor=None if options["loss_floor"] is None else float(options["loss_floor"]),
     )
 
 
@@ -297,6 +303,8 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         sliding=fld if isinstance(fld, FilippovField) else None,
         y=run.y,
     )
+    if run.loss_floor is not None:
+        watched.append(ev.LossFloor(base, floor=run.loss_floor))
     holding = next((e for e in watched if e.already(run.y)), None)
     if holding is not None:
         return holding
@@ -304,7 +312,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     rtol, atol = run.tolerances(mode)
     depth = int(run.problem.multiplicity.sum())
     first_step = None
-    if fast_segment.applies(fld, mode, method, depth):
+    if run.loss_floor is None and fast_segment.applies(fld, mode, method, depth):
         done, run.s, run.y = fast_segment.advance(
             fld, mode, run.y, run.s, run.next_stop(), (rtol, atol), run.budget - run.nfev,
             run.radius, run.near_zero_switch, run.path.segments,

@@ -27,12 +27,21 @@ from .signedlog import SignedLog, leave_one_out, product_of_layers
 
 @dataclass(frozen=True)
 class Loss:
-    """A margin loss ``l(u)`` by ``log|l'(u)|`` (vectorised), ``l(u)`` itself and the slope
-    ``d log|l'(u)| / du`` (for the rate of change of the example weights)."""
+    """A margin loss ``l(u)`` by ``log|l'(u)|`` (vectorised), ``l(u)`` itself, the slope
+    ``d log|l'(u)| / du`` (for the rate of change of the example weights) and ``log l(u)``
+    (finite wherever ``l(u)`` underflows but ``u`` is a float)."""
 
     log_abs_derivative: Callable[[np.ndarray], np.ndarray]
     value: Callable[[np.ndarray], np.ndarray]
     log_derivative_slope: Callable[[np.ndarray], np.ndarray]
+    log_value: Callable[[np.ndarray], np.ndarray]
+
+
+def _log_logistic(u: np.ndarray) -> np.ndarray:
+    """``log log(1 + e^-u)``; beyond ``u = 35`` it is ``-u`` to a relative ``e^-35 / 2``."""
+    u = np.asarray(u, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.where(u > 35.0, -u, np.log(np.logaddexp(0.0, -np.minimum(u, 35.0))))
 
 
 #: Loss table: logistic ``l(u) = log(1 + e^-u)`` (``|l'| = sigmoid(-u)``, slope ``-sigmoid(u)``)
@@ -42,8 +51,11 @@ LOSSES: dict[str, Loss] = {
         lambda u: -np.logaddexp(0.0, u),
         lambda u: np.logaddexp(0.0, -u),
         lambda u: -np.exp(-np.logaddexp(0.0, -u)),
+        _log_logistic,
     ),
-    "exponential": Loss(lambda u: -u, lambda u: np.exp(-u), lambda u: -np.ones_like(u)),
+    "exponential": Loss(
+        lambda u: -u, lambda u: np.exp(-u), lambda u: -np.ones_like(u), lambda u: -np.asarray(u)
+    ),
 }
 
 

@@ -13,7 +13,7 @@ SUCCESS, BLOWUP, FAILURE = 0, 1, -1
 @dataclass(frozen=True)
 class FlowEvent:
     """Something that happened at rescaled time ``tau``: ``kind`` in {'crossing', 'sliding',
-    'release', 'collapse', 'blow-up', 'stationary'}; for the first three the switching surface:
+    'release', 'collapse', 'blow-up', 'stationary', 'loss floor'}; for the first three the switching surface:
     ``surface`` 'parameter' (``w^(group)_j = 0``, ``entry = (group, j)``) or 'direction'
     (``G_j(theta) = 0``, every layer of ``j``: ``entry = (-1, j)``); None for global events."""
 

@@ -38,6 +38,18 @@ def test_spearman_matches_scipy_with_and_without_ties(trial):
         assert S.spearman(x, y) == pytest.approx(expected, abs=1e-12)
 
 
+def test_average_ranks_of_rows_match_scipy():
+    """Row-wise ranks of a (T, n) matrix with ties in some rows (and an all-equal row) are
+    scipy's average ranks of each row; non-finite input is refused."""
+    x = np.round(RNG.normal(size=(15, 12)), 0)
+    x[3] = 2.0
+    x[4] = RNG.normal(size=12)
+    np.testing.assert_array_equal(S.average_ranks(x), rankdata(x, axis=1))
+    x[0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        S.average_ranks(x)
+
+
 def test_spearman_of_constant_or_tiny_input_is_nan():
     assert np.isnan(S.spearman([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]))
     assert np.isnan(S.spearman([1.0], [2.0]))
@@ -204,45 +216,31 @@ def small():
     return Dataset(X * s, y)
 
 
-def test_chunks_trace_the_path_of_one_run(small):
-    one = simulate(
+def test_digits_runs_stop_at_the_loss_floor_and_at_the_budget(small):
+    """A floor stops the run where the loss reaches it (the path before is the run without a
+    floor); a budget ends it with status -1; a floor of 0 means none."""
+    base = dict(algorithm="gd", depth=2, alpha=0.3, tau_max=100.0, rtol=1e-10)
+    free = simulate(small, "gd", 2, 0.3, t_max=100.0, n_points=501, original_time=False,
+                    method="LSODA", rtol=1e-10)  # fmt: skip
+    run = R._run_options(base | {"loss_floor": 1e-3})
+    stopped = simulate(small, "gd", 2, 0.3, original_time=False, **run)
+    assert stopped.status == 0 and "loss_floor=0.001" in stopped.message
+    assert stopped.loss[-1] == pytest.approx(1e-3, rel=1e-6)
+    k = len(stopped.tau) - 1
+    assert np.all(free.loss[:k] > 1e-3) and free.loss[k] <= 1e-3
+    np.testing.assert_allclose(stopped.log_abs_beta[:k], free.log_abs_beta[:k], atol=1e-12)
+    assert R._run_options(base | {"loss_floor": 0.0})["loss_floor"] is None
+    capped = simulate(
         small,
-        "l2-sam",
+        "gd",
         2,
         0.3,
-        rho=0.5,
-        t_max=4.0,
-        n_points=21,
         original_time=False,
-        method="LSODA",
-        rtol=1e-10,
+        **R._run_options(base | {"loss_floor": 0.0, "max_nfev": 50}),
     )
-    run = R.simulate_to_loss(
-        small,
-        "l2-sam",
-        2,
-        0.3,
-        rho=0.5,
-        tau_max=4.0,
-        loss_floor=0.0,
-        chunk=1.0,
-        points_per_chunk=5,
-        rtol=1e-10,
-    )
-    np.testing.assert_allclose(run.tau, one.tau, atol=1e-12)
-    np.testing.assert_allclose(run.log_abs_beta, one.log_abs_beta, atol=1e-6)
-    assert run.status == 0 and "tau_max" in run.message
-
-
-def test_chunks_stop_at_the_loss_floor_and_at_the_budget(small):
-    run = R.simulate_to_loss(small, "gd", 2, 0.3, tau_max=100.0, loss_floor=1e-3, chunk=1.0)
-    below = np.flatnonzero(run.loss <= 1e-3)
-    assert below.size and run.tau[-1] == pytest.approx(np.ceil(run.tau[below[0]]))
-    assert run.tau[-1] < 100.0 and "<=" in run.message
-    capped = R.simulate_to_loss(
-        small, "gd", 2, 0.3, tau_max=100.0, loss_floor=0.0, chunk=1.0, max_total_nfev=50
-    )
-    assert capped.status == -1 and "budget" in capped.message and capped.tau[-1] < 100.0
+    assert capped.status == -1 and "max_nfev" in capped.message and capped.tau[-1] < 100.0
+    with pytest.raises(ValueError, match="loss_floor"):
+        R._run_options(base | {"loss_floor": -1.0})
 
 
 def test_le_sam_budget_starts_at_the_fraction_of_rho_max(small):
@@ -276,8 +274,7 @@ def test_reflected_digits_run_is_the_signed_initialization():
             "rho": 1.0,
             "tau_max": 1.0,
             "loss_floor": 0.0,
-            "chunk": 1.0,
-            "points_per_chunk": 4,
+            "n_points": 5,
             "rtol": 1e-10,
         }
     )

@@ -99,3 +99,41 @@ def test_output_size_is_capped():
     """n_points is validated up front (10 million outputs used to run for half an hour)."""
     with pytest.raises(ValueError, match="n_points"):
         simulate(single_example([1.0, 2.0]), "gd", 2, 0.5, n_points=10_000_000)
+
+
+@pytest.mark.parametrize(
+    "loss,floor,backend",
+    [
+        ("logistic", 1e-6, "numpy"),
+        ("logistic", 1e-300, "numpy"),
+        ("exponential", 1e-40, "numpy"),
+        ("logistic", 1e-20, "auto"),
+    ],
+)
+def test_loss_floor_ends_the_run_where_the_exact_loss_reaches_it(loss, floor, backend):
+    """GD, L = 2, one example mu: beta_j = alpha^2 e^(2 mu_j tau) exactly, so the floor is
+    reached where the margin sum_j mu_j beta_j equals -log(expm1(floor)) (logistic) or
+    -log(floor) (exponential), found by brentq; the run stops there (status 0, a 'loss floor'
+    event) to 1e-8 in tau, also where the loss itself is below the float range (1e-300)."""
+    mu, alpha = np.array([1.0, 2.0, 3.0]), 0.5
+    target = -np.log(np.expm1(floor)) if loss == "logistic" else -np.log(floor)
+    tau_star = brentq(
+        lambda tau: np.log(np.sum(mu * alpha**2 * np.exp(2 * mu * tau))) - np.log(target),
+        0.0, 50.0, xtol=1e-14,
+    )  # fmt: skip
+    tr = simulate(single_example(mu), "gd", 2, alpha, t_max=50.0, n_points=101, loss=loss,
+                  loss_floor=floor, original_time=False, backend=backend)  # fmt: skip
+    assert tr.status == 0 and "loss_floor" in tr.message
+    assert tr.events[-1].kind == "loss floor"
+    assert tr.tau[-1] == pytest.approx(tau_star, abs=1e-8)
+    assert np.all(tr.tau[:-1] < tau_star)
+
+
+def test_loss_floor_holding_at_the_start_and_bad_values():
+    """A floor above the initial loss ends the run at tau = 0; a floor that is not a finite
+    number > 0 is a ValueError naming it."""
+    tr = simulate(single_example([1.0, 2.0]), "l2-sam", 2, 1.0, rho=0.1, loss_floor=0.9)
+    assert tr.status == 0 and tr.tau[-1] == 0.0 and "loss_floor" in tr.message
+    for bad in (0.0, -1.0, np.nan, np.inf, "1e-3"):
+        with pytest.raises(ValueError, match="loss_floor"):
+            simulate(single_example([1.0, 2.0]), "gd", 2, 1.0, loss_floor=bad)
