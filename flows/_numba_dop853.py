@@ -264,3 +264,32 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
         if nfev > budget:
             return BUDGET_SPENT, steps, ts, F, y_olds, y, nfev, h_abs
     return REACHED_END, steps, ts, F, y_olds, y, nfev, h_abs
+
+
+@njit(cache=True, error_model="numpy")
+def exponents(s, step, t_old, h, F, y_old, problem):
+    """``K = -log c`` at the perturbed point of the dense output at times ``s`` (in steps
+    ``step``): ``Dop853DenseOutput``'s polynomial as :func:`flows.segments._dop853_values`, then
+    the float path of ``log c`` (:meth:`flows.kernel.FusedField.log_c`); NaN where that path
+    does not hold (the caller takes the numpy path there)."""
+    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
+     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
+    out = np.empty(s.size)
+    n = y_old.shape[1]
+    for q in range(s.size):
+        k = step[q]
+        x = (s[q] - t_old[k]) / h[k]
+        y = np.zeros(n)
+        for i in range(POWER):
+            y += F[k, POWER - 1 - i]
+            y *= x if i % 2 == 0 else 1 - x
+        y += y_old[k]
+        ok, w, point = perturbed(y[:-1].reshape(shape), problem)
+        top = -np.inf
+        for v in point.ravel():
+            top = max(top, np.log(abs(v)))
+        if not ok or not -limit < depth * top < limit:
+            out[q] = np.nan
+            continue
+        out[q] = -forward(point, depth, features, loss_id)[1]
+    return out

@@ -164,6 +164,10 @@ def _peak_window(k: np.ndarray, fine: np.ndarray, floor: np.ndarray) -> tuple[np
     return x_lo, x_hi
 
 
+#: An interval rule: ``(lo, hi, k, tol, last) -> (value, done, narrow, x_lo, x_hi)``.
+Rule = Callable[..., tuple[np.ndarray, ...]]
+
+
 def _interval_rule(
     lo: np.ndarray, hi: np.ndarray, k: np.ndarray, tol: float, last: bool
 ) -> tuple[np.ndarray, ...]:
@@ -223,6 +227,7 @@ def log_exp_integrals(
     b: np.ndarray,
     K: Callable[[np.ndarray, np.ndarray], np.ndarray],
     tol: float = 1e-9,
+    rule: Rule | None = None,
 ) -> np.ndarray:
     """``log int_{a_i}^{b_i} exp(K)`` for many intervals at once, adaptively.
 
@@ -232,8 +237,11 @@ def log_exp_integrals(
     Chebyshev–Lobatto nodes of every open interval (one batch) and applies
     :func:`_interval_rule`: accepted intervals are added (in log space) to their original
     interval; the others are narrowed to their peak window or bisected, up to
-    :data:`MAX_LEVELS` levels. ``tol`` is relative in log.
+    :data:`MAX_LEVELS` levels. ``tol`` is relative in log. ``rule`` replaces
+    :func:`_interval_rule` by an implementation with the same signature and results (the
+    compiled backend's, :func:`flows._numba_quadrature.interval_rule`).
     """
+    rule = _interval_rule if rule is None else rule
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     ref = 0.5 * (a + b)
@@ -246,7 +254,7 @@ def log_exp_integrals(
         k = K(nodes.ravel(), np.repeat(ref[owner], _NODES.size)).reshape(nodes.shape)
         last = level == MAX_LEVELS or lo.size > MAX_INTERVALS
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            value, done, narrow, x_lo, x_hi = _interval_rule(lo, hi, k, tol, last)
+            value, done, narrow, x_lo, x_hi = rule(lo, hi, k, tol, last)
         np.logaddexp.at(total, owner[done], value[done])
         length = hi - lo
         keep, split = ~done & narrow, ~done & ~narrow
@@ -264,12 +272,13 @@ def log_original_time(
     breakpoints: np.ndarray,
     K: Callable[[np.ndarray, np.ndarray], np.ndarray],
     tol: float = 1e-9,
+    rule: Rule | None = None,
 ) -> np.ndarray:
     """``log t(tau) = log int_0^tau exp(K)``, ``K = -log c``, at the increasing times ``grid``.
 
     The integral is cut at the grid times and at ``breakpoints`` (event times, where ``K``
     may jump, and solver steps, within each of which the path is one polynomial); the pieces
-    are integrated together by :func:`log_exp_integrals` (``K(s, ref)`` as there) and
+    are integrated together by :func:`log_exp_integrals` (``K(s, ref)`` and ``rule`` as there) and
     accumulated in log space. Entries from the first time where ``K`` exceeds
     :data:`LOG_T_LIMIT` on are ``+inf`` (``t`` is then beyond ``exp(1e100)``).
     """
@@ -284,7 +293,7 @@ def log_original_time(
     lo, hi = edges[:-1], edges[1:]
     beyond = ~(K(hi, 0.5 * (lo + hi)) <= LOG_T_LIMIT)
     n_ok = int(np.argmax(beyond)) if np.any(beyond) else lo.size
-    logs = log_exp_integrals(lo[:n_ok], hi[:n_ok], K, tol)
+    logs = log_exp_integrals(lo[:n_ok], hi[:n_ok], K, tol, rule)
     at_edges = np.full(edges.shape, np.inf)
     at_edges[: n_ok + 1] = np.logaddexp.accumulate(np.concatenate([[-np.inf], logs]))
     out[1:] = at_edges[np.searchsorted(edges, grid[1:])]

@@ -41,6 +41,15 @@ def require() -> None:
         raise ImportError("backend 'numba' needs numba: pip install -e '.[fast]'")
 
 
+def interval_rule():
+    """The compiled interval rule of the original-time quadrature
+    (:func:`flows._numba_quadrature.interval_rule`)."""
+    require()
+    from ._numba_quadrature import interval_rule as rule
+
+    return rule
+
+
 def supports(problem: Problem) -> bool:
     """Whether the compiled path covers ``problem`` (its loss has a compiled derivative)."""
     return any(problem.loss is LOSSES[name] for name in COMPILED_LOSSES)

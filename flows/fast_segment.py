@@ -132,6 +132,23 @@ def _watch(field: CompiledField, mode: Mode, radius: float, near_zero: bool, y: 
     return thresholds, parameter_signs, direction_signs, offsets
 
 
+def exponent(field, segment: Segment, s: np.ndarray) -> np.ndarray | None:
+    """``K = -log c(theta')`` along ``segment`` at times ``s``, compiled
+    (:func:`flows._numba_dop853.exponents`: NaN where the float path does not hold), or None
+    where the compiled path does not apply (:func:`applies`; no DOP853 dense output)."""
+    if not isinstance(field, CompiledField):
+        return None
+    stack = segment.dop853_stack()
+    if stack is None or not applies(field, segment.mode, "DOP853", field.depth):
+        return None
+    from . import _numba_dop853 as loop
+
+    s = np.ascontiguousarray(s, dtype=float)
+    t_old, h, F, y_old = stack
+    problem = _problem_tuple(field, segment.mode)
+    return loop.exponents(s, segment.step_of(s), t_old, h, F, y_old, problem)
+
+
 def advance(
     field: CompiledField,
     mode: Mode,

@@ -400,7 +400,8 @@ def _assemble(
     elif not original_time:
         log_t = np.full(grid.shape, np.nan)
     else:
-        log_t = log_original_time(grid, run.path.breakpoints(), _exponent(run))
+        rule = compiled.interval_rule() if run.backend is compiled.CompiledField else None
+        log_t = log_original_time(grid, run.path.breakpoints(), _exponent(run), rule=rule)
     fused = FusedField(problem)
     beta = fused.product_of_layers(theta.sign, theta.log_abs)
     with np.errstate(over="ignore"):
@@ -442,21 +443,28 @@ def _sliding_summary(run: Run) -> dict:
 
 
 def _exponent(run: Run):
-    """``K(s, ref) = -log c(theta'(s))``, ``s`` sampled on the segment that covers ``ref``."""
+    """``K(s, ref) = -log c(theta'(s))``, ``s`` sampled on the segment that covers ``ref``
+    (compiled where :func:`flows.fast_segment.exponent` applies, the numpy field elsewhere)."""
 
     def K(s: np.ndarray, ref: np.ndarray) -> np.ndarray:
         which = run.path.segment_of(ref)
-        theta, _, _ = run.path.sample(s, which)
         out = np.empty(len(s))
         for i in np.unique(which):
-            rows = which == i
-            mode = run.path.segments[i].mode
-            fld = run.moving_field(mode)
-            out[rows] = -fld.log_c(
-                SignedLog(theta.sign[rows], theta.log_abs[rows]),
-                fld.pattern_signs(mode.pattern),
-                s[rows],
-            )
+            rows = np.flatnonzero(which == i)
+            out[rows] = _segment_exponent(run, run.path.segments[i], s[rows])
         return out
 
     return K
+
+
+def _segment_exponent(run: Run, seg: Segment, s: np.ndarray) -> np.ndarray:
+    """``K = -log c(theta')`` at times ``s`` of one segment."""
+    fld = run.moving_field(seg.mode)
+    out = fast_segment.exponent(fld, seg, s)
+    rest = np.arange(len(s)) if out is None else np.flatnonzero(np.isnan(out))
+    if out is None:
+        out = np.empty(len(s))
+    if rest.size:
+        theta, _ = seg.sample(s[rest], run.problem.shape)
+        out[rest] = -fld.log_c(theta, fld.pattern_signs(seg.mode.pattern), s[rest])
+    return out

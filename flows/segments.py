@@ -132,10 +132,14 @@ class Segment:
 
         return cls(mode, np.array([start, end]), [constant])
 
+    def step_of(self, s: np.ndarray) -> np.ndarray:
+        """Index of the step covering each time (the later one at a shared boundary)."""
+        return np.clip(np.searchsorted(self.ts, s, side="right") - 1, 0, len(self.ts) - 2)
+
     def raw(self, s: np.ndarray) -> np.ndarray:
         """States ``(len(s), n_state)`` at times ``s`` within the segment."""
-        step = np.clip(np.searchsorted(self.ts, s, side="right") - 1, 0, len(self.ts) - 2)
-        stacked = self._dop853_stack()
+        step = self.step_of(s)
+        stacked = self.dop853_stack()
         if stacked is not None:
             return _dop853_values(stacked, step, s)
         out = np.empty((len(s), 0))
@@ -147,7 +151,7 @@ class Segment:
             out[rows] = values
         return out
 
-    def _dop853_stack(self) -> tuple | None:
+    def dop853_stack(self) -> tuple | None:
         """``(t_old, h, F, y_old)`` of every step stacked, when all steps are DOP853 steps."""
         steps: list[Any] = self.interpolants
         if (
