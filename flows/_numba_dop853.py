@@ -18,7 +18,8 @@ import numpy as np
 from numba import njit
 from scipy.integrate._ivp import dop853_coefficients as coefficients
 
-from ._numba_kernels import chart_velocity, forward, parameters, summary
+from . import _numba_kernels as kernels
+from ._numba_kernels import forward, parameters
 
 REACHED_END, LEFT_FLOAT_RANGE, EVENT_AHEAD, BUDGET_SPENT, STEP_TOO_SMALL = 0, 1, 2, 3, 4
 
@@ -37,29 +38,41 @@ ERROR_EXPONENT = -1.0 / 8.0
 @njit(cache=True, error_model="numpy")
 def field(y, problem):
     """``d(z, tau)/ds`` at the flat state ``y`` (ok flag first)."""
-    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
-    z = y[:-1].reshape(shape)
-    ok, w, point = perturbed(z, problem)
-    if not ok:
-        return False, np.zeros(y.size)
-    return chart_velocity(w, point, z, held, depth, features, loss_id, original, log_chart,
-                          delta, limit)  # fmt: skip
+    out = np.empty(y.size)
+    ok = field_into(y, problem, kernels.workspace(problem[0], problem[6].shape[0]), out)
+    return ok, out
 
 
 @njit(cache=True, error_model="numpy")
-def perturbed(z, problem):
-    """``(ok, w, w + eps)`` at chart coordinates ``z`` (G, d), in floats."""
+def field_into(y, problem, work, out):
+    """:func:`field` into ``out`` with the buffers ``work`` (:func:`kernels.workspace`)."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
      algorithm_id, hp, limit, pattern) = problem  # fmt: skip
-    w, ok = parameters(z, log_chart, chart_sign, delta, depth, limit)
+    z = y[:-1].reshape(shape)
+    if not perturbed_into(z, problem, work):
+        out[:] = 0.0
+        return False
+    return kernels.chart_velocity_into(work[7], work[8], z, held, depth, features, loss_id,
+                                       original, log_chart, delta, limit, work, out)  # fmt: skip
+
+
+@njit(cache=True, error_model="numpy")
+def perturbed_into(z, problem, work):
+    """The float parameters ``w`` (into ``work[7]``) at chart coordinates ``z`` (G, d) and the
+    perturbed point ``w + eps`` (into ``work[8]``); False outside the float path."""
+    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
+     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
+    w, point = work[7], work[8]
+    ok = kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w)
+    point[:] = w
     if not ok or algorithm_id == 0:
-        return ok, w, w
+        return ok
     if algorithm_id == 4:  # l_inf-SAM, with the segment's frozen sign(grad L)
-        return True, w, w + hp[0] * pattern
-    ok, unit, sign, log_norm = summary(w, depth, mult, features, loss_id, chart_sign, False)
+        _add_scaled(point, w, hp[0], pattern)
+        return True
+    ok, log_norm = kernels.summary_into(w, depth, mult, features, loss_id, chart_sign, False, work)
     if not ok:
-        return False, w, w
+        return False
     if algorithm_id == 1:  # l2-SAM
         radius = hp[0]
     elif algorithm_id == 2:  # USAM
@@ -67,8 +80,17 @@ def perturbed(z, problem):
     else:  # LE-SAM
         radius = min(hp[1] / (np.exp(log_norm) + hp[3]), hp[2])
     if not np.isfinite(radius):
-        return False, w, w
-    return True, w, w + radius * unit
+        return False
+    _add_scaled(point, w, radius, work[6])
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def _add_scaled(out, a, scale, b):
+    """``out = a + scale * b`` (elementwise, shape (G, d))."""
+    for layer in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[layer, j] = a[layer, j] + scale * b[layer, j]
 
 
 @njit(cache=True, error_model="numpy")
@@ -152,6 +174,17 @@ def initial_step(y0, f0, s0, s_end, rtol, atol, problem):
 
 
 @njit(cache=True, error_model="numpy")
+def _stage(y, K, s, h, out):
+    """``out = y + (sum_{r < s} K[r] A[s, r]) h``: the state at stage ``s`` (summed in the
+    order of the loop it replaces, so the same numbers)."""
+    for i in range(y.size):
+        acc = 0.0
+        for r in range(s):
+            acc += K[r, i] * A[s, r]
+        out[i] = y[i] + acc * h
+
+
+@njit(cache=True, error_model="numpy")
 def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
     """Integrate from ``(s0, y0)`` towards ``s_end``.
 
@@ -176,6 +209,8 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
         return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev, 0.0
     g_old = event_values(y, problem, watch)
     K = np.empty((A.shape[0], n))
+    stage = np.empty(n)
+    work = kernels.workspace(problem[0], problem[6].shape[0])
     t = s0
     steps = 0
     while t < s_end:
@@ -195,21 +230,18 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
             h_abs = abs(h)
             K[0] = f
             for s in range(1, N_STAGES):
-                dy = np.zeros(n)
-                for r in range(s):
-                    dy += K[r] * A[s, r]
-                ok, K[s] = field(y + dy * h, problem)
-                if not ok:
+                _stage(y, K, s, h, stage)
+                if not field_into(stage, problem, work, K[s]):
                     return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
             increment = np.zeros(n)
             for r in range(N_STAGES):
                 increment += K[r] * B[r]
             y_new = y + h * increment
-            ok, f_new = field(y_new, problem)
+            f_new = K[N_STAGES]
+            ok = field_into(y_new, problem, work, f_new)
             nfev += N_STAGES
             if not ok:
                 return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
-            K[N_STAGES] = f_new
             scale = atol + np.maximum(np.abs(y), np.abs(y_new)) * rtol
             err5 = np.zeros(n)
             err3 = np.zeros(n)
@@ -241,10 +273,8 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
             if g_old[k] >= 0 and g_new[k] <= 0 and (g_old[k] != 0 or g_new[k] != 0):
                 return EVENT_AHEAD, steps, ts, F, y_olds, y, nfev, abs(h)
         for s in range(N_STAGES + 1, A.shape[0]):
-            dy = np.zeros(n)
-            for r in range(s):
-                dy += K[r] * A[s, r]
-            ok, K[s] = field(y + dy * h, problem)
+            _stage(y, K, s, h, stage)
+            ok = field_into(stage, problem, work, K[s])
             nfev += 1
             if not ok:
                 return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
@@ -260,7 +290,8 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
         y_olds[steps] = y
         steps += 1
         ts[steps] = t_new
-        t, y, f, g_old = t_new, y_new, f_new, g_new
+        f[:] = f_new
+        t, y, g_old = t_new, y_new, g_new
         if nfev > budget:
             return BUDGET_SPENT, steps, ts, F, y_olds, y, nfev, h_abs
     return REACHED_END, steps, ts, F, y_olds, y, nfev, h_abs
@@ -272,24 +303,32 @@ def exponents(s, step, t_old, h, F, y_old, problem):
     ``step``): ``Dop853DenseOutput``'s polynomial as :func:`flows.segments._dop853_values`, then
     the float path of ``log c`` (:meth:`flows.kernel.FusedField.log_c`); NaN where that path
     does not hold (the caller takes the numpy path there)."""
-    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
+    shape, depth, features, loss_id, limit = (
+        problem[0],
+        problem[4],
+        problem[6],
+        problem[7],
+        problem[12],
+    )
     out = np.empty(s.size)
     n = y_old.shape[1]
+    y = np.empty(n)
+    work = kernels.workspace(shape, features.shape[0])
     for q in range(s.size):
         k = step[q]
         x = (s[q] - t_old[k]) / h[k]
-        y = np.zeros(n)
+        y[:] = 0.0
         for i in range(POWER):
-            y += F[k, POWER - 1 - i]
-            y *= x if i % 2 == 0 else 1 - x
-        y += y_old[k]
-        ok, w, point = perturbed(y[:-1].reshape(shape), problem)
-        top = -np.inf
-        for v in point.ravel():
-            top = max(top, np.log(abs(v)))
-        if not ok or not -limit < depth * top < limit:
+            for c in range(n):
+                y[c] += F[k, POWER - 1 - i, c]
+                y[c] *= x if i % 2 == 0 else 1 - x
+        for c in range(n):
+            y[c] += y_old[k, c]
+        z = y[:-1].reshape(shape)
+        if perturbed_into(z, problem, work) and kernels.in_float_range(
+            work[8], depth, False, limit
+        ):
+            out[q] = -kernels.forward_into(work[8], depth, features, loss_id, work)
+        else:
             out[q] = np.nan
-            continue
-        out[q] = -forward(point, depth, features, loss_id)[1]
     return out

@@ -22,9 +22,21 @@ def log_abs_derivative(u: float, loss_id: int) -> float:
 def forward(w, depth, features, loss_id):
     """Direction ``G`` (d,), ``log c`` and leave-one-out products (G, d) at floats ``w``."""
     groups, d = w.shape
-    n = features.shape[0]
-    beta = np.empty(d)
     loo = np.empty((groups, d))
+    direction = np.empty(d)
+    log_c = forward_into(
+        w, depth, features, loss_id, (np.empty(d), loo, np.empty(features.shape[0]), direction)
+    )
+    return direction, log_c, loo
+
+
+@njit(cache=True)
+def forward_into(w, depth, features, loss_id, work):
+    """:func:`forward` into the buffers ``work = (beta, loo, log_w, direction)`` (see
+    :func:`workspace`); returns ``log c``."""
+    beta, loo, log_w, direction = work[0], work[1], work[2], work[3]
+    groups, d = w.shape
+    n = features.shape[0]
     for j in range(d):
         if groups == 1:
             beta[j] = w[0, j] ** depth
@@ -39,7 +51,6 @@ def forward(w, depth, features, loss_id):
                         p *= w[k, j]
                 loo[layer, j] = p
             beta[j] = b
-    log_w = np.empty(n)
     top = -np.inf
     for i in range(n):
         m = 0.0
@@ -51,49 +62,77 @@ def forward(w, depth, features, loss_id):
     for i in range(n):
         log_w[i] = np.exp(log_w[i] - top)
         total += log_w[i]
-    direction = np.zeros(d)
+    direction[:] = 0.0
     for i in range(n):
         p = log_w[i] / total
         for j in range(d):
             direction[j] += p * features[i, j]
-    return direction, top + np.log(total) - np.log(n), loo
+    return top + np.log(total) - np.log(n)
+
+
+@njit(cache=True)
+def workspace(shape, n):
+    """Buffers for the ``*_into`` kernels at parameters of ``shape`` (G, d) and ``n`` examples:
+    ``(beta, loo, log_w, direction)`` of :func:`forward_into`, then ``g``, ``sign``, ``unit``
+    (:func:`summary_into`), ``w`` and the perturbed point."""
+    groups, d = shape
+    return (np.empty(d), np.empty((groups, d)), np.empty(n), np.empty(d),
+            np.empty((groups, d)), np.empty((groups, d)), np.empty((groups, d)),
+            np.empty((groups, d)), np.empty((groups, d)))  # fmt: skip
 
 
 @njit(cache=True)
 def parameters(z, log_chart, chart_sign, delta, depth, limit):
     """Float parameters from chart coordinates, and whether they are in the float range
     (see :meth:`FusedField._float_rows`)."""
+    w = np.empty(z.shape)
+    ok = parameters_into(z, log_chart, chart_sign, delta, depth, limit, w)
+    return w, ok
+
+
+@njit(cache=True)
+def parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
+    """:func:`parameters` into ``w``; returns the range flag."""
     groups, d = z.shape
-    w = np.empty((groups, d))
     top, bottom = -np.inf, np.inf
     for layer in range(groups):
         for j in range(d):
             if log_chart:
-                log_abs = z[layer, j]
-                w[layer, j] = chart_sign[layer, j] * np.exp(log_abs)
+                top = max(top, z[layer, j])
+                bottom = min(bottom, z[layer, j])
+                w[layer, j] = chart_sign[layer, j] * np.exp(z[layer, j])
             else:
                 w[layer, j] = delta * np.sinh(z[layer, j])
-                log_abs = np.log(abs(w[layer, j]))
-            top = max(top, log_abs)
-            bottom = min(bottom, log_abs)
-    ok = -limit < depth * top < limit and (not log_chart or depth * bottom > -4.0 * limit)
-    return w, ok
+                top = max(top, abs(w[layer, j]))
+                bottom = min(bottom, abs(w[layer, j]))
+    if not log_chart:  # log is increasing: one call each
+        top, bottom = np.log(top), np.log(bottom)
+    return -limit < depth * top < limit and (not log_chart or depth * bottom > -4.0 * limit)
 
 
 @njit(cache=True)
 def summary(w, depth, multiplicity, features, loss_id, pattern, use_pattern):
     """``GradientSummary`` of ``grad L`` at ``w``: unit, sign, log norm (ok flag first)."""
-    direction, log_c, loo = forward(w, depth, features, loss_id)
+    work = workspace(w.shape, features.shape[0])
+    ok, log_norm = summary_into(
+        w, depth, multiplicity, features, loss_id, pattern, use_pattern, work
+    )
+    return ok, work[6].copy(), work[5].copy(), log_norm
+
+
+@njit(cache=True)
+def summary_into(w, depth, multiplicity, features, loss_id, pattern, use_pattern, work):
+    """:func:`summary` into ``work`` (sign ``work[5]``, unit ``work[6]``); returns
+    ``(ok, log norm)``."""
+    log_c = forward_into(w, depth, features, loss_id, work)
+    direction, loo, g, sign, unit = work[3], work[1], work[4], work[5], work[6]
     groups, d = w.shape
-    g = np.empty((groups, d))
     norm2 = 0.0
     for layer in range(groups):
         for j in range(d):
             g[layer, j] = direction[j] * loo[layer, j]
             norm2 += multiplicity[layer] * g[layer, j] ** 2
     norm = np.sqrt(norm2)
-    sign = np.empty((groups, d))
-    unit = np.empty((groups, d))
     for layer in range(groups):
         for j in range(d):
             if use_pattern:
@@ -101,7 +140,7 @@ def summary(w, depth, multiplicity, features, loss_id, pattern, use_pattern):
             else:
                 sign[layer, j] = -np.sign(g[layer, j])
             unit[layer, j] = sign[layer, j] * (abs(g[layer, j]) / norm) if norm > 0 else 0.0
-    return norm > 0, unit, sign, np.log(norm) + log_c
+    return norm > 0, np.log(norm) + log_c
 
 
 @njit(cache=True)
@@ -109,17 +148,36 @@ def chart_velocity(
     w, point, z, held, depth, features, loss_id, original_clock, log_chart, delta, limit
 ):
     """``d(z, tau)/ds`` from the perturbed point (ok flag first)."""
+    out = np.zeros(w.size + 1)
+    work = workspace(w.shape, features.shape[0])
+    ok = chart_velocity_into(w, point, z, held, depth, features, loss_id, original_clock,
+                             log_chart, delta, limit, work, out)  # fmt: skip
+    return ok, out
+
+
+@njit(cache=True)
+def in_float_range(point, depth, log_chart, limit):
+    """Whether the perturbed point is in the float range (see :meth:`FusedField._float_rows`;
+    small entries matter in the log chart only)."""
+    largest, smallest = 0.0, np.inf
+    for v in point.ravel():
+        largest = max(largest, abs(v))
+        smallest = min(smallest, abs(v))
+    top, bottom = np.log(largest), np.log(smallest)  # log is increasing: one call each
+    return -limit < depth * top < limit and (not log_chart or depth * bottom > -4.0 * limit)
+
+
+@njit(cache=True)
+def chart_velocity_into(
+    w, point, z, held, depth, features, loss_id, original_clock, log_chart, delta, limit, work, out
+):
+    """:func:`chart_velocity` into ``out`` (zeros where the flag is False)."""
     groups, d = w.shape
-    top, bottom = -np.inf, np.inf
-    for layer in range(groups):
-        for j in range(d):
-            a = np.log(abs(point[layer, j]))
-            top = max(top, a)
-            bottom = min(bottom, a)
-    out = np.zeros(groups * d + 1)
-    if not (-limit < depth * top < limit and (not log_chart or depth * bottom > -4.0 * limit)):
-        return False, out
-    direction, log_c, loo = forward(point, depth, features, loss_id)
+    out[:] = 0.0
+    if not in_float_range(point, depth, log_chart, limit):
+        return False
+    log_c = forward_into(point, depth, features, loss_id, work)
+    direction, loo = work[3], work[1]
     speed = np.exp(log_c) if original_clock else 1.0
     for layer in range(groups):
         for j in range(d):
@@ -131,4 +189,4 @@ def chart_velocity(
             else:
                 out[layer * d + j] = field / (delta * np.cosh(z[layer, j]))
     out[groups * d] = speed
-    return True, out
+    return True
