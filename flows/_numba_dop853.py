@@ -56,7 +56,7 @@ def field_into(y, problem, work, out):
                                        original, log_chart, delta, limit, work, out)  # fmt: skip
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def perturbed_into(z, problem, work):
     """The float parameters ``w`` (into ``work[7]``) at chart coordinates ``z`` (G, d) and the
     perturbed point ``w + eps`` (into ``work[8]``); False outside the float path."""
@@ -85,7 +85,7 @@ def perturbed_into(z, problem, work):
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _add_scaled(out, a, scale, b):
     """``out = a + scale * b`` (elementwise, shape (G, d))."""
     for layer in range(a.shape[0]):
@@ -173,7 +173,7 @@ def initial_step(y0, f0, s0, s_end, rtol, atol, problem):
     return min(100 * h0, h1, interval), True
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _stage(y, K, s, h, out):
     """``out = y + (sum_{r < s} K[r] A[s, r]) h``: the state at stage ``s`` (summed in the
     order of the loop it replaces, so the same numbers)."""

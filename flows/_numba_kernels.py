@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def log_abs_derivative(u: float, loss_id: int) -> float:
     """``log|l'(u)|``: logistic ``-log(1 + e^u)``, exponential ``-u``."""
     if loss_id == 0:
@@ -30,7 +30,7 @@ def forward(w, depth, features, loss_id):
     return direction, log_c, loo
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def forward_into(w, depth, features, loss_id, work):
     """:func:`forward` into the buffers ``work = (beta, loo, log_w, direction)`` (see
     :func:`workspace`); returns ``log c``."""
@@ -90,7 +90,7 @@ def parameters(z, log_chart, chart_sign, delta, depth, limit):
     return w, ok
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
     """:func:`parameters` into ``w``; returns the range flag."""
     groups, d = z.shape
@@ -155,7 +155,7 @@ def chart_velocity(
     return ok, out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def in_float_range(point, depth, log_chart, limit):
     """Whether the perturbed point is in the float range (see :meth:`FusedField._float_rows`;
     small entries matter in the log chart only)."""
