@@ -191,17 +191,49 @@ def _log(
         log.append(FlowEvent(tau, kind, (int(group), int(j)), PARAMETER))
 
 
+def _this_instant(log: list[FlowEvent], tau: float) -> list[FlowEvent]:
+    """The events logged at this same ``tau`` (to rounding), latest first."""
+    found = []
+    for event in reversed(log):
+        if abs(event.tau - tau) > 1e-12 * max(1.0, abs(tau)):
+            break
+        found.append(event)
+    return found
+
+
 def _crossed_in_this_instant(
     log: list[FlowEvent], tau: float, surface: Surface, shape: tuple[int, int]
 ) -> bool:
     """Whether ``surface`` was crossed at this same ``tau`` (to rounding) already."""
     entry = surface.entry(shape)
-    for event in reversed(log):
-        if abs(event.tau - tau) > 1e-12 * max(1.0, abs(tau)):
-            return False
-        if event.kind == "crossing" and event.entry == entry and event.surface == surface.kind:
-            return True
-    return False
+    return any(
+        e.kind == "crossing" and e.entry == entry and e.surface == surface.kind
+        for e in _this_instant(log, tau)
+    )
+
+
+#: How often one surface may slide, cross or release at a single instant before the run stops
+#: (:func:`undecided_surfaces`).
+MAX_REPEATS_AT_ONE_INSTANT = 3
+
+
+def undecided_surfaces(log: list[FlowEvent]) -> list[str]:
+    """The surfaces (``'G_j'``, ``'w^(l)_j'``) whose events at the latest instant repeat more than
+    :data:`MAX_REPEATS_AT_ONE_INSTANT` times: surfaces meeting there with no consistent way to
+    slide or cross (each resolution undoes the previous one); empty otherwise."""
+    if not log:
+        return []
+    events = _this_instant(log, log[-1].tau)
+    counts: dict[tuple, int] = {}
+    for e in events:
+        key = (e.kind, e.entry, e.surface)
+        counts[key] = counts.get(key, 0) + 1
+    if max(counts.values()) <= MAX_REPEATS_AT_ONE_INSTANT:
+        return []
+    entries = sorted({(e.surface, e.entry) for e in events if e.entry is not None})
+    return [
+        f"G_{j}" if kind == DIRECTION else f"w^({group + 1})_{j}" for kind, (group, j) in entries
+    ]
 
 
 def _leave(surface: Surface, side: float, y: np.ndarray, mode: Mode) -> None:
@@ -308,6 +340,11 @@ class DirectionCrossing(SegmentEvent):
         return Outcome()
 
 
+#: How far outside ``[0, 1]`` a sliding weight may start a segment (rounding) before it
+#: releases at once (:meth:`Release.already`).
+RELEASE_SLACK = 1e-9
+
+
 @dataclass
 class Release(SegmentEvent):
     """``g = min_i min(lambda_i, 1 - lambda_i)`` over the sliding surfaces (the weights of the
@@ -321,6 +358,13 @@ class Release(SegmentEvent):
         assert self.sliding is not None
         lam = self.sliding.lambdas(y[:-1], s)
         return float(np.min(np.minimum(lam, 1.0 - lam)))
+
+    def already(self, y: np.ndarray) -> bool:
+        """A weight outside ``[0, 1]`` where the segment starts (the surfaces that slide after
+        an event are not jointly consistent, e.g. one that joined pushes another off): that
+        surface releases before the flow moves (the crossing watched while integrating only
+        catches weights that leave the box, not ones that start outside)."""
+        return self(0.0, y) < -RELEASE_SLACK
 
     def handle(
         self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]

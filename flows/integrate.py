@@ -208,6 +208,8 @@ def simulate(
             run.message = outcome.message
         if outcome.stop:
             run.stop(outcome.status, run.message)
+        elif undecided := ev.undecided_surfaces(run.log):
+            run.stop(FAILURE, _undecided_message(undecided, run.log[-1].tau))
     return _assemble(run, float(t_max), n_points, original_time, algorithm)
 
 
@@ -352,6 +354,15 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         assert result.event is not None
         return watched[result.event]
     return None
+
+
+def _undecided_message(surfaces: list[str], tau: float) -> str:
+    """The message of a run stopped where switching surfaces meet undecided."""
+    return (
+        f"the switching surfaces {', '.join(surfaces)} meet at tau={tau:.6g} with no consistent "
+        "way to slide on or cross them (each resolution at that instant undoes the previous "
+        "one); the path up to there is returned"
+    )
 
 
 def _budget_message(run: Run) -> str:
