@@ -403,3 +403,35 @@ def test_compiled_interval_rule_equals_numpy_rule():
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=0, err_msg=name)
         if not last:  # every outcome is exercised: accepted, narrowed, bisected
             assert np.any(want[1]) and np.any(want[2]) and np.any(~want[1] & ~want[2])
+
+
+@pytest.mark.parametrize("name", sorted(n for n in COMPILED_LOOP if "original" not in n))
+def test_compiled_exponent_equals_numpy_log_c(name, monkeypatch):
+    """``K = -log c`` of the original-time quadrature, compiled on the DOP853 dense output
+    (:func:`flows.fast_segment.exponent`), equals the numpy field's ``log c`` on the same path
+    at 400 random times of every segment it applies to (rtol 1e-12); it defers (NaN) only
+    where the float path does not hold."""
+    pytest.importorskip("numba")
+    import flows.integrate as integrate
+    from flows import fast_segment
+
+    runs, exponent = [], integrate._exponent
+    monkeypatch.setattr(integrate, "_exponent", lambda run: runs.append(run) or exponent(run))
+    data, algorithm, depth, alpha, t_max = CASES[name]
+    kw = dict(rho=0.5, sigma=0.3, rho_max=0.5, t_max=t_max, n_points=31)
+    simulate(data, algorithm, depth, alpha, backend="numba", **kw)
+    (run,) = runs
+    rng = np.random.default_rng(0)
+    compared = 0
+    for seg in run.path.segments:
+        fld = run.moving_field(seg.mode)
+        s = np.sort(rng.uniform(seg.start, seg.end, 400))
+        fast = fast_segment.exponent(fld, seg, s)
+        if fast is None:
+            continue
+        theta, _ = seg.sample(s, run.problem.shape)
+        slow = -fld.log_c(theta, fld.pattern_signs(seg.mode.pattern), s)
+        ok = ~np.isnan(fast)
+        np.testing.assert_allclose(fast[ok], slow[ok], rtol=1e-12, atol=1e-12)
+        compared += int(np.sum(ok))
+    assert compared >= 400
