@@ -20,6 +20,7 @@ import numpy as np
 
 from .algorithms import GradientSummary
 from .charts import LogChart
+from .clocks import Rule
 from .field import Problem
 from .kernel import FLOAT_RANGE, FusedField
 from .model import LOSSES
@@ -41,7 +42,7 @@ def require() -> None:
         raise ImportError("backend 'numba' needs numba: pip install -e '.[fast]'")
 
 
-def interval_rule():
+def interval_rule() -> Rule:
     """The compiled interval rule of the original-time quadrature
     (:func:`flows._numba_quadrature.interval_rule`)."""
     require()
