@@ -21,13 +21,9 @@ def log_abs_derivative(u: float, loss_id: int) -> float:
 @njit(cache=True)
 def forward(w, depth, features, loss_id):
     """Direction ``G`` (d,), ``log c`` and leave-one-out products (G, d) at floats ``w``."""
-    groups, d = w.shape
-    loo = np.empty((groups, d))
-    direction = np.empty(d)
-    log_c = forward_into(
-        w, depth, features, loss_id, (np.empty(d), loo, np.empty(features.shape[0]), direction)
-    )
-    return direction, log_c, loo
+    work = workspace(w.shape, features.shape[0])
+    log_c = forward_into(w, depth, features, loss_id, work)
+    return work[3], log_c, work[1]
 
 
 @njit(cache=True, inline="always")
@@ -94,20 +90,13 @@ def parameters(z, log_chart, chart_sign, delta, depth, limit):
 def parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
     """:func:`parameters` into ``w``; returns the range flag."""
     groups, d = z.shape
-    top, bottom = -np.inf, np.inf
     for layer in range(groups):
         for j in range(d):
             if log_chart:
-                top = max(top, z[layer, j])
-                bottom = min(bottom, z[layer, j])
                 w[layer, j] = chart_sign[layer, j] * np.exp(z[layer, j])
             else:
                 w[layer, j] = delta * np.sinh(z[layer, j])
-                top = max(top, abs(w[layer, j]))
-                bottom = min(bottom, abs(w[layer, j]))
-    if not log_chart:  # log is increasing: one call each
-        top, bottom = np.log(top), np.log(bottom)
-    return -limit < depth * top < limit and (not log_chart or depth * bottom > -4.0 * limit)
+    return in_float_range(w, depth, log_chart, limit)
 
 
 @njit(cache=True)
@@ -157,8 +146,8 @@ def chart_velocity(
 
 @njit(cache=True, inline="always")
 def in_float_range(point, depth, log_chart, limit):
-    """Whether the perturbed point is in the float range (see :meth:`FusedField._float_rows`;
-    small entries matter in the log chart only)."""
+    """Whether float parameters ``point`` are in the float range (see
+    :meth:`FusedField._float_rows`; small entries matter in the log chart only)."""
     largest, smallest = 0.0, np.inf
     for v in point.ravel():
         largest = max(largest, abs(v))

@@ -472,9 +472,9 @@ def _segment_exponent(run: Run, seg: Segment, s: np.ndarray) -> np.ndarray:
     """``K = -log c(theta')`` at times ``s`` of one segment."""
     fld = run.moving_field(seg.mode)
     out = fast_segment.exponent(fld, seg, s)
-    rest = np.arange(len(s)) if out is None else np.flatnonzero(np.isnan(out))
     if out is None:
-        out = np.empty(len(s))
+        out = np.full(len(s), np.nan)
+    rest = np.flatnonzero(np.isnan(out))
     if rest.size:
         theta, _ = seg.sample(s[rest], run.problem.shape)
         out[rest] = -fld.log_c(theta, fld.pattern_signs(seg.mode.pattern), s[rest])
