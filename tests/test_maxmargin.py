@@ -139,6 +139,14 @@ def test_single_example_l1_ties_documented():
     assert l1_solution_set_single_example([1.0, 2.0, 3.0]).shape == (1, 3)
 
 
+def test_l1_solution_set_of_a_tiny_mu():
+    """The vertex 1/|mu_j| of a subnormal mu overflows: a ValueError naming mu (found by the
+    fuzz test), not an infinite vertex; mu = 1e-300 still gives the finite vertex 1e300."""
+    with pytest.raises(ValueError, match="mu"):
+        l1_solution_set_single_example([2.2e-311])
+    np.testing.assert_allclose(l1_solution_set_single_example([1e-300, -5e-301]), [[1e300, 0.0]])
+
+
 # --------------------------------------------------------------------------- brute force
 
 
