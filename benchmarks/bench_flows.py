@@ -260,8 +260,9 @@ def reduced_log_rhs(_tau: float, u: np.ndarray) -> np.ndarray:
     return MU * (1.0 - RHO_1 * MU * np.exp(-log_n))
 
 
-def single_reference(rtol: float) -> np.ndarray:
-    """log|beta| (N_TIMES, d) from the reduced system in log coordinates (DOP853)."""
+def reduced_log_beta(rtol: float) -> tuple[np.ndarray, int, int]:
+    """log|beta| (N_TIMES, d) from the reduced system in log coordinates (scipy DOP853, atol
+    1e-14), nfev, status."""
     sol = solve_ivp(
         reduced_log_rhs,
         (0.0, TAU_MAX),
@@ -271,8 +272,14 @@ def single_reference(rtol: float) -> np.ndarray:
         atol=1e-14,
         t_eval=np.linspace(0.0, TAU_MAX, N_TIMES),
     )
-    assert sol.status == 0, sol.message
-    return DEPTH * sol.y.T
+    return DEPTH * sol.y.T, sol.nfev, sol.status
+
+
+def single_reference(rtol: float) -> np.ndarray:
+    """log|beta| (N_TIMES, d) from the reduced system in log coordinates (DOP853)."""
+    log_beta, _, status = reduced_log_beta(rtol)
+    assert status == 0
+    return log_beta
 
 
 def log_t_reference(rtol: float, times: np.ndarray) -> np.ndarray:
@@ -332,6 +339,17 @@ def single_sam_field(theta: np.ndarray) -> np.ndarray:
     return MU * (theta - RHO_1 * g / np.sqrt(np.sum(g * g)))[::-1]
 
 
+#: The floor of a numpy path: this one problem's reduced system (5 ODEs in log coordinates, a
+#: dozen numpy calls per evaluation) in scipy's DOP853, without the original time.
+SINGLE_FLOOR = "numpy floor: reduced system, no log t"
+FLOOR_TEXT = (
+    "The *numpy floor* rows solve this one problem written by hand for it (no events, no charts, "
+    "no original time; a dozen numpy calls per evaluation) with the scipy DOP853 stepping that "
+    "the numpy backend uses: what a numpy implementation of the engine could cost at best at "
+    "that rtol (it takes at least these steps, each at least this expensive)."
+)
+
+
 def single_configs(data: Dataset, quick: bool) -> list[tuple[str, str, Callable]]:
     """(method, configuration, call) for part 1; the first one is the baseline."""
     sim = partial(simulate_log_beta, data, "l2-sam", rho=RHO_1, t_max=TAU_MAX)
@@ -359,6 +377,8 @@ def single_configs(data: Dataset, quick: bool) -> list[tuple[str, str, Callable]
                 partial(sim, rtol=rtol, original_time=False),
             )
         )
+    for rtol in [1e-7, 1e-10] if quick else [1e-7, 1e-8, 1e-10]:
+        configs.append((SINGLE_FLOOR, f"rtol {rtol:.0e}", partial(reduced_log_beta, rtol)))
     theta0 = np.full((DEPTH, MU.size), ALPHA)
     for rtol in [1e-4, 1e-8] if quick else [10.0**-k for k in range(3, 13)]:
         configs.append(
@@ -427,9 +447,12 @@ def part_single(report: Report, quick: bool) -> dict:
         "simulate, numpy",
         "simulate, numpy, no log t",
         "simulate, old field",
+        SINGLE_FLOOR,
         "RK45 full theta",
     ]
     report_rows(report, rows, rows[0], methods)
+    report.add(FLOOR_TEXT)
+    report.add()
     rk, default = cheapest(rows, "RK45 full theta"), rows[0]
     old = next(r for r in rows if r.method == "simulate, old field")
     numpy_default = next(r for r in rows if r.method == "simulate, numpy")
@@ -441,6 +464,10 @@ def part_single(report: Report, quick: bool) -> dict:
         "numpy_over_default": ratio(numpy_default, default),
         "rk_over_no_log_t": ratio(rk, cheapest(rows, "simulate, no log t")),
         "old_field_over_default": ratio(old, default),
+        "rk_over_floor_default": ratio(
+            rk, next(r for r in rows if r.method == SINGLE_FLOOR and r.config == "rtol 1e-10")
+        ),
+        "rk_over_floor_cheapest": ratio(rk, cheapest(rows, SINGLE_FLOOR)),
         "failures": [r for r in rows if r.status != 0],
     }
 
@@ -476,9 +503,46 @@ def multi_field(theta: np.ndarray, signed_x: np.ndarray, rho: float) -> np.ndarr
     return -loss_grad(theta, signed_x)
 
 
-def multi_configs(sim: Callable, rk45: Callable, quick: bool) -> list[tuple[str, str, Callable]]:
-    """(method, configuration, call) for part 2 from ``sim(**kw)`` and ``rk45(rtol)``; the
-    first one is the baseline."""
+#: The floor of a numpy path on part 2: the balanced L = 2 flow written for this problem only.
+MULTI_FLOOR = "numpy floor: balanced log field"
+
+
+def balanced_log_beta(
+    signed_x: np.ndarray, rho: float, t_max: float, rtol: float
+) -> tuple[np.ndarray, int, int]:
+    """The multi-sample flow from the balanced positive init ``w1 = w2 = w > 0`` (it stays
+    balanced and positive here) in ``s = log w``: ``ds/dt = -grad_{w1} L(theta') / w`` with
+    :func:`multi_field`'s perturbation (``||grad L||`` over both layers = ``sqrt 2 |g|``); scipy
+    DOP853, atol 1e-12. log|beta| = 2 s at the ``N_TIMES`` output times, nfev, status."""
+
+    def grad(w: np.ndarray) -> np.ndarray:
+        return -(expit(-(signed_x @ (w * w))) @ signed_x) / signed_x.shape[0] * w
+
+    def rhs(_t: float, log_w: np.ndarray) -> np.ndarray:
+        w = np.exp(log_w)
+        point = w
+        if rho > 0:
+            g = grad(w)
+            point = w + rho * g / np.sqrt(2.0 * (g @ g))
+        return -grad(point) / w
+
+    sol = solve_ivp(
+        rhs,
+        (0.0, t_max),
+        np.full(signed_x.shape[1], np.log(ALPHA)),
+        method="DOP853",
+        rtol=rtol,
+        atol=1e-12,
+        t_eval=np.linspace(0.0, t_max, N_TIMES),
+    )
+    return DEPTH * sol.y.T, sol.nfev, sol.status
+
+
+def multi_configs(
+    sim: Callable, rk45: Callable, floor: Callable, quick: bool
+) -> list[tuple[str, str, Callable]]:
+    """(method, configuration, call) for part 2 from ``sim(**kw)``, ``rk45(rtol)`` and
+    ``floor(rtol)``; the first one is the baseline."""
     configs = [
         ("simulate", f"default (backend {DEFAULT_BACKEND}, rtol 1e-10)", sim),
         ("simulate, numpy", 'backend="numpy"', partial(sim, backend="numpy")),
@@ -488,6 +552,8 @@ def multi_configs(sim: Callable, rk45: Callable, quick: bool) -> list[tuple[str,
         configs.append(
             ("simulate, numpy", f"rtol {rtol:.0e}", partial(sim, backend="numpy", rtol=rtol))
         )
+    for rtol in [1e-7, 1e-8] if quick else [1e-6, 1e-7, 1e-8]:
+        configs.append((MULTI_FLOOR, f"rtol {rtol:.0e}", partial(floor, rtol)))
     for rtol in [1e-6, 1e-8] if quick else [1e-4, 1e-6, 1e-7, 1e-8, 1e-10, 1e-12]:
         configs.append(("RK45 full theta", f"rtol {rtol:.0e}", partial(rk45, rtol)))
     return configs
@@ -517,11 +583,13 @@ def part_multi(report: Report, quick: bool) -> dict:
             clock="original",
             **({"rho": rho} if rho > 0 else {}),
         )
-        field = partial(multi_field, signed_x=data.y[:, None] * data.X, rho=rho)
+        signed_x = data.y[:, None] * data.X
+        field = partial(multi_field, signed_x=signed_x, rho=rho)
         rk45 = partial(rk45_log_beta, field, np.full((DEPTH, data.d), ALPHA), T_MAX_2)
+        floor = partial(balanced_log_beta, signed_x, rho, T_MAX_2)
         ref, _, ref_status = sim(rtol=1e-13)
         check, _, _ = rk45(1e-12)
-        configs = multi_configs(sim, rk45, quick)
+        configs = multi_configs(sim, rk45, floor, quick)
         name = algorithm + (f", rho = {rho:g}" if rho > 0 else "")
         report.add(f"### {name}")
         report.add()
@@ -531,8 +599,15 @@ def part_multi(report: Report, quick: bool) -> dict:
         )
         report.add()
         rows = [measure(m, c, fn, ref) for m, c, fn in configs]
-        report_rows(report, rows, rows[0], ["simulate", "simulate, numpy", "RK45 full theta"])
+        report_rows(
+            report, rows, rows[0], ["simulate", "simulate, numpy", MULTI_FLOOR, "RK45 full theta"]
+        )
         out[algorithm] = ratio(cheapest(rows, "RK45 full theta"), cheapest(rows, "simulate"))
+        report.add(FLOOR_TEXT)
+        report.add()
+        out[algorithm + " floor"] = ratio(
+            cheapest(rows, "RK45 full theta"), cheapest(rows, MULTI_FLOOR)
+        )
         out[algorithm + " numpy"] = ratio(
             cheapest(rows, "RK45 full theta"), cheapest(rows, "simulate, numpy")
         )
@@ -712,27 +787,30 @@ def part_numba(report: Report) -> None:
         return
     data = single_example(MU)
     rows = []
-    for name, kw in (
-        ("single example, default call", dict(t_max=TAU_MAX, n_points=N_TIMES)),
+    for name, depth, kw in (
+        ("single example, default call", DEPTH, dict(t_max=TAU_MAX, n_points=N_TIMES)),
         (
             "single example, original_time=False",
+            DEPTH,
             dict(t_max=TAU_MAX, n_points=N_TIMES, original_time=False),
         ),
         (
             "fig5 collapse run alpha = 0.3",
+            DEPTH,
             dict(alpha=0.3, t_max=6.0, n_points=241, original_time=False, rtol=1e-8),
         ),
+        ("single example, L = 3 (blow-up), default call", 3, dict(t_max=TAU_MAX, n_points=N_TIMES)),
     ):
         kw = {"alpha": ALPHA, **kw}
         runs = {
-            b: best_of(partial(simulate, data, "l2-sam", DEPTH, rho=RHO_1, backend=b, **kw))
+            b: best_of(partial(simulate, data, "l2-sam", depth, rho=RHO_1, backend=b, **kw))
             for b in ("numpy", "numba")
         }
-        finite = np.isfinite(runs["numpy"].value.log_abs_beta)
+        fast, slow = runs["numba"].value, runs["numpy"].value
+        before_end = slice(None, -1) if slow.status == 1 else slice(None)  # see below
+        finite = np.isfinite(slow.log_abs_beta[before_end])
         gap = np.max(
-            np.abs(
-                runs["numba"].value.log_abs_beta[finite] - runs["numpy"].value.log_abs_beta[finite]
-            ),
+            np.abs(fast.log_abs_beta[before_end][finite] - slow.log_abs_beta[before_end][finite]),
             initial=0.0,
         )
         rows.append(
@@ -745,6 +823,11 @@ def part_numba(report: Report) -> None:
             ]
         )
     report.table(["run", "numpy [ms]", "numba [ms]", "numpy / numba", "max |dlog|beta||"], rows)
+    report.add(
+        "A blow-up ends where d log|w|/dtau = 1e12 (`flows.events.BLOWUP_RATE`): one ulp of tau "
+        "moves log|beta| there by ~1e-4, so that last output is left out of the difference."
+    )
+    report.add()
 
 
 def verdict(met: bool) -> str:
@@ -780,6 +863,18 @@ def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list
             "-",
         ],
         [
+            "1. time(RK45 <= 1e-6) / time(numpy floor at the default rtol 1e-10, no log t)",
+            f"{single['rk_over_floor_default']:.2f}x",
+            "-",
+            "-",
+        ],
+        [
+            "1. time(RK45 <= 1e-6) / time(cheapest numpy floor <= 1e-6, no log t)",
+            f"{single['rk_over_floor_cheapest']:.2f}x",
+            "-",
+            "-",
+        ],
+        [
             "1. time(numpy backend) / time(default backend), default call",
             f"{single['numpy_over_default']:.2f}x",
             "-",
@@ -810,6 +905,15 @@ def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list
                 ("l2-sam numpy", "l2-SAM rho 0.1, numpy"),
                 ("gd numpy", "GD, numpy"),
             )
+        ],
+        *[
+            [
+                f"2. {name}: time(RK45 <= 1e-6) / time(numpy floor <= 1e-6)",
+                f"{multi[key]:.2f}x",
+                "-",
+                "-",
+            ]
+            for key, name in (("l2-sam floor", "l2-SAM rho 0.1"), ("gd floor", "GD"))
         ],
         [
             "3. slowest collapse run [ms]",

@@ -7,8 +7,9 @@ the scipy loop would take, to rounding. The field is :mod:`flows._numba_kernels`
 with the perturbation of the algorithm selected by ``algorithm_id`` (see
 :data:`flows.fast_segment.COMPILED_PERTURBATIONS`). The loop hands back to the Python driver
 (status codes below) where the float path does not hold, where a threshold event (collapse,
-near zero, stationary) changes sign over a step (the step is not kept: the driver locates the
-event), when the budget is spent, or when the step size underflows. Arithmetic follows numpy
+near zero, stationary, blow-up) or a sign of l_inf-SAM's frozen pattern changes over a step (the
+step is not kept: the driver locates the event), when the budget is spent, or when the step
+size underflows. Arithmetic follows numpy
 (``error_model="numpy"``: a division by 0 gives inf or NaN, which the checks above catch).
 """
 
@@ -103,7 +104,9 @@ def event_values(y, problem, watch):
     3. ``min_i sign_i z_i`` over the parameters with ``watch[1][i] = sign_i != 0`` (a parameter
        crosses 0 against its frozen sign: :class:`flows.events.ZeroCrossing`);
     4. ``min_j (sign_j G_j + offset_j)`` over ``watch[2][j] = sign_j != 0``, exact zeros left
-       out (:class:`flows.events.DirectionCrossing`).
+       out (:class:`flows.events.DirectionCrossing`);
+    5. ``watch[0][3] - max log(|F| / |w|)`` over the growing entries (``F w > 0``, ``|w| > 1``)
+       of the velocity ``F`` at the perturbed point (blow-up, :class:`flows.events.BlowUp`).
     """
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
      algorithm_id, hp, limit, pattern) = problem  # fmt: skip
@@ -117,7 +120,7 @@ def event_values(y, problem, watch):
             else:
                 value = np.log(abs(delta * np.sinh(z[layer, j])))
             top = max(top, value)
-    out = np.full(5, np.inf)
+    out = np.full(6, np.inf)
     for k in range(2):
         if np.isfinite(thresholds[k]):
             out[k] = top - thresholds[k]
@@ -142,7 +145,31 @@ def event_values(y, problem, watch):
         for j in range(shape[1]):
             if direction_signs[j] != 0 and direction[j] != 0:
                 out[4] = min(out[4], direction_signs[j] * direction[j] + offsets[j])
+    if np.isfinite(thresholds[3]):
+        out[5] = thresholds[3] - _largest_growth_rate(z, problem)
     return out
+
+
+@njit(cache=True, error_model="numpy")
+def _largest_growth_rate(z, problem):
+    """``max log(|F| / |w|)`` over the entries that grow (``F w > 0``) beyond ``|w| > 1``, with
+    ``F = G(w') prod_{k != l} w'`` the velocity at the perturbed point; ``-inf`` if none (or
+    outside the float path, where the field hands back anyway)."""
+    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
+     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
+    work = kernels.workspace(shape, features.shape[0])
+    top = -np.inf
+    if not perturbed_into(z, problem, work):
+        return top
+    w = work[7]
+    kernels.forward_into(work[8], depth, features, loss_id, work)
+    direction, loo = work[3], work[1]
+    for layer in range(shape[0]):
+        for j in range(shape[1]):
+            velocity = direction[j] * loo[layer, j]
+            if velocity * w[layer, j] > 0 and abs(w[layer, j]) > 1:
+                top = max(top, np.log(abs(velocity)) - np.log(abs(w[layer, j])))
+    return top
 
 
 @njit(cache=True, error_model="numpy")

@@ -44,7 +44,7 @@ except ImportError:  # pragma: no cover
     fcntl = None
 
 #: Bump when a change to the engine changes numbers: every cached result is then stale.
-ENGINE_VERSION = "10"
+ENGINE_VERSION = "11"
 
 Result = dict[str, np.ndarray]
 

@@ -1,12 +1,12 @@
 """The compiled segment loop (extra ``fast``): DOP853 steps in numba, no Python per step.
 
 Where it applies (:func:`applies`: the compiled backend, ``method='DOP853'``, an algorithm with
-a compiled perturbation and no schedule, depth <= 2, no held, sliding or near-zero entries),
+a compiled perturbation and no schedule, no held, sliding or near-zero entries; any depth),
 :func:`advance` integrates the current segment with :func:`flows._numba_dop853.segment`
 (scipy's DOP853 to rounding, on the compiled float field) and records the steps as a
 :class:`~flows.segments.Segment` whose dense output is scipy's. It hands back to the Python
 loop of :mod:`flows.solver` where that loop is needed: outside the float range, one step
-before a threshold event (collapse, near zero, stationary: the Python loop locates it), or
+before a threshold event (collapse, near zero, stationary, blow-up: the Python loop locates it), or
 on a failing step. The tests hold both loops to 1e-9 in log|beta|.
 """
 
@@ -48,7 +48,7 @@ class Advance(NamedTuple):
     first_step: float | None
 
 
-def applies(field, mode: Mode, method: str, depth: int) -> bool:
+def applies(field, mode: Mode, method: str) -> bool:
     """Whether the compiled loop can integrate this segment (see the module docstring)."""
     problem = field.problem
     return (
@@ -56,7 +56,6 @@ def applies(field, mode: Mode, method: str, depth: int) -> bool:
         and method == "DOP853"
         and problem.algorithm.perturb in COMPILED_PERTURBATIONS
         and _values(problem.hyperparameters) is not None
-        and depth <= 2
         and mode.near_zero is None
         and not mode.frozen
         and not mode.sliding
@@ -102,10 +101,10 @@ def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
 
 def _watch(field: CompiledField, mode: Mode, radius: float, near_zero: bool, y: np.ndarray):
     """What the compiled loop watches, as :func:`flows.events.segment_events` does: thresholds
-    of collapse, near zero and stationary (finite where watched), the frozen parameter signs
+    of collapse, near zero, stationary and blow-up (finite where watched), the frozen parameter signs
     (l_inf-SAM zero crossings) and the frozen signs and offsets of the ``G_j``
     (:class:`flows.events.DirectionCrossing`)."""
-    thresholds = np.full(3, -np.inf)
+    thresholds = np.full(4, -np.inf)
     if radius > 0 and field.depth >= 2:
         thresholds[0] = np.log(radius * ev.COLLAPSE_FRACTION)
         if near_zero and isinstance(mode.chart, LogChart):
@@ -113,6 +112,8 @@ def _watch(field: CompiledField, mode: Mode, radius: float, near_zero: bool, y: 
     data = field.problem.data
     if data.n > 1:
         thresholds[2] = np.log(ev.STATIONARY_TOL) + np.log(np.max(np.linalg.norm(data.X, axis=1)))
+    if field.depth >= 3:
+        thresholds[3] = np.log(ev.BLOWUP_RATE)
     parameter_signs = np.zeros(y.size - 1)
     direction_signs = np.zeros(data.d)
     offsets = np.zeros(data.d)
@@ -139,7 +140,7 @@ def exponent(field, segment: Segment, s: np.ndarray) -> np.ndarray | None:
     if not isinstance(field, CompiledField):
         return None
     stack = segment.dop853_stack()
-    if stack is None or not applies(field, segment.mode, "DOP853", field.depth):
+    if stack is None or not applies(field, segment.mode, "DOP853"):
         return None
     from . import _numba_dop853 as loop
 

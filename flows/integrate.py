@@ -312,9 +312,8 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         return holding
 
     rtol, atol = run.tolerances(mode)
-    depth = int(run.problem.multiplicity.sum())
     first_step = None
-    if run.loss_floor is None and fast_segment.applies(fld, mode, method, depth):
+    if run.loss_floor is None and fast_segment.applies(fld, mode, method):
         done, run.s, run.y = fast_segment.advance(
             fld, mode, run.y, run.s, run.next_stop(), (rtol, atol), run.budget - run.nfev,
             run.radius, run.near_zero_switch, run.path.segments,
