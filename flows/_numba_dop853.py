@@ -7,7 +7,7 @@ the scipy loop would take, to rounding. The field is :mod:`flows._numba_kernels`
 with the perturbation of the algorithm selected by ``algorithm_id`` (see
 :data:`flows.fast_segment.COMPILED_PERTURBATIONS`). The loop hands back to the Python driver
 (status codes below) where the float path does not hold, where a threshold event (collapse,
-near zero, stationary, blow-up) or a sign of l_inf-SAM's frozen pattern changes over a step (the
+near zero, stationary, blow-up, loss floor) or a sign of l_inf-SAM's frozen pattern changes over a step (the
 step is not kept: the driver locates the event), when the budget is spent, or when the step
 size underflows. Arithmetic follows numpy
 (``error_model="numpy"``: a division by 0 gives inf or NaN, which the checks above catch).
@@ -106,7 +106,9 @@ def event_values(y, problem, watch):
     4. ``min_j (sign_j G_j + offset_j)`` over ``watch[2][j] = sign_j != 0``, exact zeros left
        out (:class:`flows.events.DirectionCrossing`);
     5. ``watch[0][3] - max log(|F| / |w|)`` over the growing entries (``F w > 0``, ``|w| > 1``)
-       of the velocity ``F`` at the perturbed point (blow-up, :class:`flows.events.BlowUp`).
+       of the velocity ``F`` at the perturbed point (blow-up, :class:`flows.events.BlowUp`);
+    6. ``log L - watch[0][4]``, the log of the training loss above the floor
+       (:class:`flows.events.LossFloor`).
     """
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
      algorithm_id, hp, limit, pattern) = problem  # fmt: skip
@@ -120,7 +122,7 @@ def event_values(y, problem, watch):
             else:
                 value = np.log(abs(delta * np.sinh(z[layer, j])))
             top = max(top, value)
-    out = np.full(6, np.inf)
+    out = np.full(7, np.inf)
     for k in range(2):
         if np.isfinite(thresholds[k]):
             out[k] = top - thresholds[k]
@@ -131,8 +133,11 @@ def event_values(y, problem, watch):
     watch_directions = False
     for j in range(shape[1]):
         watch_directions = watch_directions or direction_signs[j] != 0
-    if np.isfinite(thresholds[2]) or watch_directions:
+    if np.isfinite(thresholds[2]) or watch_directions or np.isfinite(thresholds[4]):
         w, _ = parameters(z, log_chart, chart_sign, delta, depth, limit)
+    if np.isfinite(thresholds[4]):
+        out[6] = kernels.log_mean_loss(w, depth, features, loss_id) - thresholds[4]
+    if np.isfinite(thresholds[2]) or watch_directions:
         direction, _, loo = forward(w, depth, features, loss_id)
         if np.isfinite(thresholds[2]):
             top_sum, gradient = 0.0, 0.0

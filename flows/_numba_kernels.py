@@ -18,6 +18,40 @@ def log_abs_derivative(u: float, loss_id: int) -> float:
     return -u
 
 
+@njit(cache=True, inline="always")
+def log_value(u: float, loss_id: int) -> float:
+    """``log l(u)``: logistic ``log log(1 + e^-u)`` (``-u`` beyond ``u = 35``, as
+    :func:`flows.model._log_logistic`), exponential ``-u``."""
+    if loss_id == 0:
+        if u > 35.0:
+            return -u
+        return np.log(max(-u, 0.0) + np.log1p(np.exp(-abs(u))))
+    return -u
+
+
+@njit(cache=True)
+def log_mean_loss(w, depth, features, loss_id):
+    """``log L = log((1/n) sum_i l(m_i))`` at float parameters ``w`` (log-sum-exp of the
+    ``log l(m_i)``, as :class:`flows.events.LossFloor`)."""
+    work = workspace(w.shape, features.shape[0])
+    beta, log_l = work[0], work[2]
+    products_into(w, depth, beta, work[1])
+    n, d = features.shape
+    top = -np.inf
+    for i in range(n):
+        m = 0.0
+        for j in range(d):
+            m += features[i, j] * beta[j]
+        log_l[i] = log_value(m, loss_id)
+        top = max(top, log_l[i])
+    if not np.isfinite(top):
+        return top
+    total = 0.0
+    for i in range(n):
+        total += np.exp(log_l[i] - top)
+    return top + np.log(total) - np.log(n)
+
+
 @njit(cache=True)
 def forward(w, depth, features, loss_id):
     """Direction ``G`` (d,), ``log c`` and leave-one-out products (G, d) at floats ``w``."""
@@ -27,12 +61,10 @@ def forward(w, depth, features, loss_id):
 
 
 @njit(cache=True, inline="always")
-def forward_into(w, depth, features, loss_id, work):
-    """:func:`forward` into the buffers ``work = (beta, loo, log_w, direction)`` (see
-    :func:`workspace`); returns ``log c``."""
-    beta, loo, log_w, direction = work[0], work[1], work[2], work[3]
+def products_into(w, depth, beta, loo):
+    """``beta = prod_l w^(l)`` (d,) and the leave-one-out products ``prod_{k != l} w^(k)``
+    (G, d) into ``beta`` and ``loo``."""
     groups, d = w.shape
-    n = features.shape[0]
     for j in range(d):
         if groups == 1:
             beta[j] = w[0, j] ** depth
@@ -47,6 +79,16 @@ def forward_into(w, depth, features, loss_id, work):
                         p *= w[k, j]
                 loo[layer, j] = p
             beta[j] = b
+
+
+@njit(cache=True, inline="always")
+def forward_into(w, depth, features, loss_id, work):
+    """:func:`forward` into the buffers ``work = (beta, loo, log_w, direction)`` (see
+    :func:`workspace`); returns ``log c``."""
+    beta, loo, log_w, direction = work[0], work[1], work[2], work[3]
+    d = w.shape[1]
+    n = features.shape[0]
+    products_into(w, depth, beta, loo)
     top = -np.inf
     for i in range(n):
         m = 0.0

@@ -6,7 +6,8 @@ a compiled perturbation and no schedule, no held, sliding or near-zero entries; 
 (scipy's DOP853 to rounding, on the compiled float field) and records the steps as a
 :class:`~flows.segments.Segment` whose dense output is scipy's. It hands back to the Python
 loop of :mod:`flows.solver` where that loop is needed: outside the float range, one step
-before a threshold event (collapse, near zero, stationary, blow-up: the Python loop locates it), or
+before a threshold event (collapse, near zero, stationary, blow-up, loss floor: the Python loop
+locates it), or
 on a failing step. The tests hold both loops to 1e-9 in log|beta|.
 """
 
@@ -99,12 +100,20 @@ def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
     )
 
 
-def _watch(field: CompiledField, mode: Mode, radius: float, near_zero: bool, y: np.ndarray):
-    """What the compiled loop watches, as :func:`flows.events.segment_events` does: thresholds
-    of collapse, near zero, stationary and blow-up (finite where watched), the frozen parameter signs
+def _watch(
+    field: CompiledField,
+    mode: Mode,
+    radius: float,
+    near_zero: bool,
+    y: np.ndarray,
+    loss_floor: float | None = None,
+):
+    """What the compiled loop watches, as :func:`flows.events.segment_events` (and
+    :class:`flows.events.LossFloor`) do: thresholds of collapse, near zero, stationary, blow-up
+    and loss floor (finite where watched), the frozen parameter signs
     (l_inf-SAM zero crossings) and the frozen signs and offsets of the ``G_j``
     (:class:`flows.events.DirectionCrossing`)."""
-    thresholds = np.full(4, -np.inf)
+    thresholds = np.full(5, -np.inf)
     if radius > 0 and field.depth >= 2:
         thresholds[0] = np.log(radius * ev.COLLAPSE_FRACTION)
         if near_zero and isinstance(mode.chart, LogChart):
@@ -114,6 +123,8 @@ def _watch(field: CompiledField, mode: Mode, radius: float, near_zero: bool, y: 
         thresholds[2] = np.log(ev.STATIONARY_TOL) + np.log(np.max(np.linalg.norm(data.X, axis=1)))
     if field.depth >= 3:
         thresholds[3] = np.log(ev.BLOWUP_RATE)
+    if loss_floor is not None:
+        thresholds[4] = np.log(loss_floor)
     parameter_signs = np.zeros(y.size - 1)
     direction_signs = np.zeros(data.d)
     offsets = np.zeros(data.d)
@@ -161,14 +172,16 @@ def advance(
     radius: float,
     near_zero: bool,
     segments: list[Segment],
+    loss_floor: float | None = None,
 ) -> tuple[Advance, float, np.ndarray]:
     """Integrate from ``(s, y)`` towards ``s_end`` in compiled steps; append the steps to
-    ``segments``; return what happened and the new ``(s, y)``."""
+    ``segments``; return what happened and the new ``(s, y)``. ``loss_floor``: the run's
+    (watched as an event; None: none)."""
     from . import _numba_dop853 as loop
 
     rtol, atol = tolerances
     problem = _problem_tuple(field, mode)
-    watch = _watch(field, mode, radius, near_zero, y)
+    watch = _watch(field, mode, radius, near_zero, y, loss_floor)
     nfev = 0
     budget = min(budget, 2**62)
     while True:

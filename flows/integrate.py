@@ -313,10 +313,10 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
 
     rtol, atol = run.tolerances(mode)
     first_step = None
-    if run.loss_floor is None and fast_segment.applies(fld, mode, method):
+    if fast_segment.applies(fld, mode, method):
         done, run.s, run.y = fast_segment.advance(
             fld, mode, run.y, run.s, run.next_stop(), (rtol, atol), run.budget - run.nfev,
-            run.radius, run.near_zero_switch, run.path.segments,
+            run.radius, run.near_zero_switch, run.path.segments, run.loss_floor,
         )  # fmt: skip
         run.nfev += done.nfev
         if done.budget_spent:

@@ -495,3 +495,47 @@ def test_compiled_blowup_event_equals_python_event(name, monkeypatch):
                 np.testing.assert_allclose(compiled, python, rtol=1e-12, atol=1e-11)
                 growing += 1
     assert growing >= (0 if "blobs" in name else 30)
+
+
+@pytest.mark.parametrize("algorithm, depth", [("l2-sam", 2), ("gd", 3)])
+def test_compiled_loop_stops_at_the_loss_floor(algorithm, depth, monkeypatch):
+    """With ``loss_floor`` the compiled loop runs too (it watches the training loss) and the
+    run ends where the numpy backend's does: the loss-floor event at the same tau (1e-9), the
+    same path (1e-10 in log|beta|) and log t (1e-9)."""
+    pytest.importorskip("numba")
+    from flows import fast_segment
+
+    calls = []
+    advance = fast_segment.advance
+    monkeypatch.setattr(fast_segment, "advance", lambda *a: calls.append(1) or advance(*a))
+    kw = dict(rho=0.5, t_max=100.0, n_points=31, loss_floor=1e-8)
+    fast = simulate(blobs(), algorithm, depth, 0.4, backend="numba", **kw)
+    ref = simulate(blobs(), algorithm, depth, 0.4, backend="numpy", **kw)
+    assert calls
+    assert fast.status == ref.status == 0 and fast.events[-1].kind == "loss floor", fast.message
+    np.testing.assert_allclose(fast.events[-1].tau, ref.events[-1].tau, rtol=1e-9)
+    assert finite_gap(fast.log_abs_beta, ref.log_abs_beta) <= 1e-10
+    np.testing.assert_allclose(fast.log_t_original, ref.log_t_original, rtol=1e-9, atol=1e-12)
+
+
+def test_compiled_log_loss_equals_the_loss_table():
+    """``log l(u)`` compiled (:func:`flows._numba_kernels.log_value`) equals the loss table's
+    ``log_value`` from u = -1e3 to 1e300 (both sides of the logistic switch at u = 35, and
+    u = 0) to rounding, and the compiled mean loss equals a log-sum-exp over the table."""
+    pytest.importorskip("numba")
+    from flows import _numba_kernels as kernels
+    from flows.compiled import COMPILED_LOSSES
+
+    u = np.concatenate([[-1e3, -40.0, -1.0, 0.0, 1e-300, 35.0, 35.000001, 700.0, 1e300],
+                        np.linspace(-50.0, 50.0, 201)])  # fmt: skip
+    for loss_id, name in enumerate(COMPILED_LOSSES):
+        got = np.array([kernels.log_value(v, loss_id) for v in u])
+        np.testing.assert_allclose(got, LOSSES[name].log_value(u), rtol=1e-15, atol=0)
+    data = blobs()
+    w = np.random.default_rng(2).uniform(0.5, 3.0, (1, data.d))
+    margins = data.signed_features @ w[0] ** 3
+    for loss_id, name in enumerate(COMPILED_LOSSES):
+        log_l = LOSSES[name].log_value(margins)
+        want = np.log(np.mean(np.exp(log_l - log_l.max()))) + log_l.max()
+        got = kernels.log_mean_loss(w, 3, np.ascontiguousarray(data.signed_features), loss_id)
+        np.testing.assert_allclose(got, want, rtol=1e-13)
