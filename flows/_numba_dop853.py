@@ -65,7 +65,7 @@ def perturbed_into(z, problem, work):
      algorithm_id, hp, limit, pattern) = problem  # fmt: skip
     w, point = work[7], work[8]
     ok = kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w)
-    point[:] = w
+    _copy_into(point, w)
     if not ok or algorithm_id == 0:
         return ok
     if algorithm_id == 4:  # l_inf-SAM, with the segment's frozen sign(grad L)
@@ -84,6 +84,14 @@ def perturbed_into(z, problem, work):
         return False
     _add_scaled(point, w, radius, work[6])
     return True
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _copy_into(out, a):
+    """``out[...] = a`` (shape (G, d))."""
+    for layer in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[layer, j] = a[layer, j]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -151,24 +159,24 @@ def event_values(y, problem, watch):
             if direction_signs[j] != 0 and direction[j] != 0:
                 out[4] = min(out[4], direction_signs[j] * direction[j] + offsets[j])
     if np.isfinite(thresholds[3]):
-        out[5] = thresholds[3] - _largest_growth_rate(z, problem)
+        out[5] = thresholds[3] - _largest_growth_rate(y, problem)
     return out
 
 
 @njit(cache=True, error_model="numpy")
-def _largest_growth_rate(z, problem):
+def _largest_growth_rate(y, problem):
     """``max log(|F| / |w|)`` over the entries that grow (``F w > 0``) beyond ``|w| > 1``, with
     ``F = G(w') prod_{k != l} w'`` the velocity at the perturbed point; ``-inf`` if none (or
-    outside the float path, where the field hands back anyway)."""
-    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
+    outside the float path, where the field hands back anyway).
+
+    Through :func:`field_into` (compiled once for the loop), which leaves ``w``, ``G(w')`` and
+    the leave-one-out products at ``w'`` in ``work[7]``, ``work[3]`` and ``work[1]``."""
+    shape, features = problem[0], problem[6]
     work = kernels.workspace(shape, features.shape[0])
     top = -np.inf
-    if not perturbed_into(z, problem, work):
+    if not field_into(y, problem, work, np.empty(y.size)):
         return top
-    w = work[7]
-    kernels.forward_into(work[8], depth, features, loss_id, work)
-    direction, loo = work[3], work[1]
+    w, direction, loo = work[7], work[3], work[1]
     for layer in range(shape[0]):
         for j in range(shape[1]):
             velocity = direction[j] * loo[layer, j]
@@ -178,26 +186,45 @@ def _largest_growth_rate(z, problem):
 
 
 @njit(cache=True, error_model="numpy")
-def _rms(x):
-    return np.sqrt(np.sum(x * x) / x.size)
+def _scaled_rms(x, minus, scale):
+    """``rms((x - minus) / scale)`` (loops, not array expressions: those compile numba's
+    broadcasting error messages, seconds of compile time each)."""
+    total = 0.0
+    for i in range(x.size):
+        v = (x[i] - minus[i]) / scale[i]
+        total += v * v
+    return np.sqrt(total / x.size)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _axpy_into(out, y, h, x):
+    """``out = y + h * x`` elementwise."""
+    for i in range(y.size):
+        out[i] = y[i] + h * x[i]
 
 
 @njit(cache=True, error_model="numpy")
 def initial_step(y0, f0, s0, s_end, rtol, atol, problem):
     """scipy's ``select_initial_step`` (order 7); (h, ok, nfev)."""
     interval = abs(s_end - s0)
-    scale = atol + np.abs(y0) * rtol
-    d0 = _rms(y0 / scale)
-    d1 = _rms(f0 / scale)
+    n = y0.size
+    scale = np.empty(n)
+    for i in range(n):
+        scale[i] = atol[i] + abs(y0[i]) * rtol
+    zero = np.zeros(n)
+    d0 = _scaled_rms(y0, zero, scale)
+    d1 = _scaled_rms(f0, zero, scale)
     if d0 < 1e-5 or d1 < 1e-5:
         h0 = 1e-6
     else:
         h0 = 0.01 * d0 / d1
     h0 = min(h0, interval)
-    ok, f1 = field(y0 + h0 * f0, problem)
+    trial = np.empty(n)
+    _axpy_into(trial, y0, h0, f0)
+    ok, f1 = field(trial, problem)
     if not ok:
         return 0.0, False
-    d2 = _rms((f1 - f0) / scale) / h0
+    d2 = _scaled_rms(f1, f0, scale) / h0
     if d1 <= 1e-15 and d2 <= 1e-15:
         h1 = max(1e-6, h0 * 1e-3)
     else:
@@ -242,6 +269,7 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
     g_old = event_values(y, problem, watch)
     K = np.empty((A.shape[0], n))
     stage = np.empty(n)
+    y_new = np.empty(n)
     work = kernels.workspace(problem[0], problem[6].shape[0])
     t = s0
     steps = 0
@@ -260,30 +288,33 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
                 t_new = s_end
             h = t_new - t
             h_abs = abs(h)
-            K[0] = f
+            for i in range(n):
+                K[0, i] = f[i]
             for s in range(1, N_STAGES):
                 _stage(y, K, s, h, stage)
                 if not field_into(stage, problem, work, K[s]):
                     return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
-            increment = np.zeros(n)
-            for r in range(N_STAGES):
-                increment += K[r] * B[r]
-            y_new = y + h * increment
+            for i in range(n):
+                increment = 0.0
+                for r in range(N_STAGES):
+                    increment += K[r, i] * B[r]
+                y_new[i] = y[i] + h * increment
             f_new = K[N_STAGES]
             ok = field_into(y_new, problem, work, f_new)
             nfev += N_STAGES
             if not ok:
                 return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
-            scale = atol + np.maximum(np.abs(y), np.abs(y_new)) * rtol
-            err5 = np.zeros(n)
-            err3 = np.zeros(n)
-            for r in range(N_STAGES + 1):
-                err5 += K[r] * E5[r]
-                err3 += K[r] * E3[r]
-            err5 /= scale
-            err3 /= scale
-            e5 = np.sum(err5 * err5)
-            e3 = np.sum(err3 * err3)
+            e5, e3 = 0.0, 0.0
+            for i in range(n):
+                scale = atol[i] + max(abs(y[i]), abs(y_new[i])) * rtol
+                err5, err3 = 0.0, 0.0
+                for r in range(N_STAGES + 1):
+                    err5 += K[r, i] * E5[r]
+                    err3 += K[r, i] * E3[r]
+                err5 /= scale
+                err3 /= scale
+                e5 += err5 * err5
+                e3 += err3 * err3
             if e5 == 0 and e3 == 0:
                 error_norm = 0.0
             else:
@@ -310,20 +341,21 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
             nfev += 1
             if not ok:
                 return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
-        delta_y = y_new - y
-        F[steps, 0] = delta_y
-        F[steps, 1] = h * K[0] - delta_y
-        F[steps, 2] = 2 * delta_y - h * (f_new + K[0])
-        for p in range(POWER - 3):
-            row = np.zeros(n)
-            for r in range(A.shape[0]):
-                row += D[p, r] * K[r]
-            F[steps, 3 + p] = h * row
-        y_olds[steps] = y
+        for i in range(n):
+            delta_y = y_new[i] - y[i]
+            F[steps, 0, i] = delta_y
+            F[steps, 1, i] = h * K[0, i] - delta_y
+            F[steps, 2, i] = 2 * delta_y - h * (f_new[i] + K[0, i])
+            for p in range(POWER - 3):
+                row = 0.0
+                for r in range(A.shape[0]):
+                    row += D[p, r] * K[r, i]
+                F[steps, 3 + p, i] = h * row
+            y_olds[steps, i] = y[i]
+            f[i] = f_new[i]
         steps += 1
         ts[steps] = t_new
-        f[:] = f_new
-        t, y, g_old = t_new, y_new, g_new
+        t, y, y_new, g_old = t_new, y_new, y, g_new
         if nfev > budget:
             return BUDGET_SPENT, steps, ts, F, y_olds, y, nfev, h_abs
     return REACHED_END, steps, ts, F, y_olds, y, nfev, h_abs
