@@ -9,7 +9,8 @@ Everything else (points outside the float range, batches, events) is the inherit
 code. The formulas are those of :meth:`FusedField._float_rhs`, written as loops; the tests
 hold the two to 1e-10 in log|beta|.
 
-numba compiles on first use (about 10 s) and caches the machine code on disk.
+numba compiles on first use (all kernels, with the compiled loop of :mod:`flows.fast_segment`:
+~25 s on 2 cores) and caches the machine code on disk.
 """
 
 from __future__ import annotations
