@@ -36,20 +36,28 @@ def log_mean_loss(w, depth, features, loss_id):
     work = workspace(w.shape, features.shape[0])
     beta, log_l = work[0], work[2]
     products_into(w, depth, beta, work[1])
+    top = margin_terms_into(beta, features, loss_id, False, log_l)
+    if not np.isfinite(top):
+        return top
+    total = 0.0
+    for v in log_l:
+        total += np.exp(v - top)
+    return top + np.log(total) - np.log(log_l.size)
+
+
+@njit(cache=True, inline="always")
+def margin_terms_into(beta, features, loss_id, derivative, out):
+    """``out[i] = log|l'(m_i)|`` (``derivative``) or ``log l(m_i)`` at the margins
+    ``m = A beta`` (rows of ``features``); returns the largest."""
     n, d = features.shape
     top = -np.inf
     for i in range(n):
         m = 0.0
         for j in range(d):
             m += features[i, j] * beta[j]
-        log_l[i] = log_value(m, loss_id)
-        top = max(top, log_l[i])
-    if not np.isfinite(top):
-        return top
-    total = 0.0
-    for i in range(n):
-        total += np.exp(log_l[i] - top)
-    return top + np.log(total) - np.log(n)
+        out[i] = log_abs_derivative(m, loss_id) if derivative else log_value(m, loss_id)
+        top = max(top, out[i])
+    return top
 
 
 @njit(cache=True)
@@ -86,16 +94,9 @@ def forward_into(w, depth, features, loss_id, work):
     """:func:`forward` into the buffers ``work = (beta, loo, log_w, direction)`` (see
     :func:`workspace`); returns ``log c``."""
     beta, loo, log_w, direction = work[0], work[1], work[2], work[3]
-    d = w.shape[1]
-    n = features.shape[0]
+    n, d = features.shape
     products_into(w, depth, beta, loo)
-    top = -np.inf
-    for i in range(n):
-        m = 0.0
-        for j in range(d):
-            m += features[i, j] * beta[j]
-        log_w[i] = log_abs_derivative(m, loss_id)
-        top = max(top, log_w[i])
+    top = margin_terms_into(beta, features, loss_id, True, log_w)
     total = 0.0
     for i in range(n):
         log_w[i] = np.exp(log_w[i] - top)
