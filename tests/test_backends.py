@@ -122,6 +122,13 @@ CASES = {
     "l2-sam collapse": (single_example([1, 2, 3, 4, 5]), "l2-sam", 2, 0.3, 2.0),
     "l2-sam L3 blow-up": (single_example([1, 2, 3, 4, 5]), "l2-sam", 3, 0.4, 6.0),
     "gd L4 blow-up": (single_example([1, 2, 3]), "gd", 4, 0.5, 6.0),
+    "usam L3 unbalanced blobs": (
+        blobs(),
+        "usam",
+        3,
+        np.array([[1.2, 0.5, 0.9], [0.6, 1.1, 0.4], [0.8, 0.7, 1.0]]),
+        3.0,
+    ),
 }
 #: Cases that end before ``t_max`` (status 1).
 ENDS_EARLY = {"l2-sam L3 blow-up", "gd L4 blow-up"}
@@ -140,6 +147,7 @@ COMPILED_LOOP = {
     "l2-sam L3 blobs",
     "l2-sam L3 blow-up",
     "gd L4 blow-up",
+    "usam L3 unbalanced blobs",
     "gd L2 blobs original",
     "le-sam L2 blobs",
     "usam L1 blobs",
