@@ -56,6 +56,9 @@ MAX_COUPLED = 6
 NEWTON_ITERATIONS = 50
 #: Newton stops where every residual is below this fraction of its row's largest rate.
 NEWTON_TOL = 1e-13
+#: Batches of the original-time quadrature are cut so that an array holds about this many
+#: floats (points x vertices x max(examples, parameters)).
+BATCH_ELEMENTS = 2**21
 
 
 class Surface(NamedTuple):
@@ -151,19 +154,20 @@ def multilinear_weights(lam: np.ndarray, signs: np.ndarray) -> np.ndarray:
 def _residual_and_jacobian(
     lam: np.ndarray, rows: np.ndarray, signs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``r_i = sum_m w_m(lambda) rows[i, m]`` (k,) and ``dr_i / dlambda_j`` (k, k).
+    """``r_i = sum_m w_m(lambda) rows[i, m]`` (..., k) and ``dr_i / dlambda_j`` (..., k, k), for
+    ``lam`` (..., k) and ``rows`` (..., k, M) with any leading axes.
 
     ``dw_m / dlambda_j = signs[m, j] prod_{i != j} factor_{m, i}``: the products of all factors
     but one, for every ``j`` at once, as products with factor ``j`` replaced by 1 (exact).
     """
-    k = rows.shape[0]
-    factors = np.where(signs > 0, lam[None, :], 1.0 - lam[None, :])
-    others = np.prod(np.where(_EYE[k][:, None, :], 1.0, factors[None, :, :]), axis=-1)
-    jacobian = np.empty((k, k))
+    k = rows.shape[-2]
+    factors = np.where(signs > 0, lam[..., None, :], 1.0 - lam[..., None, :])
+    others = np.prod(np.where(_EYE[k][:, None, :], 1.0, factors[..., None, :, :]), axis=-1)
+    jacobian = np.empty(rows.shape[:-1] + (k,))
     with np.errstate(invalid="ignore"):  # a non-finite one-sided field: NaN, the step is rejected
-        residual = rows @ np.prod(factors, axis=-1)
+        residual = (rows @ np.prod(factors, axis=-1)[..., None])[..., 0]
         for i in range(k):
-            jacobian[:, i] = rows @ (signs[:, i] * others[i])
+            jacobian[..., i] = (rows @ (signs[:, i] * others[..., i, :])[..., None])[..., 0]
     return residual, jacobian
 
 
@@ -171,36 +175,57 @@ def _residual_and_jacobian(
 _EYE = [np.eye(k, dtype=bool) for k in range(MAX_COUPLED + 2)]
 
 
-def solve_multilinear(
-    rates: np.ndarray, signs: np.ndarray, start: np.ndarray | None = None
-) -> tuple[np.ndarray, bool]:
+def solve_multilinear(rates: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``lambda`` with ``sum_m w_m(lambda) rates[i, m] = 0`` for every ``i``.
 
-    ``rates`` (k, M) are the normal rates of the ``k`` surfaces under the ``M = 2^k`` one-sided
-    fields ordered as :func:`vertex_signs`. The equations are affine in each ``lambda_i`` (exact
-    in one Newton step for ``k = 1``); Newton starts from ``lambda = 1/2`` (or ``start``), so
-    the answer does not depend on earlier calls, and is not confined to ``[0, 1]``: outside it
-    the surface no longer slides, which the release events watch. Where Newton finds no
-    solution (nearly parallel surfaces: their conditions then nearly coincide), the
-    combination closest to keeping every surface, by box-constrained least squares
-    (:func:`_box_least_squares`): a weight that sits at 0 or 1 there releases its surface.
-    Returns ``(lambda, exact)``; ``lambda`` is always finite.
+    ``rates`` (..., k, M) are the normal rates of the ``k`` surfaces under the ``M = 2^k``
+    one-sided fields ordered as :func:`vertex_signs` (leading axes: independent problems,
+    solved together). The equations are affine in each ``lambda_i`` (exact in one Newton step
+    for ``k = 1``); Newton starts from ``lambda = 1/2``, so the answer does not depend on
+    earlier calls, and is not confined to ``[0, 1]``: outside it the surface no longer slides,
+    which the release events watch. Where Newton finds no solution (nearly parallel surfaces:
+    their conditions then nearly coincide), the combination closest to keeping every surface,
+    by box-constrained least squares (:func:`_box_least_squares`): a weight that sits at 0 or
+    1 there releases its surface. Returns ``(lambda (..., k), exact (...))``; ``lambda`` is
+    always finite.
     """
-    k = rates.shape[-2]
-    lam = np.full(k, 0.5) if start is None else np.array(start, float)
+    batch, (k, m) = rates.shape[:-2], rates.shape[-2:]
     scale = np.max(np.abs(rates), axis=-1)
-    rows = rates / np.where(scale > 0, scale, 1.0)[:, None]
+    rows = (rates / np.where(scale > 0, scale, 1.0)[..., None]).reshape(-1, k, m)
+    lam = np.full((len(rows), k), 0.5)
+    exact = np.zeros(len(rows), dtype=bool)
+    active = np.arange(len(rows))  # problems still iterating
     for _ in range(NEWTON_ITERATIONS):
-        residual, jacobian = _residual_and_jacobian(lam, rows, signs)
-        if np.all(np.abs(residual) <= NEWTON_TOL):
-            return lam, True
-        try:
-            lam = lam - np.linalg.solve(jacobian, residual)
-        except np.linalg.LinAlgError:
+        residual, jacobian = _residual_and_jacobian(lam[active], rows[active], signs)
+        converged = np.all(np.abs(residual) <= NEWTON_TOL, axis=-1)
+        exact[active[converged]] = True
+        active, residual, jacobian = active[~converged], residual[~converged], jacobian[~converged]
+        if active.size == 0:
             break
-        if not np.all(np.isfinite(lam)):
-            break
-    return _box_least_squares(rows, signs), False
+        step, solved = _newton_steps(jacobian, residual)
+        new = lam[active] - step
+        moved = solved & np.all(np.isfinite(new), axis=-1)
+        lam[active[moved]] = new[moved]
+        active = active[moved]  # a singular Jacobian or a non-finite step: least squares
+    for i in np.flatnonzero(~exact):
+        lam[i] = _box_least_squares(rows[i], signs)
+    return lam.reshape(batch + (k,)), exact.reshape(batch)
+
+
+def _newton_steps(jacobian: np.ndarray, residual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``J^-1 r`` for each of the stacked systems (n, k, k), (n, k), and which were solvable
+    (a singular one gets a zero step and False)."""
+    try:
+        return np.linalg.solve(jacobian, residual[..., None])[..., 0], np.ones(len(residual), bool)
+    except np.linalg.LinAlgError:
+        step = np.zeros_like(residual)
+        solved = np.ones(len(residual), dtype=bool)
+        for i in range(len(residual)):
+            try:
+                step[i] = np.linalg.solve(jacobian[i], residual[i])
+            except np.linalg.LinAlgError:
+                solved[i] = False
+        return step, solved
 
 
 def _box_least_squares(rows: np.ndarray, signs: np.ndarray) -> np.ndarray:
@@ -231,19 +256,20 @@ def _box_least_squares(rows: np.ndarray, signs: np.ndarray) -> np.ndarray:
 
 
 class Evaluation(NamedTuple):
-    """The one-sided fields at one point, in the original clock scaled by ``1 / max c``.
+    """The one-sided fields at one point (or, with leading axes, at each of several), in the
+    original clock scaled by ``1 / max c``.
 
     Attributes
     ----------
-    rhs : (V, n_state) ``c_v / c_max (dz/dtau, 1)`` of each evaluated vertex.
-    rates : (k, V) the surfaces' normal rates ``c_v / c_max dh/dtau`` (each row up to a
+    rhs : (..., V, n_state) ``c_v / c_max (dz/dtau, 1)`` of each evaluated vertex.
+    rates : (..., k, V) the surfaces' normal rates ``c_v / c_max dh/dtau`` (each row up to a
         positive factor of its own).
-    log_c_max : ``log max_v c_v``.
+    log_c_max : (...) ``log max_v c_v``.
     """
 
     rhs: np.ndarray
     rates: np.ndarray
-    log_c_max: float
+    log_c_max: np.ndarray
 
 
 class FilippovField:
@@ -305,63 +331,80 @@ class FilippovField:
         """The one-sided fields and normal rates at the flat chart state ``z``, for every
         coupled vertex (inert surfaces on +), and with ``minus`` also with the inert ones on -
         (one batched field evaluation)."""
+        ev = self.evaluate_batch(z.reshape((1,) + self.problem.shape), np.array([time]), minus)
+        return Evaluation(ev.rhs[0], ev.rates[0], ev.log_c_max[0])
+
+    def evaluate_batch(self, zz: np.ndarray, times: np.ndarray, minus: bool = False) -> Evaluation:
+        """:meth:`evaluate` at ``N`` chart states ``zz`` (N, G, d) and clock times ``times``
+        (N,) at once (one field evaluation of N x V points)."""
         problem = self.problem
         patterns = self.patterns
         if minus and self.inert:
             patterns = np.concatenate([patterns, self.minus_patterns])
-        zz = z.reshape(problem.shape)
+        count, vertices = len(zz), len(patterns)
         theta = problem.chart.state(zz)
-        vel = self._velocities(theta, patterns, time)
-        log_c = np.asarray(vel.log_c, dtype=float).reshape(-1)
-        log_c_max = float(np.max(log_c))
-        weight = np.exp(log_c - log_c_max)
+        vel = self._velocities(theta, patterns, times)
+        log_c = np.asarray(vel.log_c, dtype=float).reshape(count, vertices)
+        log_c_max = np.max(log_c, axis=-1)
+        weight = np.exp(log_c - log_c_max[:, None])
         with np.errstate(over="ignore", under="ignore"):
-            dz = problem.chart.velocity(vel.dtheta, zz)
-        rhs = weight[:, None] * np.concatenate(
-            [dz.reshape(len(patterns), -1), np.ones((len(patterns), 1))], axis=1
+            dz = problem.chart.velocity(vel.dtheta, zz[:, None])
+        rhs = weight[..., None] * np.concatenate(
+            [dz.reshape(count, vertices, -1), np.ones((count, vertices, 1))], axis=-1
         )
-        return Evaluation(rhs, weight[None, :] * self._rates(theta, vel.dtheta), log_c_max)
+        return Evaluation(rhs, weight[:, None, :] * self._rates(theta, vel.dtheta), log_c_max)
 
-    def _velocities(self, theta: SignedLog, patterns: np.ndarray, time: float) -> Velocity:
-        """The rescaled field ``F`` and ``log c`` at ``theta`` under each pattern (V, G, d):
-        one batched call (one call per pattern for the point-by-point reference field)."""
+    def _velocities(self, theta: SignedLog, patterns: np.ndarray, times: np.ndarray) -> Velocity:
+        """The rescaled field ``F`` (N, V, G, d) and ``log c`` (N, V) at each point of ``theta``
+        (N, G, d) under each pattern (V, G, d): one batched call (one call per point and
+        pattern for the point-by-point reference field)."""
+        batch = (len(theta.sign), len(patterns)) + self.problem.shape
         if isinstance(self.base, FusedField):
-            batch = patterns.shape
             return self.base.velocity(
                 SignedLog(
-                    np.broadcast_to(theta.sign, batch), np.broadcast_to(theta.log_abs, batch)
+                    np.broadcast_to(theta.sign[:, None], batch),
+                    np.broadcast_to(theta.log_abs[:, None], batch),
                 ),
-                patterns,
-                time,
+                np.broadcast_to(patterns, batch),
+                np.broadcast_to(np.asarray(times, dtype=float)[:, None], batch[:2]),
             )
-        each = [self.base.velocity(theta, p, time) for p in patterns]
+        each = [
+            [self.base.velocity(SignedLog(sign, log_abs), p, float(time)) for p in patterns]
+            for sign, log_abs, time in zip(theta.sign, theta.log_abs, times, strict=True)
+        ]
         return Velocity(
             SignedLog(
-                np.array([v.dtheta.sign for v in each]), np.array([v.dtheta.log_abs for v in each])
+                np.array([[v.dtheta.sign for v in row] for row in each]),
+                np.array([[v.dtheta.log_abs for v in row] for row in each]),
             ),
-            np.array([float(v.log_c) for v in each]),
+            np.array([[float(v.log_c) for v in row] for row in each]),
         )
 
     def _rates(self, theta: SignedLog, velocity: SignedLog) -> np.ndarray:
-        """Normal rates (k, V) of the surfaces under each vertex's field ``velocity``
-        (signed-log, (V, G, d)), each row scaled by its largest entry."""
-        rates = np.zeros((len(self.surfaces), len(velocity.sign)))
+        """Normal rates (N, k, V) of the surfaces under each vertex's field ``velocity``
+        (signed-log, (N, V, G, d)) at the points ``theta`` (N, G, d), each row scaled by its
+        largest entry."""
+        count, vertices = velocity.sign.shape[:2]
+        rates = np.zeros((count, len(self.surfaces), vertices))
         directions = [i for i, s in enumerate(self.surfaces) if s.kind == DIRECTION]
         for i, surface in enumerate(self.surfaces):
             if surface.kind == PARAMETER:
-                log_abs = velocity.log_abs.reshape(len(rates[i]), -1)[:, surface.at]
-                top = np.max(log_abs)
-                if np.isfinite(top):
-                    sign = velocity.sign.reshape(len(rates[i]), -1)[:, surface.at]
-                    rates[i] = sign * np.exp(log_abs - top)
+                log_abs = velocity.log_abs.reshape(count, vertices, -1)[..., surface.at]
+                top = np.max(log_abs, axis=-1, keepdims=True)
+                finite = np.isfinite(top)
+                sign = velocity.sign.reshape(count, vertices, -1)[..., surface.at]
+                with np.errstate(over="ignore", invalid="ignore"):
+                    scaled = sign * np.exp(log_abs - np.where(finite, top, 0.0))
+                rates[:, i] = np.where(finite, scaled, 0.0)
         if directions:
             d_direction = self._direction_rates(theta, velocity)
             for i in directions:
-                rates[i] = d_direction[:, self.surfaces[i].at]
+                rates[:, i] = d_direction[..., self.surfaces[i].at]
         return rates
 
     def _direction_rates(self, theta: SignedLog, velocity: SignedLog) -> np.ndarray:
-        """``dG/dtau`` (V, d) at ``theta`` along each field, up to one positive factor.
+        """``dG/dtau`` (N, V, d) at the points ``theta`` (N, G, d) along each field, up to one
+        positive factor per point.
 
         ``G = sum_i p_i y_i x_i`` with ``p_i`` proportional to ``|l'(m_i)|``:
         ``dp_i = p_i (a_i dm_i - sum_k p_k a_k dm_k)``, ``a = d log|l'| / dm``,
@@ -374,23 +417,25 @@ class FilippovField:
         assert p is not None  # direction surfaces exist only for several examples
         slope = problem.loss.log_derivative_slope(geometry.margins(beta))
         loo = geometry.leave_one_out(theta.sign, theta.log_abs)
-        terms = velocity.log_abs + loo.log_abs
-        top = np.max(terms)
-        if not np.isfinite(top):
-            return np.zeros((len(velocity.sign), problem.data.d))
+        terms = velocity.log_abs + loo.log_abs[:, None]
+        top = np.max(terms, axis=(1, 2, 3), keepdims=True)
+        finite = np.isfinite(top)
         mult = np.asarray(problem.multiplicity, dtype=float)[:, None]
-        d_beta = np.sum(mult * velocity.sign * loo.sign * np.exp(terms - top), axis=-2)
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = np.exp(terms - np.where(finite, top, 0.0))
+        d_beta = np.sum(mult * velocity.sign * loo.sign[:, None] * scaled, axis=-2)
         d_margin = d_beta @ self.features.T
-        weighted = slope * d_margin
-        dp = p * (weighted - np.sum(p * weighted, axis=-1, keepdims=True))
-        return dp @ self.features
+        weighted = slope[:, None, :] * d_margin
+        dp = p[:, None, :] * (weighted - np.sum(p[:, None, :] * weighted, axis=-1, keepdims=True))
+        return np.where(finite[..., 0], dp @ self.features, 0.0)
 
     def _coupled_weights(self, rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``lambda`` (k_coupled,) and the multilinear weights (M,) of the coupled vertices
-        (``[1]`` when none slides; see :func:`solve_multilinear`)."""
+        """``lambda`` (..., k_coupled) and the multilinear weights (..., M) of the coupled
+        vertices from the rates (..., k, V) (``[1]`` when none slides; see
+        :func:`solve_multilinear`)."""
         if not self.coupled:
-            return np.empty(0), np.ones(1)
-        lam, _ = solve_multilinear(rates[self.coupled][:, : len(self.signs)], self.signs)
+            return np.empty(rates.shape[:-2] + (0,)), np.ones(rates.shape[:-2] + (1,))
+        lam, _ = solve_multilinear(rates[..., self.coupled, : len(self.signs)], self.signs)
         return lam, multilinear_weights(lam, self.signs)
 
     def lambdas(self, z: np.ndarray, time: float) -> np.ndarray:
@@ -426,7 +471,7 @@ class FilippovField:
         """``sum_v w_v c_v / c_max (dz/dtau, 1)`` and ``log c_max`` at ``z``."""
         ev = self.evaluate(z, time)
         weights = self._coupled_weights(ev.rates)[1]
-        return weights @ ev.rhs[: len(self.signs)], ev.log_c_max
+        return weights @ ev.rhs[: len(self.signs)], float(ev.log_c_max)
 
     def chart_rhs(
         self,
@@ -462,12 +507,14 @@ class FilippovField:
         if not self.coupled:
             return self.base.log_c(theta, self.patterns[0], time)
         shape = theta.sign.shape[:-2]
-        sign = theta.sign.reshape((-1,) + problem.shape)
-        log_abs = theta.log_abs.reshape(sign.shape)
+        zz = problem.chart.coordinates(theta).reshape((-1,) + problem.shape)
         times = np.broadcast_to(np.asarray(time, dtype=float), shape).ravel()
-        out = np.empty(len(sign))
-        for n, (s, a, t) in enumerate(zip(sign, log_abs, times, strict=True)):
-            z = problem.chart.coordinates(SignedLog(s, a)).ravel()
-            combined, log_c_max = self._combined(z, float(t))
-            out[n] = log_c_max + np.log(combined[-1])
+        out = np.empty(len(zz))
+        per_point = len(self.signs) * max(problem.data.n, zz[0].size)
+        step = max(1, BATCH_ELEMENTS // per_point)
+        for lo in range(0, len(zz), step):
+            ev = self.evaluate_batch(zz[lo : lo + step], times[lo : lo + step])
+            weights = self._coupled_weights(ev.rates)[1]
+            speed = np.sum(weights * ev.rhs[:, : len(self.signs), -1], axis=-1)
+            out[lo : lo + step] = ev.log_c_max + np.log(speed)
         return out.reshape(shape)

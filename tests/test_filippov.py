@@ -510,3 +510,58 @@ def test_multilinear_rule_without_solution_stays_in_the_box():
     assert not exact and np.all((lam >= 0) & (lam <= 1))
     residual = rates @ multilinear_weights(lam, signs)
     assert residual[0] == pytest.approx(1.0) and abs(residual[1]) <= 1e-10
+
+
+def _seed3_data() -> Dataset:
+    """12 Gaussian points, d = 6, positive teacher (seed 3): two direction surfaces slide at
+    once from tau = 2.86 (G_5 and G_3) and from 4.47 (G_3 and G_2)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 6))
+    return Dataset(X, np.sign(X @ np.abs(rng.normal(size=6))))
+
+
+BATCH_RUNS = {
+    "blobs": (gaussian_blobs, 2, (1.5, 0.8), 1.0, 8.0),  # an inert surface and a coupled one
+    "unbalanced": (teacher_data, 2, ((1.2, 0.7, 0.9), (0.8, 1.1, 0.6)), 0.1, 7.0),
+    "two coupled": (_seed3_data, 2, 1.0, 0.3, 4.8),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BATCH_RUNS))
+def test_sliding_field_in_batches_equals_point_by_point(name, monkeypatch):
+    """The original-time quadrature evaluates the sliding combination at many points at once
+    (``FilippovField.evaluate_batch``, ``log_c``). On every sliding segment of the run, at 40
+    random times: the batch equals the one-point evaluations (one-sided fields and log c_max
+    to rtol 1e-13, normal rates to 1e-13 of their row's largest), and log c equals ``log c_max + log(sum_v w_v c_v / c_max)`` of the
+    one-point combination the solver integrates (rtol 1e-13)."""
+    import flows.integrate as integrate
+    from flows.filippov import FilippovField
+
+    runs, exponent = [], integrate._exponent
+    monkeypatch.setattr(integrate, "_exponent", lambda run: runs.append(run) or exponent(run))
+    make, depth, alpha, rho, t_max = BATCH_RUNS[name]
+    simulate(make(), "linf-sam", depth, np.asarray(alpha, dtype=float), rho=rho, t_max=t_max)
+    (run,) = runs
+    rng = np.random.default_rng(5)
+    most_coupled = 0
+    for seg in run.path.segments:
+        fld = run.moving_field(seg.mode)
+        if not isinstance(fld, FilippovField) or not fld.coupled:
+            continue
+        most_coupled = max(most_coupled, len(fld.coupled))
+        s = np.sort(rng.uniform(seg.start, seg.end, 40))
+        zz = seg.raw(s)[:, :-1].reshape((len(s),) + run.problem.shape)
+        batch = fld.evaluate_batch(zz, s, minus=True)
+        for k, (z, time) in enumerate(zip(zz, s, strict=True)):
+            one = fld.evaluate(z.ravel(), time, minus=True)
+            np.testing.assert_allclose(batch.rhs[k], one.rhs, rtol=1e-13, atol=1e-300)
+            scale = np.max(np.abs(one.rates), axis=-1, keepdims=True)  # rates are per row
+            assert np.all(np.abs(batch.rates[k] - one.rates) <= 1e-13 * scale)
+            assert batch.log_c_max[k] == pytest.approx(one.log_c_max, rel=1e-13)
+        theta, _ = seg.sample(s, run.problem.shape)
+        want = []
+        for z, time in zip(zz, s, strict=True):
+            combined, log_c_max = fld._combined(z.ravel(), time)
+            want.append(log_c_max + np.log(combined[-1]))
+        np.testing.assert_allclose(fld.log_c(theta, None, s), want, rtol=1e-13, atol=1e-13)
+    assert most_coupled == (2 if name == "two coupled" else 1)
