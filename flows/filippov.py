@@ -191,25 +191,52 @@ def solve_multilinear(rates: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray,
     """
     batch, (k, m) = rates.shape[:-2], rates.shape[-2:]
     scale = np.max(np.abs(rates), axis=-1)
-    rows = (rates / np.where(scale > 0, scale, 1.0)[..., None]).reshape(-1, k, m)
-    lam = np.full((len(rows), k), 0.5)
-    exact = np.zeros(len(rows), dtype=bool)
-    active = np.arange(len(rows))  # problems still iterating
+    rows = rates / np.where(scale > 0, scale, 1.0)[..., None]
+    if not batch:
+        lam, solved = _newton_one(rows, signs)
+        return lam, np.asarray(solved)
+    lam, exact = _newton_stack(rows.reshape(-1, k, m), signs)
+    return lam.reshape(batch + (k,)), exact.reshape(batch)
+
+
+def _newton_one(rows: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, bool]:
+    """:func:`solve_multilinear` for one problem (rows scaled to 1): the fast path of the
+    solver's every field evaluation (:func:`_newton_stack` does the same for a stack)."""
+    lam = np.full(rows.shape[0], 0.5)
     for _ in range(NEWTON_ITERATIONS):
-        residual, jacobian = _residual_and_jacobian(lam[active], rows[active], signs)
-        converged = np.all(np.abs(residual) <= NEWTON_TOL, axis=-1)
-        exact[active[converged]] = True
-        active, residual, jacobian = active[~converged], residual[~converged], jacobian[~converged]
-        if active.size == 0:
+        residual, jacobian = _residual_and_jacobian(lam, rows, signs)
+        if np.all(np.abs(residual) <= NEWTON_TOL):
+            return lam, True
+        try:
+            lam = lam - np.linalg.solve(jacobian, residual)
+        except np.linalg.LinAlgError:
+            break
+        if not np.all(np.isfinite(lam)):
+            break
+    return _box_least_squares(rows, signs), False
+
+
+def _newton_stack(rows: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_newton_one` for a stack of problems (n, k, M) at once: each problem iterates
+    until it converges or fails, as it would alone."""
+    lam = np.full(rows.shape[:2], 0.5)
+    exact = np.zeros(len(rows), dtype=bool)
+    going = np.ones(len(rows), dtype=bool)  # neither solved nor failed yet
+    for _ in range(NEWTON_ITERATIONS):
+        residual, jacobian = _residual_and_jacobian(lam, rows, signs)
+        converged = going & np.all(np.abs(residual) <= NEWTON_TOL, axis=-1)
+        exact |= converged
+        going &= ~converged
+        if not going.any():
             break
         step, solved = _newton_steps(jacobian, residual)
-        new = lam[active] - step
-        moved = solved & np.all(np.isfinite(new), axis=-1)
-        lam[active[moved]] = new[moved]
-        active = active[moved]  # a singular Jacobian or a non-finite step: least squares
+        new = lam - step
+        moved = going & solved & np.all(np.isfinite(new), axis=-1)
+        going &= moved  # a singular Jacobian or a non-finite step: least squares
+        lam[moved] = new[moved]
     for i in np.flatnonzero(~exact):
         lam[i] = _box_least_squares(rows[i], signs)
-    return lam.reshape(batch + (k,)), exact.reshape(batch)
+    return lam, exact
 
 
 def _newton_steps(jacobian: np.ndarray, residual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -413,9 +440,9 @@ class FilippovField:
         problem = self.problem
         geometry = self.geometry
         beta = geometry.product_of_layers(theta.sign, theta.log_abs)
-        p, _ = geometry.weights(beta)
+        margins, p, _ = geometry.margins_and_weights(beta)
         assert p is not None  # direction surfaces exist only for several examples
-        slope = problem.loss.log_derivative_slope(geometry.margins(beta))
+        slope = problem.loss.log_derivative_slope(margins)
         loo = geometry.leave_one_out(theta.sign, theta.log_abs)
         terms = velocity.log_abs + loo.log_abs[:, None]
         top = np.max(terms, axis=(1, 2, 3), keepdims=True)

@@ -108,10 +108,16 @@ class FusedField:
         ``M = max_j log|beta_j|``; when every ``|l'(m_i)|`` underflows the weights concentrate
         on the smallest scaled margins and ``log c = -inf``. ``p`` is None for one example.
         """
+        return self.margins_and_weights(beta)[1:]
+
+    def margins_and_weights(
+        self, beta: SignedLog
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """The margins (:meth:`margins`) and the weights (:meth:`weights`) in one pass."""
         m, scaled = self._margins(beta)
         log_w = self.problem.loss.log_abs_derivative(m)
         if self.n == 1:
-            return None, log_w[..., 0]
+            return m, None, log_w[..., 0]
         w_top = np.max(log_w, axis=-1, keepdims=True)
         degenerate = np.isneginf(w_top)
         w_safe = np.where(degenerate, 0.0, w_top)
@@ -122,7 +128,7 @@ class FusedField:
         if np.any(degenerate):
             smallest = scaled == np.min(scaled, axis=-1, keepdims=True)
             p = np.where(degenerate, smallest / np.sum(smallest, axis=-1, keepdims=True), p)
-        return p, log_c
+        return m, p, log_c
 
     def evaluate(
         self, sign: np.ndarray, log_abs: np.ndarray

@@ -498,6 +498,32 @@ def test_multilinear_rule_solves_the_tangency_conditions():
             assert got.sum() == pytest.approx(1.0)
 
 
+def test_multilinear_rule_on_a_stack_equals_one_by_one():
+    """A stack of problems (as the original-time quadrature solves them) gives, problem by
+    problem, the same weights and the same exact / not-exact verdict as solving each alone
+    (k = 1, 2, 3, 6; rates built around a solution in [-0.3, 1.3]^k, and random rates)."""
+    from flows.filippov import multilinear_weights, solve_multilinear, vertex_signs
+
+    rng = np.random.default_rng(6)
+    verdicts = set()
+    for k in (1, 2, 3, 6):
+        signs = vertex_signs(k)
+        stack = rng.normal(size=(3, 20, k, 2**k))
+        for n in range(20):  # the first two blocks get a solution at lambda in [-0.3, 1.3]^k
+            for block in (0, 1):
+                w = multilinear_weights(rng.uniform(-0.3, 1.3, size=k), signs)
+                rates = stack[block, n]
+                stack[block, n] = rates - np.outer(rates @ w, w) / (w @ w)
+        lam, exact = solve_multilinear(stack, signs)
+        assert lam.shape == (3, 20, k) and exact.shape == (3, 20)
+        for index in np.ndindex(3, 20):
+            one, one_exact = solve_multilinear(stack[index], signs)
+            np.testing.assert_array_equal(lam[index], one)
+            assert bool(exact[index]) == bool(one_exact)
+        verdicts |= set(exact.ravel().tolist())
+    assert verdicts == {True, False}  # Newton's solution and the least-squares fallback
+
+
 def test_multilinear_rule_without_solution_stays_in_the_box():
     """No solution anywhere (every one-sided field pushes surface 1 up at the same rate, so its
     weighted rate is 1 whatever the weights): the least-squares combination in [0, 1]^k, which
