@@ -6,9 +6,8 @@ a compiled perturbation and no schedule, no held, sliding or near-zero entries; 
 (scipy's DOP853 to rounding, on the compiled float field) and records the steps as a
 :class:`~flows.segments.Segment` whose dense output is scipy's. It hands back to the Python
 loop of :mod:`flows.solver` where that loop is needed: outside the float range, one step
-before a threshold event (collapse, near zero, stationary, blow-up, loss floor: the Python loop
-locates it), or
-on a failing step. The tests hold both loops to 1e-9 in log|beta|.
+before a threshold event (collapse, near zero, stationary, blow-up, loss floor: the Python
+loop locates it), or on a failing step. The tests hold both loops to 1e-9 in log|beta|.
 """
 
 from __future__ import annotations
