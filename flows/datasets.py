@@ -19,7 +19,10 @@ optional extra ``data`` (``pip install -e '.[data]'``).
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
 from functools import lru_cache
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -147,14 +150,32 @@ def _load_digits_function():
     return load_digits
 
 
+def _scikit_learn_folder() -> Path:
+    """Where scikit-learn is installed, found without importing it (its import takes ~1 s);
+    ``ImportError`` naming the extra when it is missing."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(_MISSING_EXTRA)
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 @lru_cache(maxsize=1)
 def _digits_arrays() -> tuple[np.ndarray, np.ndarray]:
-    """Raw pixels (1797, 64) in 0..16 and the targets (1797,) of the bundled digits (read from
-    the file shipped with scikit-learn: no download)."""
-    bunch = _load_digits_function()()
-    X = np.asarray(bunch.data, dtype=float)
+    """Raw pixels (1797, 64) in 0..16 and the targets (1797,) of the bundled digits (the file
+    shipped with scikit-learn: no download). Read as ``load_digits`` reads it (pixels, then the
+    class, one image per CSV row); through ``load_digits`` itself if the file is not where
+    scikit-learn keeps it."""
+    path = _scikit_learn_folder() / "datasets" / "data" / "digits.csv.gz"
+    if path.is_file():
+        with gzip.open(path, "rt") as f:
+            table = np.loadtxt(f, delimiter=",")
+        data, target = table[:, :-1], table[:, -1]
+    else:
+        bunch = _load_digits_function()()
+        data, target = bunch.data, bunch.target
+    X = np.asarray(data, dtype=float)
     X.setflags(write=False)
-    target = np.asarray(bunch.target, dtype=int)
+    target = np.asarray(target, dtype=int)
     target.setflags(write=False)
     return X, target
 
@@ -238,7 +259,7 @@ def digits(
         ``a``, ``b`` not two different integers in 0..9; ``test_fraction`` not in (0, 1); a
         set not linearly separable through the origin (the message names the pair).
     """
-    _load_digits_function()  # the ImportError first, whatever is cached
+    _scikit_learn_folder()  # the ImportError first, whatever is cached
     split = digit_indices(a, b, test_fraction, seed)
     X_all, target = _digits_arrays()
     scale = DIGITS_MAX_INTENSITY if scaled else 1.0

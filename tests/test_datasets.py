@@ -53,6 +53,34 @@ def test_digits_shapes_labels_and_scaling(a, b, bundled):
     assert np.intersect1d(split.train, split.test).size == 0
 
 
+def test_bundled_file_is_read_as_load_digits_reads_it(bundled, monkeypatch, tmp_path):
+    """The digits are read from scikit-learn's bundled file without importing scikit-learn (a
+    fresh process never imports it) and equal ``load_digits()``; where the file is not found
+    (another scikit-learn layout) ``load_digits`` itself is used, with the same result."""
+    X_all, target = bundled
+    X, y = D._digits_arrays()
+    np.testing.assert_array_equal(X, X_all)
+    np.testing.assert_array_equal(y, target)
+    code = (
+        "import sys, flows.datasets as D\n"
+        "train, test = D.digits(3, 8)\n"
+        "assert train.n + test.n > 300\n"
+        "print(any(m == 'sklearn' or m.startswith('sklearn.') for m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    assert out.strip() == "False"
+    D._digits_arrays.cache_clear()
+    monkeypatch.setattr(D, "_scikit_learn_folder", lambda: tmp_path)  # no file there
+    try:
+        X2, y2 = D._digits_arrays()
+    finally:
+        D._digits_arrays.cache_clear()
+    np.testing.assert_array_equal(X2, X_all)
+    np.testing.assert_array_equal(y2, target)
+
+
 def test_raw_intensities_are_kept():
     """scaled=False: the integer intensities 0..16, 16 times the scaled features."""
     train, test = D.digits(3, 8)
