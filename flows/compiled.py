@@ -25,6 +25,7 @@ from .clocks import Rule
 from .field import Problem
 from .kernel import FLOAT_RANGE, FusedField
 from .model import LOSSES
+from .signedlog import SignedLog
 
 NUMBA_INSTALLED = importlib.util.find_spec("numba") is not None
 
@@ -78,6 +79,21 @@ class CompiledField(FusedField):
         self.features_c = np.ascontiguousarray(self.features, dtype=float)
         self.mult_f = self.multiplicity.astype(float)
         self.no_pattern = np.zeros(problem.shape)
+
+    def _float_evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`FusedField._float_evaluate`, compiled for one point (G, d): the forward pass
+        behind one-point velocities (the blow-up event) and the stationary event."""
+        if theta.ndim != 2:
+            return super()._float_evaluate(theta)
+        w = np.ascontiguousarray(theta, dtype=float)
+        return self.kernels.forward(w, self.depth, self.features_c, self.loss_id)
+
+    def log_loss(self, theta: SignedLog) -> float:
+        """:meth:`FusedField.log_loss`, compiled where the point is in the float range."""
+        if not self._float_rows(theta.log_abs, small_matter=False):
+            return super().log_loss(theta)
+        w = np.where(theta.sign == 0, 0.0, theta.sign * np.exp(theta.log_abs))
+        return float(self.kernels.log_mean_loss(w, self.depth, self.features_c, self.loss_id))
 
     def _float_rhs(
         self, z: np.ndarray, held: np.ndarray, pattern_signs: np.ndarray | None, time: float = 0.0

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -48,7 +49,6 @@ from .filippov import (
     parameter_surface,
 )
 from .kernel import FusedField
-from .model import logsumexp
 from .results import BLOWUP, FAILURE, SUCCESS, FlowEvent
 from .segments import Mode
 from .signedlog import log_norm2
@@ -497,7 +497,7 @@ class Stationary(SegmentEvent):
             return -log_tol
         return float(log_norm2(direction_.log_abs[None, :] + loo_.log_abs, weights) - top - log_tol)
 
-    @property
+    @cached_property
     def log_scale(self) -> float:
         """``log max_i ||x_i||``."""
         return float(np.log(np.max(np.linalg.norm(self.problem.data.X, axis=1))))
@@ -531,11 +531,7 @@ class LossFloor(SegmentEvent):
     direction = -1.0
 
     def __call__(self, s: float, y: np.ndarray) -> float:
-        theta = self.theta(y)
-        fused = self.fused
-        m = fused.margins(fused.product_of_layers(theta.sign, theta.log_abs))
-        log_loss = logsumexp(self.problem.loss.log_value(m)) - np.log(m.shape[-1])
-        return float(log_loss - np.log(self.floor))
+        return float(self.fused.log_loss(self.theta(y)) - np.log(self.floor))
 
     def already(self, y: np.ndarray) -> bool:
         """At or below the floor from the start."""

@@ -24,6 +24,7 @@ import numpy as np
 from .algorithms import GradientSummary, hyperparameters_at, is_scheduled
 from .charts import LogChart
 from .field import Problem, SignPattern, Velocity, gradient_signs, gradient_summary
+from .model import logsumexp
 from .signedlog import SignedLog, add_float
 
 
@@ -88,6 +89,12 @@ class FusedField:
             out_sign = _exclusive(sign, np.multiply, 1.0)
             out_log = _exclusive(log_abs, np.add, 0.0)
         return SignedLog(out_sign, np.where(out_sign == 0, -np.inf, out_log))
+
+    def log_loss(self, theta: SignedLog) -> float:
+        """``log L(theta)`` at one point, ``L = (1/n) sum_i l(m_i)``: the log-sum-exp of the
+        ``log l(m_i)``, finite far below the float range of ``L``."""
+        m = self.margins(self.product_of_layers(theta.sign, theta.log_abs))
+        return logsumexp(self.problem.loss.log_value(m)) - self.log_n
 
     def margins(self, beta: SignedLog) -> np.ndarray:
         """Margins ``m_i = <beta, y_i x_i>`` (..., n) as floats (+-inf beyond float64)."""

@@ -22,6 +22,7 @@ from flows.clocks import get_clock, log_exp_integrals, log_original_time
 from flows.field import Problem, ReferenceField, SignPattern, chart_rhs, gradient_signs
 from flows.kernel import FusedField
 from flows.model import LOSSES
+from flows.signedlog import SignedLog
 
 HP = dict(rho=0.3, sigma=0.2, rho_max=0.5)
 
@@ -547,3 +548,54 @@ def test_compiled_log_loss_equals_the_loss_table():
         want = np.log(np.mean(np.exp(log_l - log_l.max()))) + log_l.max()
         got = kernels.log_mean_loss(w, 3, np.ascontiguousarray(data.signed_features), loss_id)
         np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_compiled_one_point_pieces_equal_numpy(loss):
+    """The one-point pieces the events use, compiled (``CompiledField._float_evaluate``,
+    ``velocity`` of one point, ``log_loss``), equal the numpy field's at random points (exact
+    zeros, entries from 1e-3 to 1e3, and points beyond the float range, where both take the
+    signed-log path, and with the exponential loss may both give NaN): rtol 1e-12, for 1..3
+    layers, one example and several."""
+    pytest.importorskip("numba")
+    from flows.compiled import CompiledField
+
+    rng = np.random.default_rng(11)
+    checked = 0
+    for data in (single_example([1.0, 2.0, 3.0]), blobs()):
+        for mult in ([2], [3], [1, 1, 1]):
+            problem = Problem(
+                data,
+                get_algorithm("l2-sam"),
+                resolve_hyperparameters("l2-sam", HP),
+                LOSSES[loss],
+                np.array(mult),
+                get_clock("rescaled"),
+                AsinhChart(),
+            )
+            numpy_field, compiled_field = FusedField(problem), CompiledField(problem)
+            for k in range(6):
+                spread = 400.0 if k == 5 else 2.0  # the last: far beyond the float range
+                log_abs = rng.uniform(-spread, spread, problem.shape)
+                sign = np.sign(rng.normal(size=problem.shape))
+                if k == 1:
+                    sign[0, 0], log_abs[0, 0] = 0.0, -np.inf
+                theta = SignedLog(sign, log_abs)
+                want = numpy_field.velocity(theta)
+                got = compiled_field.velocity(theta)
+                np.testing.assert_array_equal(got.dtheta.sign, want.dtheta.sign)
+                np.testing.assert_allclose(got.dtheta.log_abs, want.dtheta.log_abs, rtol=1e-12)
+                assert got.log_c == pytest.approx(want.log_c, rel=1e-12, nan_ok=True)
+                assert compiled_field.log_loss(theta) == pytest.approx(
+                    numpy_field.log_loss(theta), rel=1e-12
+                )
+                if k < 5:
+                    w = np.where(sign == 0, 0.0, sign * np.exp(log_abs))
+                    for a, b in zip(
+                        compiled_field._float_evaluate(w),
+                        numpy_field._float_evaluate(w),
+                        strict=True,
+                    ):
+                        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-300)
+                checked += 1
+    assert checked == 36
