@@ -19,6 +19,14 @@ def log_abs_derivative(u: float, loss_id: int) -> float:
 
 
 @njit(cache=True, inline="always")
+def log_derivative_slope(u: float, loss_id: int) -> float:
+    """``d log|l'(u)| / du``: logistic ``-sigmoid(u)``, exponential ``-1``."""
+    if loss_id == 0:
+        return -np.exp(-(max(-u, 0.0) + np.log1p(np.exp(-abs(u)))))
+    return -1.0
+
+
+@njit(cache=True, inline="always")
 def log_value(u: float, loss_id: int) -> float:
     """``log l(u)``: logistic ``log log(1 + e^-u)`` (``-u`` beyond ``u = 35``, as
     :func:`flows.model._log_logistic`), exponential ``-u``."""

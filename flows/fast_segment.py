@@ -21,7 +21,7 @@ from . import events as ev
 from .charts import LogChart
 from .compiled import CompiledField
 from .kernel import FLOAT_RANGE
-from .schedules import Schedule
+from .schedules import constant_values
 from .segments import Mode, Segment
 
 #: Perturbations with a compiled counterpart in :func:`flows._numba_dop853.field` (its
@@ -55,7 +55,7 @@ def applies(field, mode: Mode, method: str) -> bool:
         isinstance(field, CompiledField)
         and method == "DOP853"
         and problem.algorithm.perturb in COMPILED_PERTURBATIONS
-        and _values(problem.hyperparameters) is not None
+        and constant_values(problem.hyperparameters) is not None
         and mode.near_zero is None
         and not mode.frozen
         and not mode.sliding
@@ -63,24 +63,10 @@ def applies(field, mode: Mode, method: str) -> bool:
     )
 
 
-def _values(hp: dict) -> np.ndarray | None:
-    """``(rho, sigma, rho_max, varrho)`` as numbers (0 where unused; a constant schedule is its
-    value), or None if some hyper-parameter varies in time (then the Python loop)."""
-    values = []
-    for key in ("rho", "sigma", "rho_max", "varrho"):
-        value = hp.get(key, 0.0)
-        if isinstance(value, Schedule) and value.name == "constant":
-            value = value.maximum
-        if callable(value):
-            return None
-        values.append(float(value))
-    return np.array(values)
-
-
 def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
     """The arguments of the compiled field."""
     problem = field.problem
-    values = _values(problem.hyperparameters)
+    values = constant_values(problem.hyperparameters)
     return (
         problem.shape,
         field.log_chart,

@@ -41,10 +41,12 @@ kept by the combination up to the integration error (no projection).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
+from .fast_sliding import CompiledSliding
 from .field import SignPattern, VectorField, Velocity
 from .kernel import FusedField
 from .segments import Mode
@@ -175,7 +177,9 @@ def _residual_and_jacobian(
 _EYE = [np.eye(k, dtype=bool) for k in range(MAX_COUPLED + 2)]
 
 
-def solve_multilinear(rates: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def solve_multilinear(
+    rates: np.ndarray, signs: np.ndarray, newton: Newton | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``lambda`` with ``sum_m w_m(lambda) rates[i, m] = 0`` for every ``i``.
 
     ``rates`` (..., k, M) are the normal rates of the ``k`` surfaces under the ``M = 2^k``
@@ -187,25 +191,32 @@ def solve_multilinear(rates: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray,
     their conditions then nearly coincide), the combination closest to keeping every surface,
     by box-constrained least squares (:func:`_box_least_squares`): a weight that sits at 0 or
     1 there releases its surface. Returns ``(lambda (..., k), exact (...))``; ``lambda`` is
-    always finite.
+    always finite. ``newton``: Newton's method for one problem, ``(rows, signs, iterations,
+    tol) -> (lambda, exact)`` (default :func:`_newton_one`; the compiled backend passes its own).
     """
     batch, (k, m) = rates.shape[:-2], rates.shape[-2:]
     scale = np.max(np.abs(rates), axis=-1)
     rows = rates / np.where(scale > 0, scale, 1.0)[..., None]
     if not batch:
-        lam, solved = _newton_one(rows, signs)
-        return lam, np.asarray(solved)
+        lam, solved = (newton or _newton_one)(rows, signs, NEWTON_ITERATIONS, NEWTON_TOL)
+        return (lam if solved else _box_least_squares(rows, signs)), np.asarray(solved)
     lam, exact = _newton_stack(rows.reshape(-1, k, m), signs)
     return lam.reshape(batch + (k,)), exact.reshape(batch)
 
 
-def _newton_one(rows: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, bool]:
-    """:func:`solve_multilinear` for one problem (rows scaled to 1): the fast path of the
-    solver's every field evaluation (:func:`_newton_stack` does the same for a stack)."""
+#: Newton's method for one multilinear system (see :func:`solve_multilinear`).
+Newton = Callable[[np.ndarray, np.ndarray, int, float], tuple[np.ndarray, bool]]
+
+
+def _newton_one(
+    rows: np.ndarray, signs: np.ndarray, iterations: int, tol: float
+) -> tuple[np.ndarray, bool]:
+    """Newton's method for one problem (rows scaled to 1): ``(lambda, exact)``, the fast path
+    of the solver's every field evaluation (:func:`_newton_stack` does the same for a stack)."""
     lam = np.full(rows.shape[0], 0.5)
-    for _ in range(NEWTON_ITERATIONS):
+    for _ in range(iterations):
         residual, jacobian = _residual_and_jacobian(lam, rows, signs)
-        if np.all(np.abs(residual) <= NEWTON_TOL):
+        if np.all(np.abs(residual) <= tol):
             return lam, True
         try:
             lam = lam - np.linalg.solve(jacobian, residual)
@@ -213,7 +224,7 @@ def _newton_one(rows: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, bool]:
             break
         if not np.all(np.isfinite(lam)):
             break
-    return _box_least_squares(rows, signs), False
+    return lam, False
 
 
 def _newton_stack(rows: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -336,6 +347,8 @@ class FilippovField:
         self.patterns = np.array([self._pattern(row, 1.0) for row in self.signs])
         self.minus_patterns = np.array([self._pattern(row, -1.0) for row in self.signs])
         self.features = np.asarray(self.problem.data.signed_features, dtype=float)
+        self.compiled = CompiledSliding.of(base, self.surfaces)
+        self.newton = None if self.compiled is None else self.compiled.newton
 
     def _pattern(self, coupled_sides: np.ndarray, inert_side: float) -> np.ndarray:
         """``sign(grad L)`` with the coupled surfaces on ``coupled_sides`` and the inert ones
@@ -368,6 +381,10 @@ class FilippovField:
         patterns = self.patterns
         if minus and self.inert:
             patterns = np.concatenate([patterns, self.minus_patterns])
+        if self.compiled is not None:
+            found = self.compiled.evaluate(zz, patterns)
+            if found is not None:
+                return Evaluation(*found)
         count, vertices = len(zz), len(patterns)
         theta = problem.chart.state(zz)
         vel = self._velocities(theta, patterns, times)
@@ -462,7 +479,9 @@ class FilippovField:
         :func:`solve_multilinear`)."""
         if not self.coupled:
             return np.empty(rates.shape[:-2] + (0,)), np.ones(rates.shape[:-2] + (1,))
-        lam, _ = solve_multilinear(rates[..., self.coupled, : len(self.signs)], self.signs)
+        lam, _ = solve_multilinear(
+            rates[..., self.coupled, : len(self.signs)], self.signs, self.newton
+        )
         return lam, multilinear_weights(lam, self.signs)
 
     def lambdas(self, z: np.ndarray, time: float) -> np.ndarray:
@@ -489,7 +508,7 @@ class FilippovField:
             weights = np.ones(1)
             if others:
                 sub = self.signs[keep][:, [self.coupled.index(i) for i in others]]
-                lam, _ = solve_multilinear(ev.rates[others][:, keep], sub)
+                lam, _ = solve_multilinear(ev.rates[others][:, keep], sub, self.newton)
                 weights = multilinear_weights(lam, sub)
             out.append(float(weights @ ev.rates[last, keep]))
         return out[0], out[1]

@@ -196,3 +196,19 @@ def maximum_of(value, t_max: float) -> float:
     if callable(value):
         return float(np.max([value(t) for t in np.linspace(0.0, t_max, 257)]))
     return float(value)
+
+
+def constant_values(
+    hp: dict, keys: tuple[str, ...] = ("rho", "sigma", "rho_max", "varrho")
+) -> np.ndarray | None:
+    """The hyper-parameters ``keys`` as numbers (0 where unused; a constant schedule is its
+    value), or None if one of them varies in time (compiled code takes numbers only)."""
+    values = []
+    for key in keys:
+        value = hp.get(key, 0.0)
+        if isinstance(value, Schedule) and value.name == "constant":
+            value = value.maximum
+        if callable(value):
+            return None
+        values.append(float(value))
+    return np.array(values)

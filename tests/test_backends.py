@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from flows import Dataset, simulate, single_example
+from flows.datasets import teacher_data
 from flows.algorithms import ALGORITHMS, get_algorithm, resolve_hyperparameters
 from flows.charts import AsinhChart
 from flows.clocks import get_clock, log_exp_integrals, log_original_time
@@ -123,6 +124,7 @@ CASES = {
     "l2-sam collapse": (single_example([1, 2, 3, 4, 5]), "l2-sam", 2, 0.3, 2.0),
     "l2-sam L3 blow-up": (single_example([1, 2, 3, 4, 5]), "l2-sam", 3, 0.4, 6.0),
     "gd L4 blow-up": (single_example([1, 2, 3]), "gd", 4, 0.5, 6.0),
+    "linf-sam L2 teacher sliding": (teacher_data(), "linf-sam", 2, 1.0, 4.0),
     "usam L3 unbalanced blobs": (
         blobs(),
         "usam",
@@ -154,6 +156,7 @@ COMPILED_LOOP = {
     "usam L1 blobs",
     "l2-sam collapse",
     "linf-sam L2 sliding",
+    "linf-sam L2 teacher sliding",
 }
 
 

@@ -591,3 +591,53 @@ def test_sliding_field_in_batches_equals_point_by_point(name, monkeypatch):
             want.append(log_c_max + np.log(combined[-1]))
         np.testing.assert_allclose(fld.log_c(theta, None, s), want, rtol=1e-13, atol=1e-13)
     assert most_coupled == (2 if name == "two coupled" else 1)
+
+
+@pytest.mark.parametrize("name", sorted(BATCH_RUNS) + ["teacher L1"])
+def test_compiled_sliding_combination_equals_numpy(name, monkeypatch):
+    """On the compiled backend the sliding combination is compiled
+    (:mod:`flows.fast_sliding`): on every sliding segment of a run, at 40 random times, its
+    one-sided fields, normal rates and log c_max equal the numpy code's (rtol 1e-12; rates to
+    1e-12 of their row's largest) and its Newton weights equal ``_newton_one``'s (1e-12)."""
+    pytest.importorskip("numba")
+    import flows.integrate as integrate
+    from flows.filippov import NEWTON_ITERATIONS, NEWTON_TOL, FilippovField, _newton_one
+
+    runs, exponent = [], integrate._exponent
+    monkeypatch.setattr(integrate, "_exponent", lambda run: runs.append(run) or exponent(run))
+    make, depth, alpha, rho, t_max = BATCH_RUNS.get(name, (teacher_data, 1, 1.0, 0.5, 20.0))
+    simulate(
+        make(), "linf-sam", depth, np.asarray(alpha, dtype=float), rho=rho, t_max=t_max,
+        backend="numba",
+    )  # fmt: skip
+    (run,) = runs
+    rng = np.random.default_rng(8)
+    compared = 0
+    for seg in run.path.segments:
+        fld = run.moving_field(seg.mode)
+        if not isinstance(fld, FilippovField):
+            continue
+        assert fld.compiled is not None
+        s = np.sort(rng.uniform(seg.start, seg.end, 40))
+        zz = seg.raw(s)[:, :-1].reshape((len(s),) + run.problem.shape)
+        for minus in (False, True):
+            got = fld.evaluate_batch(zz, s, minus)
+            compiled, fld.compiled = fld.compiled, None
+            want = fld.evaluate_batch(zz, s, minus)
+            fld.compiled = compiled
+            scale = np.max(np.abs(want.rhs), axis=-2, keepdims=True)
+            assert np.all(np.abs(got.rhs - want.rhs) <= 1e-12 * scale)
+            scale = np.max(np.abs(want.rates), axis=-1, keepdims=True)
+            assert np.all(np.abs(got.rates - want.rates) <= 1e-12 * scale)
+            np.testing.assert_allclose(got.log_c_max, want.log_c_max, rtol=1e-13, atol=1e-13)
+        for rates in want.rates:
+            if not fld.coupled:
+                continue
+            rows = rates[fld.coupled][:, : len(fld.signs)]
+            rows = rows / np.max(np.abs(rows), axis=-1, keepdims=True)
+            lam, exact = fld.newton(rows, fld.signs, NEWTON_ITERATIONS, NEWTON_TOL)
+            lam_np, exact_np = _newton_one(rows, fld.signs, NEWTON_ITERATIONS, NEWTON_TOL)
+            assert exact == exact_np
+            np.testing.assert_allclose(lam, lam_np, rtol=1e-12, atol=1e-12)
+        compared += 1
+    assert compared >= 1
