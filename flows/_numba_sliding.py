@@ -1,5 +1,5 @@
 """l_inf-SAM's sliding combination compiled (numba, extra ``fast``; driven by
-:class:`flows.compiled.CompiledSliding`).
+:class:`flows.fast_sliding.CompiledSliding`).
 
 :func:`evaluate` is :meth:`flows.filippov.FilippovField.evaluate_batch` in plain floats: for each
 vertex ``v`` (a frozen ``sign(grad L) = s_v``) the perturbed point ``w' = w + rho s_v``, its
@@ -10,9 +10,10 @@ rates of the sliding surfaces: ``F_v`` at the entry for a parameter surface ``w 
     dp_i = p_i (a_i dm_i - sum_k p_k a_k dm_k),  a = d log|l'| / dm,  dm_i = <y_i x_i, dbeta>,
     dbeta_j = sum_l F^(l)_j prod_{k != l} w^(k)_j.
 
-A point is left to the numpy code (``ok`` False) where ``w`` or a perturbed point is outside the
-float range (the conditions of :meth:`flows.kernel.FusedField._float_velocity`). :func:`newton`
-is :func:`flows.filippov._newton_one`. The tests hold both to the numpy code (1e-12).
+A point is left to the numpy code (``ok`` False) where ``w`` (as the compiled field judges it)
+or a perturbed point (as :meth:`flows.kernel.FusedField._float_velocity` does) is outside the
+float range. :func:`newton` is :func:`flows.filippov._newton_one`. The tests hold both to the
+numpy code (1e-12).
 """
 
 from __future__ import annotations
