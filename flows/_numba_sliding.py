@@ -10,9 +10,9 @@ rates of the sliding surfaces: ``F_v`` at the entry for a parameter surface ``w 
     dp_i = p_i (a_i dm_i - sum_k p_k a_k dm_k),  a = d log|l'| / dm,  dm_i = <y_i x_i, dbeta>,
     dbeta_j = sum_l F^(l)_j prod_{k != l} w^(k)_j.
 
-A point is left to the numpy code (``ok`` False) where ``w`` (as the compiled field judges it)
-or a perturbed point (as :meth:`flows.kernel.FusedField._float_velocity` does) is outside the
-float range. :func:`newton` is :func:`flows.filippov._newton_one`. The tests hold both to the
+A point is left to the numpy code (``ok`` False) where ``w`` or a perturbed point is outside
+the float range (:func:`flows._numba_kernels.in_float_range`; for the perturbed points its
+small-entry test too, as :meth:`flows.kernel.FusedField._float_velocity` has). :func:`newton` is :func:`flows.filippov._newton_one`. The tests hold both to the
 numpy code (1e-12).
 """
 
@@ -74,16 +74,10 @@ def _vertex_fields(w, rho, patterns, depth, features, loss_id, limit, work, poin
     False where a perturbed point leaves the float range."""
     groups, d = w.shape
     for v in range(patterns.shape[0]):
-        largest, smallest = 0.0, np.inf
         for layer in range(groups):
             for j in range(d):
                 point[layer, j] = w[layer, j] + rho * patterns[v, layer, j]
-                size = abs(point[layer, j])
-                largest = max(largest, size)
-                if size > 0:
-                    smallest = min(smallest, size)
-        top = depth * np.log(largest)
-        if not (-limit < top < limit and depth * np.log(smallest) > -4.0 * limit):
+        if not kernels.in_float_range(point, depth, True, limit):  # small entries matter too
             return False
         log_c[v] = kernels.forward_into(point, depth, features, loss_id, work)
         direction, loo = work[3], work[1]

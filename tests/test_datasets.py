@@ -20,6 +20,13 @@ PAIRS = [(0, 1), (3, 8), (4, 9)]
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def python_output(code: str) -> str:
+    """What a fresh Python process running ``code`` (from the repository root) prints."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+
+
 @pytest.fixture(scope="module")
 def bundled():
     """The bundled file read directly, without flows.datasets: (images, targets)."""
@@ -67,10 +74,7 @@ def test_bundled_file_is_read_as_load_digits_reads_it(bundled, monkeypatch, tmp_
         "assert train.n + test.n > 300\n"
         "print(any(m == 'sklearn' or m.startswith('sklearn.') for m in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    ).stdout
-    assert out.strip() == "False"
+    assert python_output(code).strip() == "False"
     D._digits_arrays.cache_clear()
     monkeypatch.setattr(D, "_scikit_learn_folder", lambda: tmp_path)  # no file there
     try:
@@ -158,10 +162,7 @@ def test_module_works_without_scikit_learn_in_a_fresh_process():
         "assert D.gaussian_blobs().n == 40 and D.teacher_data().n == 12\n"
         "try:\n    D.digits(0, 1)\nexcept ImportError as e:\n    print(e)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    ).stdout
-    assert "pip install -e '.[data]'" in out
+    assert "pip install -e '.[data]'" in python_output(code)
 
 
 def test_a_pair_that_is_not_separable_is_named(monkeypatch):
