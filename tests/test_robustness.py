@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -351,6 +351,9 @@ MU_POOL = st.one_of(ANY, scaled(MU))
 
 @CHEAP
 @given(mu=MU_POOL, value=ANY, rho=st.one_of(ANY, st.sampled_from([0.5, 1e-300, 1e300])))
+# found by the fuzzer: the regime-3 boundary is a normal number (2.8e-209), the certificate
+# boundary 4.77e-255 * rho = 1.9e-463 is not (a ValueError naming rho and mu)
+@example(mu=np.array([6.74199465e-255, 1.0]), value=0.0, rho=3.9283932810596054e-209)
 def test_regime_formulas(mu, value, rho):
     m = outcome(lambda: regimes.check_mu(mu), "mu")
     if m is not ERROR:
@@ -364,7 +367,9 @@ def test_regime_formulas(mu, value, rho):
     a3 = outcome(lambda: regimes.regime3_boundary(mu, rho), ("mu", "rho"))
     ac = outcome(lambda: regimes.collapse_certificate_boundary(mu, rho), ("mu", "rho"))
     if a3 is not ERROR:
-        assert np.isfinite(a3) and 0 < a3 <= rho and 0 <= ac < a3
+        assert np.isfinite(a3) and 0 < a3 <= rho
+        if ac is not ERROR:  # it may leave the float range where a3 does not
+            assert 0 <= ac < a3
         m = np.asarray(mu, dtype=float)
         if m.shape == (3,) and np.allclose(m / m[0], MU, rtol=1e-14):  # scale-invariant
             assert a3 == pytest.approx(regimes.regime3_boundary(MU, rho), rel=1e-13)
