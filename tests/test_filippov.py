@@ -424,11 +424,16 @@ def test_surfaces_meeting_undecided_stop_the_run_at_once():
     no combination of sliding and crossing is consistent: each resolution (release, cross,
     slide again) undoes the previous one at the same instant. The run stops there at once,
     status -1, naming the surfaces and the time, with the path up to there (not after 10,000
-    events or the whole budget)."""
+    events or the whole budget). The numpy backend: whether the junction is met undecided
+    depends on the last bits of the sliding weights there (with numba 0.68 the compiled
+    combination releases both sliding surfaces at tau = 4.852489 and slides on no more)."""
     rng = np.random.default_rng(3)
     X = rng.normal(size=(12, 6))
     data = Dataset(X, np.sign(X @ np.abs(rng.normal(size=6))))
-    run = simulate(data, "linf-sam", 2, 1.0, rho=0.3, t_max=8.0, n_points=33, original_time=False)
+    run = simulate(
+        data, "linf-sam", 2, 1.0, rho=0.3, t_max=8.0, n_points=33, original_time=False,
+        backend="numpy",
+    )  # fmt: skip
     assert run.status == -1
     assert "G_0, G_2, G_3 meet at tau=4.85249" in run.message, run.message
     assert run.nfev < 5_000 and len(run.events) < 40
