@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from flows.cache import Result, register
 from flows.data import Dataset, sign_constrained_separable
 from flows.datasets import digits
-from flows.integrate import simulate
+from flows.integrator.driver import simulate
+from flows.sweep.registry import Result, register
 
-from .lesam_radius import initial_gradient_norm
+from .lesam.radius import initial_gradient_norm
 from .saliency import orthant_signs
 
 __all__ = ["digits_flow", "le_sam_budget"]

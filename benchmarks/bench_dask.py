@@ -9,10 +9,10 @@ Run on demand (not a pytest test; needs the dask extra, ``pip install -e '.[dask
 Parts (printed as Markdown):
 
 1. Overhead: ``--n`` tiny tasks (a task kind that computes nothing: what is timed is the
-   runner, the transport and the cache write) through :func:`flows.tasks.run_tasks` with a
+   runner, the transport and the cache write) through :func:`flows.sweep.runner.run_tasks` with a
    fresh cache, on (a) this process (``jobs=1``), (b) the local process pool of ``--workers``
    processes, (c) a ``LocalCluster`` of ``--workers`` single-threaded worker processes via
-   :class:`flows.distributed.DaskExecutor` (cluster started before the clock runs). Per task =
+   :class:`flows.sweep.dask_cluster.DaskExecutor` (cluster started before the clock runs). Per task =
    wall time / n. Target: dask <= 20 ms per task.
 2. Identity: every cached array of (a), (b), (c), and of the quick fig4 runs (real
    ``simulate`` tasks) on the pool and on dask, compared bit for bit (dtype, shape, bytes).
@@ -31,9 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from flows.cache import SECONDS_ENTRY, Cache, Task, register
-from flows.pool import local_pool
-from flows.tasks import run_tasks
+from flows.sweep.pool import local_pool
+from flows.sweep.registry import Task, register
+from flows.sweep.runner import run_tasks
+from flows.sweep.store import SECONDS_ENTRY, Cache
 
 DASK_TARGET_MS = 20.0
 
@@ -111,7 +112,7 @@ def bench(root: Path, argv: list[str] | None) -> int:
     except ImportError:
         print("error: needs dask.distributed: pip install -e '.[dask]'", file=sys.stderr)
         return 2
-    from flows.distributed import DaskExecutor
+    from flows.sweep.dask_cluster import DaskExecutor
 
     print(f"# dask against the local process pool ({args.n} tiny tasks, {args.workers} workers)\n")
     print(

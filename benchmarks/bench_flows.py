@@ -23,7 +23,7 @@ Parts (every table is printed as Markdown and, in a full run, written to ``resul
    rtol 1e-12. RK45 runs on the full theta with the exact l2-SAM field in plain numpy.
 3. fig5-type runs (collapse for alpha <= 0.345): time and nfev, new engine against the old one
    (``backend="reference", chart="asinh"``).
-4. ``analysis.regimes.leader_phase_diagram`` on a 100 x 100 grid (10 x 20 with ``--quick``),
+4. ``analysis.regimes.leaders.leader_phase_diagram`` on a 100 x 100 grid (10 x 20 with ``--quick``),
    against an old-engine estimate from every 20th (5th) row, extrapolated linearly.
 5. numba: the compiled backend against the numpy one (time, agreement).
 
@@ -724,7 +724,7 @@ def part_phase(report: Report, quick: bool) -> dict:
     n_ratio, n_tau, every = (10, 20, 5) if quick else (100, 100, 20)
     ratios = np.geomspace(0.08, 1.6, n_ratio)
     report.add(
-        f"## 4. `analysis.regimes.leader_phase_diagram`: {n_ratio} ratios "
+        f"## 4. `analysis.regimes.leaders.leader_phase_diagram`: {n_ratio} ratios "
         f"(geomspace(0.08, 1.6)) x {n_tau} tau, tau_max = {PHASE_TAU_MAX:g}"
     )
     report.add()
@@ -825,7 +825,7 @@ def part_numba(report: Report) -> None:
         )
     report.table(["run", "numpy [ms]", "numba [ms]", "numpy / numba", "max |dlog|beta||"], rows)
     report.add(
-        "A blow-up ends where d log|w|/dtau = 1e12 (`flows.events.BLOWUP_RATE`): one ulp of tau "
+        "A blow-up ends where d log|w|/dtau = 1e12 (`flows.integrator.events.BLOWUP_RATE`): one ulp of tau "
         "moves log|beta| there by ~1e-4, so that last output is left out of the difference."
     )
     report.add()

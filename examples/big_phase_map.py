@@ -5,11 +5,11 @@
     python examples/big_phase_map.py --scheduler tcp://host:8786 --n 1000 --chunk 20
     python examples/big_phase_map.py --jobs 2 --n 100                    # local process pool
 
-:func:`analysis.regimes.leader_phase_diagram` (single example ``mu``, L = 2, rho = 1, so the
+:func:`analysis.regimes.leaders.leader_phase_diagram` (single example ``mu``, L = 2, rho = 1, so the
 map depends on alpha / rho only) over ``--n`` log-spaced ratios in ``--ratios`` and ``--n``
 times in ``[0, --tau-max]``, one flow per ratio, ``--chunk`` ratios per task. The tasks go
-through the sweep's runner (:func:`flows.tasks.run_tasks`): on a dask cluster with
-``--scheduler`` (:mod:`flows.distributed`; ``local`` starts one of ``--jobs`` workers here), else
+through the sweep's runner (:func:`flows.sweep.runner.run_tasks`): on a dask cluster with
+``--scheduler`` (:mod:`flows.sweep.dask_cluster`; ``local`` starts one of ``--jobs`` workers here), else
 on a local pool of ``--jobs`` processes; cached in ``--cache``, so an interrupted map resumes
 and a rerun only redraws. Writes ``OUT.npz`` (``ratios``, ``tau``, ``lead``: 0-based leading
 coordinate, -1 collapsed, -2 not reached; ``mu``) and ``OUT.png``, and prints the wall time.
@@ -24,11 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.regimes import leader_phase_diagram
-from flows.cache import Cache, Result, Task, register
+from analysis.regimes.leaders import leader_phase_diagram
 from flows.run import OneLineParser
-from flows.sweep import check_directory
-from flows.tasks import run_tasks
+from flows.sweep.cli import check_directory
+from flows.sweep.registry import Result, Task, register
+from flows.sweep.runner import run_tasks
+from flows.sweep.store import Cache
 
 #: seconds per flow, roughly (collapsing runs, at small alpha / rho, cost about 3x more)
 SECONDS_PER_RUN = 0.15
@@ -110,7 +111,7 @@ def draw(path: Path, mu: list[float], ratios: np.ndarray, tau: np.ndarray, lead:
     """The map as a PNG (figures' palette; regime boundaries from the analysis)."""
     import matplotlib
 
-    from analysis.regimes import collapse_certificate_boundary, regime3_boundary
+    from analysis.regimes.boundaries import collapse_certificate_boundary, regime3_boundary
     from figures.common import coordinate_colors, plt, save
 
     d = len(mu)
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     executor = None
     if args.scheduler is not None:
-        from flows.distributed import SchedulerError, connect
+        from flows.sweep.dask_cluster import SchedulerError, connect
 
         try:
             executor = connect(args.scheduler, args.jobs)

@@ -13,13 +13,13 @@ import matplotlib
 import numpy as np
 
 from analysis.amplification import leaders
-from analysis.regimes import (
-    check_mu,
+from analysis.regimes.boundaries import (
     collapse_boundary,
     collapse_certificate_boundary,
     regime3_boundary,
 )
-from flows.cache import Result, Task, compute, register
+from analysis.regimes.inputs import check_mu
+from flows.sweep.registry import Result, Task, compute, register
 
 from .common import MU5, Figure, coordinate_colors, format_mu, plt, save, shares_of
 
@@ -135,7 +135,7 @@ def phase_horizon(mu, quick: bool) -> tuple[float, int]:
 
 
 def collapse_boundary_task(params: dict) -> Result:
-    """Cached bisection for the collapse boundary (analysis.regimes.collapse_boundary)."""
+    """Cached bisection for the collapse boundary (analysis.regimes.boundaries.collapse_boundary)."""
     return {"alpha": np.array(collapse_boundary(params["mu"], 1.0, rtol=params["rtol"]))}
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from flows import datasets
-from flows.cache import Result, Task
+from flows.sweep.registry import Result, Task
 
 from .common import OKABE_ITO, Figure, plt, save
 from .compared import ALGORITHMS, COLORS, NAMES

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis.amplification import shares  # noqa: E402
-from flows.cache import Result, Task  # noqa: E402
+from flows.sweep.registry import Result, Task  # noqa: E402
 
 OKABE_ITO = ["#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"]
 MU5 = [1.0, 2.0, 3.0, 4.0, 5.0]
@@ -31,7 +31,7 @@ class Figure:
     name : file stem of the PNG (``<name>.png``) and the name on the command line.
     title : one line, what is plotted.
     caption : one sentence, the question the figure answers.
-    tasks : ``tasks(quick)`` lists the runs (:class:`~flows.cache.Task`) the figure needs.
+    tasks : ``tasks(quick)`` lists the runs (:class:`~flows.sweep.registry.Task`) the figure needs.
     draw : ``draw(results, quick, path)`` writes the figure; ``results`` are in the order of
         ``tasks(quick)``.
     """

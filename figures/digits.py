@@ -41,9 +41,9 @@ from analysis.saliency import (
     orthant_signs,
     pixel_strength,
 )
-from flows.cache import Result, Task
 from flows.data import Dataset
 from flows.datasets import DIGITS_SIDE, digits
+from flows.sweep.registry import Result, Task
 
 from .common import OKABE_ITO, Figure, plt, save
 
@@ -60,7 +60,7 @@ ALGORITHMS: tuple[tuple[str, dict], ...] = (
     ("gd", {}),
     ("l2-sam", {"rho": RHO}),
     ("le-sam", {"rho_max": RHO, "sigma_start_fraction": 1.0}),
-    # l_inf-SAM: its switching surfaces are events and its sliding is exact (flows.filippov);
+    # l_inf-SAM: its switching surfaces are events and its sliding is exact (flows.integrator.filippov);
     # on 64 pixels many surfaces come to slide at once (2^k one-sided fields per step, at most
     # 6 coupled ones). The runs that do not reach the floor end at that cap; every run needs
     # at most 2.9k evaluations, and this budget bounds the cost of any future stall

@@ -24,7 +24,7 @@ from analysis.saliency import (
     share_strength_correlation,
     stronger_half,
 )
-from flows.cache import Result, Task
+from flows.sweep.registry import Result, Task
 
 from .common import Figure, plt, save
 from .digits import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.maxmargin import max_margin
-from flows.cache import Result
+from flows.sweep.registry import Result
 
 from .common import OKABE_ITO
 

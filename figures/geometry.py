@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from flows import datasets
-from flows.cache import Result, Task
+from flows.sweep.registry import Result, Task
 
 from .blobs import GAUSSIAN_BLOBS  # noqa: F401 - the figure table reads it from here
 from .common import Figure, plt, save

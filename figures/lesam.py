@@ -28,19 +28,17 @@ import matplotlib
 import numpy as np
 
 from analysis.amplification import leaders
-from analysis.lesam import (
-    classify_lesam,
-    initial_gradient_norm,
-    initial_lesam_rates,
-    perturbation_along,
-    scan_regimes,
-    stall_point,
-)
+from analysis.lesam.boundaries import scan_regimes
+from analysis.lesam.perturbation import perturbation_along
+from analysis.lesam.radius import initial_gradient_norm
+from analysis.lesam.regimes import classify_lesam, initial_lesam_rates
+from analysis.lesam.stall import stall_point
 from analysis.sharpness import sharpness_along
-from flows.cache import Result, Task, dataset_from, register
 from flows.data import single_example
-from flows.integrate import simulate
+from flows.integrator.driver import simulate
 from flows.schedules import Schedule, from_spec, warmup_cosine
+from flows.sweep.kinds import dataset_from
+from flows.sweep.registry import Result, Task, register
 
 from .common import MU5, OKABE_ITO, Figure, coordinate_colors, plt, save, shares_of
 

@@ -26,16 +26,13 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 
-from analysis.lesam import (
-    LESAM_REGIMES,
-    SIGMA_CRITICAL,
-    at_loss_levels,
-    initial_gradient_norm,
-    stall_point,
-)
-from flows.cache import Result, Task
+from analysis.lesam.radius import initial_gradient_norm
+from analysis.lesam.regimes import LESAM_REGIMES
+from analysis.lesam.stall import SIGMA_CRITICAL, stall_point
+from analysis.loss_levels import at_loss_levels
 from flows.data import Dataset
 from flows.datasets import gaussian_blobs, teacher_data
+from flows.sweep.registry import Result, Task
 
 from .common import MU5, OKABE_ITO, Figure, plt, save
 from .directions import angles_deg, references

@@ -2,7 +2,7 @@
 
 * ``fig2_linf_coordinates`` — beta_j(tau) for alpha_j below, equal to and above rho at
   L = 2, 3, 4: the flow (:func:`flows.simulate`) against the exact solution
-  (:func:`flows.closed_form.linf_sam`, evaluated at draw time).
+  (:func:`flows.closed_form.solutions.linf_sam`, evaluated at draw time).
 * ``fig3_linf_limit_map`` — on mu = (1, 2), which basis vector l_inf-SAM converges to over a grid
   of (alpha_1 / rho, alpha_2 / rho): Cor 3.5's prediction (:func:`analysis.limits.predict_linf_limit`)
   as a background map with its boundaries, and the limits observed on simulated flows
@@ -24,10 +24,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from analysis.limits import observed_linf_limit, predict_linf_limit, predict_linf_limits
-from flows.cache import Result, Task, register
-from flows.closed_form import linf_sam
+from flows.closed_form.solutions import linf_sam
 from flows.data import single_example
-from flows.integrate import simulate
+from flows.integrator.driver import simulate
+from flows.sweep.registry import Result, Task, register
 
 from .common import OKABE_ITO, Figure, plt, save
 

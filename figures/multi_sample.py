@@ -1,12 +1,12 @@
 """The runs of figures 6 and 7: GD / l2-SAM / l_inf-SAM on multi-sample data, all by
 :func:`flows.simulate` (l_inf-SAM's sliding on the surfaces ``G_j(theta) = 0`` included,
-:mod:`flows.filippov`)."""
+:mod:`flows.integrator.filippov`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from flows.cache import Task
+from flows.sweep.registry import Task
 
 from .compared import ALGORITHMS, rho_entry
 

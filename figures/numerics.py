@@ -18,7 +18,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 from scipy.interpolate import CubicSpline
 
-from flows.cache import Result, Task
+from flows.sweep.registry import Result, Task
 
 from .common import MU5, OKABE_ITO, Figure, coordinate_colors, plt, save
 

@@ -16,14 +16,13 @@ import sys
 
 import numpy as np
 
-from analysis.regimes import (
-    check_mu,
-    check_positive,
-    classify,
+from analysis.regimes.boundaries import (
     collapse_boundary,
     collapse_certificate_boundary,
     regime3_boundary,
 )
+from analysis.regimes.classification import classify
+from analysis.regimes.inputs import check_mu, check_positive
 from flows.run import OneLineParser, check_output_path
 
 #: Most rows of the table (each row is one flow).

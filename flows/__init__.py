@@ -9,7 +9,7 @@ from .algorithms import ALGORITHMS
 from .clocks import CLOCKS
 from .data import Dataset, single_example
 from .discrete import DiscreteRun, iterate
-from .integrate import simulate
+from .integrator.driver import simulate
 from .results import Trajectory
 
 __all__ = [

@@ -4,7 +4,7 @@
 :data:`ALGORITHMS`. Every perturbation receives ``grad L(theta)`` summarised as a
 :class:`GradientSummary` (its unit direction, its signs and the log of its norm, so that
 neither rounding nor overflow touches the direction: the norm may be ``exp(-1e18)``); the
-field implementations (:mod:`flows.field`, :mod:`flows.kernel`) build the summary.
+field implementations (:mod:`flows.field`, :mod:`flows.fused`) build the summary.
 """
 
 from __future__ import annotations

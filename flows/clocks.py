@@ -239,7 +239,7 @@ def log_exp_integrals(
     interval; the others are narrowed to their peak window or bisected, up to
     :data:`MAX_LEVELS` levels. ``tol`` is relative in log. ``rule`` replaces
     :func:`_interval_rule` by an implementation with the same signature and results (the
-    compiled backend's, :func:`flows._numba_quadrature.interval_rule`).
+    compiled backend's, :func:`flows.compiled._quadrature_kernels.interval_rule`).
     """
     rule = _interval_rule if rule is None else rule
     a = np.asarray(a, dtype=float)

@@ -46,7 +46,7 @@ class SignPattern(NamedTuple):
     """The signs frozen inside ``sign(grad L)`` over a segment of l_inf-SAM.
 
     ``grad_{w^(l)_j} L = -c G_j prod_{k != l} w^(k)_j`` changes sign where a parameter or a
-    direction entry ``G_j`` does (:mod:`flows.filippov`); with both frozen the field continues
+    direction entry ``G_j`` does (:mod:`flows.integrator.filippov`); with both frozen the field continues
     smoothly across those surfaces and reaching one is an event.
 
     Attributes
@@ -82,7 +82,7 @@ class Velocity(NamedTuple):
 
 class VectorField(Protocol):
     """What the integrator needs of a field implementation (:class:`ReferenceField`,
-    :class:`flows.kernel.FusedField`, :class:`flows.compiled.CompiledField`)."""
+    :class:`flows.fused.FusedField`, :class:`flows.compiled.field.CompiledField`)."""
 
     problem: Problem
 
@@ -187,7 +187,7 @@ def chart_rhs(
 class ReferenceField:
     """The field of ``problem`` through the functions above, one point at a time.
 
-    The same interface as :class:`flows.kernel.FusedField` (which computes the same numbers
+    The same interface as :class:`flows.fused.FusedField` (which computes the same numbers
     in fused array operations); ``simulate(..., backend="reference")`` integrates with this
     one, and the tests compare the two.
     """

@@ -20,7 +20,7 @@ import numpy as np
 from .algorithms import ALGORITHMS
 from .clocks import CLOCKS
 from .data import Dataset, single_example
-from .integrate import simulate
+from .integrator.driver import simulate
 from .model import LOSSES
 from .results import Trajectory
 from .schedules import parse

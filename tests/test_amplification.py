@@ -30,11 +30,12 @@ from analysis.amplification import (
     shares,
     trajectory_leaders,
 )
-from analysis.regimes import leader_phase_diagram, regime3_boundary
+from analysis.regimes.boundaries import regime3_boundary
+from analysis.regimes.leaders import leader_phase_diagram
 from flows import simulate, single_example
 
 MU5 = (1.0, 2.0, 3.0, 4.0, 5.0)
-#: collapse boundary alpha/rho of MU5, measured with analysis.regimes.collapse_boundary
+#: collapse boundary alpha/rho of MU5, measured with analysis.regimes.boundaries.collapse_boundary
 #: (0.34749 at rtol 3e-3; checked in tests/test_regimes.py). Only used to stay inside regime 2.
 MU5_COLLAPSE = 0.3475
 

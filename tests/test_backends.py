@@ -1,6 +1,6 @@
 """The fast paths against the general path.
 
-* ``backend="numpy"`` (the fused, batched field of :mod:`flows.kernel`, the default) against
+* ``backend="numpy"`` (the fused, batched field of :mod:`flows.fused`, the default) against
   ``backend="reference"`` (the point-by-point field of :mod:`flows.field`): the same solver on
   fields that agree to rounding, so paths agree to ~1e-9 in log|beta| and events coincide.
 * ``chart="auto"`` (the log chart for balanced continuous runs) against ``chart="asinh"``:
@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from flows import Dataset, simulate, single_example
-from flows.datasets import teacher_data
 from flows.algorithms import ALGORITHMS, get_algorithm, resolve_hyperparameters
 from flows.charts import AsinhChart
 from flows.clocks import get_clock, log_exp_integrals, log_original_time
+from flows.datasets import teacher_data
 from flows.field import Problem, ReferenceField, SignPattern, chart_rhs, gradient_signs
-from flows.kernel import FusedField
+from flows.fused import FusedField
 from flows.model import LOSSES
 from flows.signedlog import SignedLog
 
@@ -163,11 +163,11 @@ COMPILED_LOOP = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_numba_backend_equals_numpy_backend(name, monkeypatch):
     """The compiled backend (its field, and where it applies its whole DOP853 loop,
-    :mod:`flows.fast_segment`) gives the numpy numbers to 1e-10 in log|beta|, the same events at
+    :mod:`flows.compiled.segment`) gives the numpy numbers to 1e-10 in log|beta|, the same events at
     the same times (1e-9; a collapse or a blow-up is located by the Python loop after the
     compiled one hands back), and log t to 1e-9."""
     pytest.importorskip("numba")
-    from flows import fast_segment
+    from flows.compiled import segment as fast_segment
 
     calls = []
     advance = fast_segment.advance
@@ -269,7 +269,7 @@ def _rules() -> list:
     installed."""
     rules: list = [None]
     try:
-        from flows._numba_quadrature import interval_rule
+        from flows.compiled._quadrature_kernels import interval_rule
     except ImportError:
         return rules
     return rules + [interval_rule]
@@ -414,8 +414,8 @@ def test_compiled_interval_rule_equals_numpy_rule():
     steep (spreads 1e-3 .. 1e12 over an interval, curved and straight, peaks inside and at the
     ends), at every level flag, and with NaN / +inf values (c = 0)."""
     pytest.importorskip("numba")
-    from flows._numba_quadrature import interval_rule
     from flows.clocks import _NODES, _interval_rule
+    from flows.compiled._quadrature_kernels import interval_rule
 
     rng = np.random.default_rng(3)
     m = 2000
@@ -443,12 +443,12 @@ def test_compiled_interval_rule_equals_numpy_rule():
 @pytest.mark.parametrize("name", sorted(n for n in COMPILED_LOOP if "original" not in n))
 def test_compiled_exponent_equals_numpy_log_c(name, monkeypatch):
     """``K = -log c`` of the original-time quadrature, compiled on the DOP853 dense output
-    (:func:`flows.fast_segment.exponent`), equals the numpy field's ``log c`` on the same path
+    (:func:`flows.compiled.segment.exponent`), equals the numpy field's ``log c`` on the same path
     at 400 random times of every segment it applies to (rtol 1e-12); it defers (NaN) only
     where the float path does not hold."""
     pytest.importorskip("numba")
-    import flows.integrate as integrate
-    from flows import fast_segment
+    import flows.integrator.driver as integrate
+    from flows.compiled import segment as fast_segment
 
     runs, exponent = [], integrate._exponent
     monkeypatch.setattr(integrate, "_exponent", lambda run: runs.append(run) or exponent(run))
@@ -475,14 +475,15 @@ def test_compiled_exponent_equals_numpy_log_c(name, monkeypatch):
 @pytest.mark.parametrize("name", ["l2-sam L3 blow-up", "gd L4 blow-up", "l2-sam L3 blobs"])
 def test_compiled_blowup_event_equals_python_event(name, monkeypatch):
     """The compiled loop's blow-up function (``event_values``, entry 5) equals
-    :class:`flows.events.BlowUp` on the run's own path (60 times per segment; on the
+    :class:`flows.integrator.events.BlowUp` on the run's own path (60 times per segment; on the
     blow-up runs growth rates from ~3 up to the event's 1e12; both are positive where no entry
     grows, e.g. on the blobs run), so the compiled loop hands back on the step where the
     Python loop sees the event."""
     pytest.importorskip("numba")
-    import flows.integrate as integrate
-    from flows import _numba_dop853, fast_segment
-    from flows import events as ev
+    import flows.integrator.driver as integrate
+    from flows.compiled import _segment_kernels as _numba_dop853
+    from flows.compiled import segment as fast_segment
+    from flows.integrator import events as ev
 
     runs, exponent = [], integrate._exponent
     monkeypatch.setattr(integrate, "_exponent", lambda run: runs.append(run) or exponent(run))
@@ -515,7 +516,7 @@ def test_compiled_loop_stops_at_the_loss_floor(algorithm, depth, monkeypatch):
     run ends where the numpy backend's does: the loss-floor event at the same tau (1e-9), the
     same path (1e-10 in log|beta|) and log t (1e-9)."""
     pytest.importorskip("numba")
-    from flows import fast_segment
+    from flows.compiled import segment as fast_segment
 
     calls = []
     advance = fast_segment.advance
@@ -531,12 +532,12 @@ def test_compiled_loop_stops_at_the_loss_floor(algorithm, depth, monkeypatch):
 
 
 def test_compiled_log_loss_equals_the_loss_table():
-    """``log l(u)`` compiled (:func:`flows._numba_kernels.log_value`) equals the loss table's
+    """``log l(u)`` compiled (:func:`flows.compiled._field_kernels.log_value`) equals the loss table's
     ``log_value`` from u = -1e3 to 1e300 (both sides of the logistic switch at u = 35, and
     u = 0) to rounding, and the compiled mean loss equals a log-sum-exp over the table."""
     pytest.importorskip("numba")
-    from flows import _numba_kernels as kernels
-    from flows.compiled import COMPILED_LOSSES
+    from flows.compiled import _field_kernels as kernels
+    from flows.compiled.field import COMPILED_LOSSES
 
     u = np.concatenate([[-1e3, -40.0, -1.0, 0.0, 1e-300, 35.0, 35.000001, 700.0, 1e300],
                         np.linspace(-50.0, 50.0, 201)])  # fmt: skip
@@ -561,7 +562,7 @@ def test_compiled_one_point_pieces_equal_numpy(loss):
     signed-log path, and with the exponential loss may both give NaN): rtol 1e-12, for 1..3
     layers, one example and several."""
     pytest.importorskip("numba")
-    from flows.compiled import CompiledField
+    from flows.compiled.field import CompiledField
 
     rng = np.random.default_rng(11)
     checked = 0

@@ -1,4 +1,4 @@
-"""Tests of flows.closed_form: exact balanced GD / l-inf-SAM solutions (docs/theory.md §8).
+"""Tests of flows.closed_form.solutions: exact balanced GD / l-inf-SAM solutions (docs/theory.md §8).
 
 Every closed form is checked against things that do not share its code:
 (a) numerical integration of the reduced ODE with scipy's DOP853,
@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.integrate import quad, solve_ivp
 
-from flows.closed_form import ClosedFormSolution, gd, linf_sam
+from flows.closed_form.solutions import ClosedFormSolution, gd, linf_sam
 
 MU = np.array([0.5, 1.0, 2.0])
 RHO = 0.6

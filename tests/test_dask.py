@@ -1,4 +1,4 @@
-"""``python -m flows.sweep --scheduler``: sweeps on a dask cluster (:mod:`flows.distributed`).
+"""``python -m flows.sweep --scheduler``: sweeps on a dask cluster (:mod:`flows.sweep.dask_cluster`).
 
 The dask path gives the same cached results as the local process pool, a worker killed
 mid-task loses no other result (and a rerun computes only what is missing), a malformed or
@@ -27,10 +27,11 @@ distributed = pytest.importorskip("distributed")
 
 import figures.table  # noqa: E402
 from figures.common import Figure  # noqa: E402
-from flows.cache import SECONDS_ENTRY, Cache, Task, register  # noqa: E402
-from flows.distributed import INSTALL_HINT, DaskExecutor, connect  # noqa: E402
-from flows.sweep import main  # noqa: E402
-from flows.tasks import run_tasks  # noqa: E402
+from flows.sweep.cli import main  # noqa: E402
+from flows.sweep.dask_cluster import INSTALL_HINT, DaskExecutor, connect  # noqa: E402
+from flows.sweep.registry import Task, register  # noqa: E402
+from flows.sweep.runner import run_tasks  # noqa: E402
+from flows.sweep.store import SECONDS_ENTRY, Cache  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -241,7 +242,8 @@ def test_task_locked_by_another_process_is_waited_for(tmp_path):
     script = textwrap.dedent(f"""
         import time
         import numpy as np
-        from flows.cache import Cache, Task
+        from flows.sweep.registry import Task
+        from flows.sweep.store import Cache
         cache = Cache({str(tmp_path)!r})
         task = Task("test-dask-square", {{"x": 2.0}})
         with cache.lock(task):

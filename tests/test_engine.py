@@ -1,7 +1,7 @@
-"""Tests of the flow engine ``flows.simulate`` (flows/integrate.py and what it drives).
+"""Tests of the flow engine ``flows.simulate`` (flows/integrator/driver.py and what it drives).
 
 Everything is compared with something that does not share the engine's code: the exact
-solutions of flows.closed_form (GD, l_inf-SAM; themselves tested in test_closed_form.py),
+solutions of flows.closed_form.solutions (GD, l_inf-SAM; themselves tested in test_closed_form.py),
 independent scipy integrations / quadratures of the reduced single-example ODEs of docs/theory.md §8,
 the full (unreduced) system, the other clock, and the scale symmetry of docs/theory.md §8.
 
@@ -21,8 +21,8 @@ from scipy.integrate import quad, solve_ivp
 from scipy.interpolate import CubicSpline
 
 from flows import ALGORITHMS, Trajectory, simulate, single_example
-from flows.closed_form import gd as gd_closed
-from flows.closed_form import linf_sam as linf_closed
+from flows.closed_form.solutions import gd as gd_closed
+from flows.closed_form.solutions import linf_sam as linf_closed
 from flows.model import loss_gradient
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -42,7 +42,7 @@ def test_phase_diagram_any_mu(tmp_path, mu):
 
 def test_phase_span_brackets_the_regimes():
     """The generic alpha / rho range holds the collapse certificate and the regime-3 boundary."""
-    from analysis.regimes import collapse_certificate_boundary, regime3_boundary
+    from analysis.regimes.boundaries import collapse_certificate_boundary, regime3_boundary
 
     for mu in ((0.5, 1.7, 2.9), (1.0, 2.0, 3.0, 4.0, 5.0)):
         lo, hi = phase_span(mu)

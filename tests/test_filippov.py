@@ -476,7 +476,7 @@ def test_smoothing_converges_to_the_engine_fine(name):
 
 def test_multilinear_rule_on_one_surface_is_filippovs_combination():
     """k = 1: lambda = N- / (N- - N+), the unique convex combination tangent to the surface."""
-    from flows.filippov import solve_multilinear, vertex_signs
+    from flows.integrator.filippov import solve_multilinear, vertex_signs
 
     lam, exact = solve_multilinear(np.array([[-2.0, 3.0]]), vertex_signs(1))
     assert exact and lam[0] == pytest.approx(3.0 / 5.0, rel=1e-15)
@@ -486,7 +486,7 @@ def test_multilinear_rule_solves_the_tangency_conditions():
     """k = 2, 3: where Newton reports a solution, every weighted normal rate is 0 (1e-12 of the
     rates) and the weights are a convex combination; rates built around a known interior
     solution give that solution back."""
-    from flows.filippov import multilinear_weights, solve_multilinear, vertex_signs
+    from flows.integrator.filippov import multilinear_weights, solve_multilinear, vertex_signs
 
     rng = np.random.default_rng(4)
     for k in (2, 3):
@@ -507,7 +507,7 @@ def test_multilinear_rule_on_a_stack_equals_one_by_one():
     """A stack of problems (as the original-time quadrature solves them) gives, problem by
     problem, the same weights and the same exact / not-exact verdict as solving each alone
     (k = 1, 2, 3, 6; rates built around a solution in [-0.3, 1.3]^k, and random rates)."""
-    from flows.filippov import multilinear_weights, solve_multilinear, vertex_signs
+    from flows.integrator.filippov import multilinear_weights, solve_multilinear, vertex_signs
 
     rng = np.random.default_rng(6)
     verdicts = set()
@@ -533,7 +533,7 @@ def test_multilinear_rule_without_solution_stays_in_the_box():
     """No solution anywhere (every one-sided field pushes surface 1 up at the same rate, so its
     weighted rate is 1 whatever the weights): the least-squares combination in [0, 1]^k, which
     keeps surface 2 (its weighted rate 0) and reports that it is not exact."""
-    from flows.filippov import multilinear_weights, solve_multilinear, vertex_signs
+    from flows.integrator.filippov import multilinear_weights, solve_multilinear, vertex_signs
 
     signs = vertex_signs(2)
     rates = np.array([[1.0, 1.0, 1.0, 1.0], [-1.0, 2.0, -3.0, 1.0]])
@@ -565,8 +565,8 @@ def test_sliding_field_in_batches_equals_point_by_point(name, monkeypatch):
     random times: the batch equals the one-point evaluations (one-sided fields and log c_max
     to rtol 1e-13, normal rates to 1e-13 of their row's largest), and log c equals ``log c_max + log(sum_v w_v c_v / c_max)`` of the
     one-point combination the solver integrates (rtol 1e-13)."""
-    import flows.integrate as integrate
-    from flows.filippov import FilippovField
+    import flows.integrator.driver as integrate
+    from flows.integrator.filippov import FilippovField
 
     runs, exponent = [], integrate._exponent
     monkeypatch.setattr(integrate, "_exponent", lambda run: runs.append(run) or exponent(run))
@@ -601,12 +601,12 @@ def test_sliding_field_in_batches_equals_point_by_point(name, monkeypatch):
 @pytest.mark.parametrize("name", sorted(BATCH_RUNS) + ["teacher L1"])
 def test_compiled_sliding_combination_equals_numpy(name, monkeypatch):
     """On the compiled backend the sliding combination is compiled
-    (:mod:`flows.fast_sliding`): on every sliding segment of a run, at 40 random times, its
+    (:mod:`flows.compiled.sliding`): on every sliding segment of a run, at 40 random times, its
     one-sided fields, normal rates and log c_max equal the numpy code's (rtol 1e-12; rates to
     1e-12 of their row's largest) and its Newton weights equal ``_newton_one``'s (1e-12)."""
     pytest.importorskip("numba")
-    import flows.integrate as integrate
-    from flows.filippov import NEWTON_ITERATIONS, NEWTON_TOL, FilippovField, _newton_one
+    import flows.integrator.driver as integrate
+    from flows.integrator.filippov import NEWTON_ITERATIONS, NEWTON_TOL, FilippovField, _newton_one
 
     runs, exponent = [], integrate._exponent
     monkeypatch.setattr(integrate, "_exponent", lambda run: runs.append(run) or exponent(run))

@@ -15,22 +15,14 @@ import functools
 import numpy as np
 import pytest
 
-import analysis.lesam_regimes as lesam_regimes
-from analysis.lesam import (
-    M_PEAK,
-    SIGMA_CRITICAL,
-    at_loss_levels,
-    classify_lesam,
-    initial_gradient_norm,
-    initial_lesam_rates,
-    lesam_boundary,
-    lesam_radius,
-    log_gradient_norms,
-    perturbation_along,
-    scan_regimes,
-    stall_point,
-)
-from analysis.regimes import classify as classify_l2
+import analysis.lesam.regimes as lesam_regimes
+from analysis.lesam.boundaries import lesam_boundary, scan_regimes
+from analysis.lesam.perturbation import log_gradient_norms, perturbation_along
+from analysis.lesam.radius import initial_gradient_norm, lesam_radius
+from analysis.lesam.regimes import classify_lesam, initial_lesam_rates
+from analysis.lesam.stall import M_PEAK, SIGMA_CRITICAL, stall_point
+from analysis.loss_levels import at_loss_levels
+from analysis.regimes.classification import classify as classify_l2
 from flows import simulate, single_example
 from flows.algorithms import ALGORITHMS
 from flows.clocks import CLOCKS

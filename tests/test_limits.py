@@ -1,7 +1,7 @@
 """Tests of analysis.limits: Cor 3.5's prediction for l_inf-SAM and limit estimates from runs.
 
 The prediction is checked on hand cases (including a *minor* coordinate j*), against the
-exact blow-up times of flows.closed_form (L >= 3: j* blows up first), and against
+exact blow-up times of flows.closed_form.solutions (L >= 3: j* blows up first), and against
 numerical flows from flows.simulate read by observed_linf_limit. Simulated runs are short
 (n_points = 20) and cached per module.
 """
@@ -24,7 +24,7 @@ from analysis.limits import (
 )
 from analysis.maxmargin import max_margin
 from flows import simulate, single_example
-from flows.closed_form import linf_sam
+from flows.closed_form.solutions import linf_sam
 
 FAST = dict(n_points=20, rtol=1e-8)
 
@@ -72,7 +72,7 @@ def test_predict_ties_largest_index():
 @pytest.mark.parametrize("depth", [3, 4, 5])
 def test_predict_is_first_blowup(depth):
     """For L >= 3, j* is the coordinate with the smallest exact blow-up time of
-    flows.closed_form.linf_sam (20 seeded random cases per depth)."""
+    flows.closed_form.solutions.linf_sam (20 seeded random cases per depth)."""
     rng = np.random.default_rng(depth)
     for _ in range(20):
         d = int(rng.integers(2, 6))

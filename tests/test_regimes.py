@@ -28,20 +28,17 @@ import numpy as np
 import pytest
 
 from analysis.amplification import leader_sequence
-from analysis.regimes import (
-    RegimeResult,
-    check_positive,
-    classify,
+from analysis.regimes.boundaries import (
     collapse_boundary,
     collapse_certificate_boundary,
     initial_norm,
     initial_rates_from_field,
-    leader_phase_diagram,
-    leader_sequence_at_depth,
-    log_gradient_norm,
     regime3_boundary,
     regime3_boundary_from_field,
 )
+from analysis.regimes.classification import RegimeResult, classify, log_gradient_norm
+from analysis.regimes.inputs import check_positive
+from analysis.regimes.leaders import leader_phase_diagram, leader_sequence_at_depth
 from flows import simulate, single_example
 
 MU5 = (1.0, 2.0, 3.0, 4.0, 5.0)
@@ -378,8 +375,8 @@ def test_regime_functions_validate_up_front(case, monkeypatch):
     parameter, before any flow is simulated (before: UnboundLocalError for max_extensions = -1,
     a negative boundary after ~97 s for rho = -1, -0.5 returned for rho = -0.5, endless loops
     for rho = 0 or rtol = 0)."""
-    import analysis.classification as classification
-    import analysis.regimes as regimes
+    import analysis.regimes.leaders as regimes
+    import analysis.regimes.classification as classification
 
     def no_simulation(*args, **kwargs):
         raise AssertionError("simulate called before the input was validated")
@@ -396,7 +393,7 @@ def test_collapse_boundary_iteration_cap_is_reported():
     with the bracket found so far, and collapse_boundary raises a RuntimeError naming max_iter
     instead of returning an unconverged number. (Only the first bisection point, alpha / rho =
     0.567 for mu = (1, 2, 3), is run: regime 2, cheap; collapsing runs cost seconds.)"""
-    from analysis.regimes import collapse_boundary_search
+    from analysis.regimes.boundaries import collapse_boundary_search
 
     mu = np.array([1.0, 2.0, 3.0])
     ac, a3 = collapse_certificate_boundary(mu), regime3_boundary(mu)

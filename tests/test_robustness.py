@@ -27,7 +27,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from analysis import amplification, limits, maxmargin, regimes
+from analysis import amplification, limits, maxmargin
+from analysis.regimes import boundaries, classification, inputs, leaders
 from flows import Dataset, Trajectory, iterate, single_example
 from flows.data import is_separable, sign_constrained_separable
 from flows.initialization import initialization, kept_sign_pattern
@@ -355,24 +356,24 @@ MU_POOL = st.one_of(ANY, scaled(MU))
 # boundary 4.77e-255 * rho = 1.9e-463 is not (a ValueError naming rho and mu)
 @example(mu=np.array([6.74199465e-255, 1.0]), value=0.0, rho=3.9283932810596054e-209)
 def test_regime_formulas(mu, value, rho):
-    m = outcome(lambda: regimes.check_mu(mu), "mu")
+    m = outcome(lambda: inputs.check_mu(mu), "mu")
     if m is not ERROR:
         assert np.all(m > 0) and np.all(np.diff(m) > 0)
-    c = outcome(lambda: regimes.check_positive(value, "the_value"), "the_value")
+    c = outcome(lambda: inputs.check_positive(value, "the_value"), "the_value")
     if c is not ERROR:
         assert np.isfinite(c) and c > 0
-    n0 = outcome(lambda: regimes.initial_norm(mu, value), ("mu", "alpha"))
+    n0 = outcome(lambda: boundaries.initial_norm(mu, value), ("mu", "alpha"))
     if n0 is not ERROR:
         assert n0 >= 0 and not np.isnan(n0)  # 0 / inf only where N0 leaves float64
-    a3 = outcome(lambda: regimes.regime3_boundary(mu, rho), ("mu", "rho"))
-    ac = outcome(lambda: regimes.collapse_certificate_boundary(mu, rho), ("mu", "rho"))
+    a3 = outcome(lambda: boundaries.regime3_boundary(mu, rho), ("mu", "rho"))
+    ac = outcome(lambda: boundaries.collapse_certificate_boundary(mu, rho), ("mu", "rho"))
     if a3 is not ERROR:
         assert np.isfinite(a3) and 0 < a3 <= rho
         if ac is not ERROR:  # it may leave the float range where a3 does not
             assert 0 <= ac < a3
         m = np.asarray(mu, dtype=float)
         if m.shape == (3,) and np.allclose(m / m[0], MU, rtol=1e-14):  # scale-invariant
-            assert a3 == pytest.approx(regimes.regime3_boundary(MU, rho), rel=1e-13)
+            assert a3 == pytest.approx(boundaries.regime3_boundary(MU, rho), rel=1e-13)
 
 
 @CHEAP
@@ -381,7 +382,9 @@ def test_regime_formulas(mu, value, rho):
     value=st.one_of(ANY, scaled(MU), st.sampled_from([1e-300, 1e300, 0.0])),
 )
 def test_initial_rates(param, value):
-    res, kw = fuzz(regimes.initial_rates_from_field, dict(mu=MU, alpha=0.5, rho=1.0), param, value)
+    res, kw = fuzz(
+        boundaries.initial_rates_from_field, dict(mu=MU, alpha=0.5, rho=1.0), param, value
+    )
     if res is not ERROR:
         assert res.shape == (np.size(kw["mu"]),) and not np.any(np.isnan(res))
 
@@ -393,14 +396,14 @@ def test_initial_rates(param, value):
 )
 def test_regime3_boundary_from_field(param, value):
     res, kw = fuzz(
-        regimes.regime3_boundary_from_field,
+        boundaries.regime3_boundary_from_field,
         dict(mu=MU, rho=1.0, rtol=1e-9, max_iter=200),
         param,
         value,
         caps=("max_iter",),
     )
     if res is not ERROR:
-        exact = regimes.regime3_boundary(kw["mu"], kw["rho"])
+        exact = boundaries.regime3_boundary(kw["mu"], kw["rho"])
         assert res == pytest.approx(exact, rel=max(2 * kw["rtol"], 1e-9), abs=1e-320)
 
 
@@ -410,7 +413,7 @@ def test_regime3_boundary_from_field(param, value):
     mu=MU_POOL,
 )
 def test_log_gradient_norm(lb, mu):
-    res = outcome(lambda: regimes.log_gradient_norm(lb, mu), ("log_abs_beta", "mu"))
+    res = outcome(lambda: classification.log_gradient_norm(lb, mu), ("log_abs_beta", "mu"))
     if res is not ERROR:
         assert res.shape == (np.shape(lb)[0],) and not np.any(np.isnan(res))
 
@@ -484,7 +487,7 @@ def pooled(data, function: str, param: str):
 def test_classify(param, data):
     value = pooled(data, "classify", param)
     res, kw = fuzz(
-        regimes.classify,
+        classification.classify,
         dict(mu=MU, alpha=2.0, rho=1.0, t_max=None, n_points=20, max_extensions=0),
         param,
         value,
@@ -502,11 +505,11 @@ def test_classify(param, data):
 def test_collapse_boundary(param, data):
     value = pooled(data, "collapse_boundary", param)
     base = dict(mu=MU, rho=1.0, rtol=0.7, max_iter=1)
-    res, kw = fuzz(regimes.collapse_boundary_search, base, param, value)
+    res, kw = fuzz(boundaries.collapse_boundary_search, base, param, value)
     if res is not ERROR:
         assert res.lo <= res.alpha <= res.hi and res.iterations <= kw["max_iter"]
         assert isinstance(res.converged, bool) and res.undecided == ()
-    val, kw = fuzz(regimes.collapse_boundary, base, param, value, caps=("max_iter",))
+    val, kw = fuzz(boundaries.collapse_boundary, base, param, value, caps=("max_iter",))
     if val is not ERROR:
         assert np.isfinite(val) and val > 0
 
@@ -516,7 +519,7 @@ def test_collapse_boundary(param, data):
 def test_leader_phase_diagram(param, data):
     value = pooled(data, "leader_phase_diagram", param)
     res, kw = fuzz(
-        regimes.leader_phase_diagram, dict(mu=MU, ratios=[2.0], tau_max=1.0, n_tau=5), param, value
+        leaders.leader_phase_diagram, dict(mu=MU, ratios=[2.0], tau_max=1.0, n_tau=5), param, value
     )
     if res is not ERROR:
         tau, lead = res
@@ -529,7 +532,7 @@ def test_leader_phase_diagram(param, data):
 def test_leader_sequence_at_depth(param, data):
     value = pooled(data, "leader_sequence_at_depth", param)
     res, kw = fuzz(
-        regimes.leader_sequence_at_depth,
+        leaders.leader_sequence_at_depth,
         dict(mu=MU, alpha=1.0, rho=0.5, depth=2, t_max=1.0, n_points=5),
         param,
         value,

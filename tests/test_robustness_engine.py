@@ -40,9 +40,9 @@ from flows import Dataset, simulate, single_example
 from flows.algorithms import ALGORITHMS
 from flows.charts import CHARTS
 from flows.clocks import CLOCKS
-from flows.integrate import BACKENDS
+from flows.integrator.driver import BACKENDS
+from flows.integrator.solver import METHODS
 from flows.model import LOSSES
-from flows.solver import METHODS
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::RuntimeWarning"),
@@ -434,7 +434,7 @@ CLI_CASES = {
     "run --out is a directory": (RUN + ["--out", "d.csv"], "--out"),
     "run --out folder not writable": (RUN + ["--out", "/proc/self/t.csv"], "--out"),
     "run --plot folder not writable": (RUN + ["--plot", "/proc/self/t.png"], "--plot"),
-    # flows.sweep
+    # flows.sweep.cli
     "sweep --jobs 0": (SWEEP + ["--jobs", "0", "--out", "o", "--cache", "c"], "--jobs"),
     "sweep --out ''": (SWEEP + ["--out", "", "--cache", "c"], "--out"),
     "sweep --out /proc/self": (SWEEP + ["--out", "/proc/self", "--cache", "c"], "--out"),
@@ -550,9 +550,9 @@ def test_cli_bad_input_in_process(case, tmp_path, monkeypatch, capsys):
     """The same contract through ``main(argv)`` (argparse errors exit with status 2)."""
     import figures.regimes
     import flows.run
-    import flows.sweep
+    import flows.sweep.cli
 
-    mains = {"run": flows.run.main, "sweep": flows.sweep.main, "regimes": figures.regimes.main}
+    mains = {"run": flows.run.main, "sweep": flows.sweep.cli.main, "regimes": figures.regimes.main}
     (module, *args), word = IN_PROCESS_CASES[case]
     monkeypatch.chdir(workdir(tmp_path))
     try:

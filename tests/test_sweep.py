@@ -22,9 +22,10 @@ import pytest
 import figures.table
 from figures.common import Figure
 from figures.table import FIGURES
-from flows.cache import Cache, Task, estimated_cost, register
-from flows.stamps import FILE as STAMPS_FILE
-from flows.sweep import DEFAULT_CACHE, DEFAULT_OUT, main, run_tasks
+from flows.sweep.cli import DEFAULT_CACHE, DEFAULT_OUT, main, run_tasks
+from flows.sweep.registry import Task, estimated_cost, register
+from flows.sweep.stamps import FILE as STAMPS_FILE
+from flows.sweep.store import Cache
 
 CALLS: list[float] = []
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,7 +297,7 @@ def test_process_pool_results(tmp_path):
 def test_failing_task_raises_or_is_collected(tmp_path):
     """A failing task raises TaskError naming it, or (``errors`` given) is recorded while the
     other tasks complete."""
-    from flows.sweep import TaskError
+    from flows.sweep.cli import TaskError
 
     bad = Task("test-counting", {"x": 7.0, "bug": True})
     good = Task("test-counting", {"x": 2.0})
@@ -455,8 +456,9 @@ def test_failed_task_skips_its_figure_only(fake_table, tmp_path, capsys):
 SLOW_SCRIPT = textwrap.dedent("""
     import os, sys, time
     import numpy as np
-    from flows.cache import Cache, Task, register
-    from flows.sweep import run_tasks
+    from flows.sweep.registry import Task, register
+    from flows.sweep.store import Cache
+    from flows.sweep.cli import run_tasks
 
     def slow(params):
         with open(os.path.join(sys.argv[2], f"{os.getpid()}-{params['x']}"), "w"):
@@ -553,7 +555,8 @@ def test_lock_held_by_another_process_is_waited_for(tmp_path):
     script = textwrap.dedent(f"""
         import sys, time
         import numpy as np
-        from flows.cache import Cache, Task
+        from flows.sweep.registry import Task
+        from flows.sweep.store import Cache
         cache = Cache({str(tmp_path)!r})
         task = Task("test-counting", {{"x": 2.0}})
         with cache.lock(task):
@@ -580,7 +583,7 @@ def test_warm_sweep_redraws_only_what_changed(tmp_path, capsys, monkeypatch):
     """A rerun with every run cached leaves an up-to-date PNG alone (same bytes, same mtime);
     --redraw draws it again; drawing code newer than the PNG, or other runs (another engine
     version), make it stale."""
-    import flows.sweep as sweep_module
+    import flows.sweep.cli as sweep_module
 
     args = [
         "--quick",
@@ -605,7 +608,7 @@ def test_warm_sweep_redraws_only_what_changed(tmp_path, capsys, monkeypatch):
     assert main(args) == 0
     assert "wrote" in capsys.readouterr().out
     monkeypatch.undo()
-    monkeypatch.setattr("flows.cache.ENGINE_VERSION", "test-other-engine")
+    monkeypatch.setattr("flows.sweep.registry.ENGINE_VERSION", "test-other-engine")
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "(0 up to date)" in out and "wrote" in out

@@ -1,0 +1,86 @@
+"""LE-SAM's effective radius and the scales that match the methods at the start.
+
+LE-SAM ("fix the loss, not the radius") perturbs by ``eps = rho_t grad L / ||grad L||`` with
+
+    rho_t = min(sigma(t) / (||grad L(theta(t))||_2 + varrho), rho_max),
+
+so that the first-order loss increase ``eps . grad L = rho_t ||grad L||`` equals the budget
+``sigma`` until the cap ``rho_max`` binds. USAM perturbs by ``eps = rho grad L`` (radius
+``rho ||grad L||``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flows.algorithms import hyperparameters_at
+from flows.data import Dataset
+from flows.model import LOSSES, as_theta, loss_gradient
+
+from .._checks import integer, numeric_array, real
+
+__all__ = ["VARRHO", "initial_gradient_norm", "lesam_radius", "schedule_values"]
+
+#: LE-SAM's default stabiliser ``varrho``.
+VARRHO = 1e-12
+
+
+def _nonnegative(value, name: str) -> np.ndarray:
+    arr = numeric_array(value, name)
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+    return arr
+
+
+def lesam_radius(log_grad_norm, sigma, rho_max, varrho: float = VARRHO) -> np.ndarray:
+    """``rho_t = min(sigma / (||grad L|| + varrho), rho_max)`` from ``log ||grad L||``.
+
+    ``log_grad_norm`` is an array without NaN (``-inf``: a zero gradient, ``+inf``: beyond
+    float64, radius 0); ``sigma`` and ``rho_max`` (finite, >= 0) broadcast against it;
+    ``varrho`` finite >= 0. ``sigma = 0`` gives 0 (also where ``||grad L|| + varrho = 0``).
+    """
+    lg = numeric_array(log_grad_norm, "log_grad_norm")
+    if np.any(np.isnan(lg)):
+        raise ValueError("log_grad_norm must not contain NaN")
+    sigma = _nonnegative(sigma, "sigma")
+    rho_max = _nonnegative(rho_max, "rho_max")
+    varrho = real(varrho, "varrho", low=0.0)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        denominator = np.exp(lg) + varrho
+        ratio = np.where(sigma == 0, 0.0, sigma / denominator)
+    return np.minimum(ratio, rho_max)
+
+
+def schedule_values(value, times, name: str = "value") -> np.ndarray:
+    """A hyper-parameter (number or schedule, :mod:`flows.schedules`) at clock ``times``."""
+    times = numeric_array(times, "times", ndim=1)
+    if callable(value):
+        return np.asarray(hyperparameters_at({name: value}, times)[name], dtype=float) * np.ones(
+            times.shape
+        )
+    return np.full(times.shape, real(value, name, low=0.0))
+
+
+def initial_gradient_norm(data: Dataset, alpha, depth: int, loss: str = "logistic") -> float:
+    """``||grad L(theta(0))||_2`` of a balanced init ``w^(l) = alpha`` (scalar or (d,)): the
+    scale that matches the methods at the start (``sigma = rho ||grad L0||`` for LE-SAM,
+    ``rho / ||grad L0||`` for USAM give l2-SAM's perturbation at ``theta(0)``)."""
+    data = check_data(data)
+    depth = integer(depth, "depth", 1)
+    a = numeric_array(alpha, "alpha")
+    if a.ndim > 1 or not np.all(np.isfinite(a)) or np.any(a <= 0):
+        raise ValueError(f"alpha must be a positive scalar or (d,) vector, got {alpha!r}")
+    theta = as_theta(np.broadcast_to(a, (depth, data.d)).copy(), data)
+    return float(np.linalg.norm(loss_gradient(theta, data, check_loss(loss))))
+
+
+def check_data(data) -> Dataset:
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
+    return data
+
+
+def check_loss(loss) -> str:
+    if not isinstance(loss, str) or loss not in LOSSES:
+        raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
+    return loss

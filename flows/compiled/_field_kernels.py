@@ -1,0 +1,232 @@
+"""The numba kernels of :mod:`flows.compiled.field` (imported only when that backend is used).
+
+Loops over the entries of one parameter point, with the formulas of
+:meth:`flows.fused.FusedField._float_rhs`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def log_abs_derivative(u: float, loss_id: int) -> float:
+    """``log|l'(u)|``: logistic ``-log(1 + e^u)``, exponential ``-u``."""
+    if loss_id == 0:
+        return -(max(u, 0.0) + np.log1p(np.exp(-abs(u))))
+    return -u
+
+
+@njit(cache=True, inline="always")
+def log_derivative_slope(u: float, loss_id: int) -> float:
+    """``d log|l'(u)| / du``: logistic ``-sigmoid(u)``, exponential ``-1``."""
+    if loss_id == 0:
+        return -np.exp(-(max(-u, 0.0) + np.log1p(np.exp(-abs(u)))))
+    return -1.0
+
+
+@njit(cache=True, inline="always")
+def log_value(u: float, loss_id: int) -> float:
+    """``log l(u)``: logistic ``log log(1 + e^-u)`` (``-u`` beyond ``u = 35``, as
+    :func:`flows.model._log_logistic`), exponential ``-u``."""
+    if loss_id == 0:
+        if u > 35.0:
+            return -u
+        return np.log(max(-u, 0.0) + np.log1p(np.exp(-abs(u))))
+    return -u
+
+
+@njit(cache=True)
+def log_mean_loss(w, depth, features, loss_id):
+    """``log L = log((1/n) sum_i l(m_i))`` at float parameters ``w`` (log-sum-exp of the
+    ``log l(m_i)``, as :class:`flows.integrator.events.LossFloor`)."""
+    work = workspace(w.shape, features.shape[0])
+    beta, log_l = work[0], work[2]
+    products_into(w, depth, beta, work[1])
+    top = margin_terms_into(beta, features, loss_id, False, log_l)
+    if not np.isfinite(top):
+        return top
+    total = 0.0
+    for v in log_l:
+        total += np.exp(v - top)
+    return top + np.log(total) - np.log(log_l.size)
+
+
+@njit(cache=True, inline="always")
+def margin_terms_into(beta, features, loss_id, derivative, out):
+    """``out[i] = log|l'(m_i)|`` (``derivative``) or ``log l(m_i)`` at the margins
+    ``m = A beta`` (rows of ``features``); returns the largest."""
+    n, d = features.shape
+    top = -np.inf
+    for i in range(n):
+        m = 0.0
+        for j in range(d):
+            m += features[i, j] * beta[j]
+        out[i] = log_abs_derivative(m, loss_id) if derivative else log_value(m, loss_id)
+        top = max(top, out[i])
+    return top
+
+
+@njit(cache=True)
+def forward(w, depth, features, loss_id):
+    """Direction ``G`` (d,), ``log c`` and leave-one-out products (G, d) at floats ``w``."""
+    work = workspace(w.shape, features.shape[0])
+    log_c = forward_into(w, depth, features, loss_id, work)
+    return work[3], log_c, work[1]
+
+
+@njit(cache=True, inline="always")
+def products_into(w, depth, beta, loo):
+    """``beta = prod_l w^(l)`` (d,) and the leave-one-out products ``prod_{k != l} w^(k)``
+    (G, d) into ``beta`` and ``loo``."""
+    groups, d = w.shape
+    for j in range(d):
+        if groups == 1:
+            beta[j] = w[0, j] ** depth
+            loo[0, j] = w[0, j] ** (depth - 1)
+        else:
+            b = 1.0
+            for layer in range(groups):
+                b *= w[layer, j]
+                p = 1.0
+                for k in range(groups):
+                    if k != layer:
+                        p *= w[k, j]
+                loo[layer, j] = p
+            beta[j] = b
+
+
+@njit(cache=True, inline="always")
+def forward_into(w, depth, features, loss_id, work):
+    """:func:`forward` into the buffers ``work = (beta, loo, log_w, direction)`` (see
+    :func:`workspace`); returns ``log c``."""
+    beta, loo, log_w, direction = work[0], work[1], work[2], work[3]
+    n, d = features.shape
+    products_into(w, depth, beta, loo)
+    top = margin_terms_into(beta, features, loss_id, True, log_w)
+    total = 0.0
+    for i in range(n):
+        log_w[i] = np.exp(log_w[i] - top)
+        total += log_w[i]
+    direction[:] = 0.0
+    for i in range(n):
+        p = log_w[i] / total
+        for j in range(d):
+            direction[j] += p * features[i, j]
+    return top + np.log(total) - np.log(n)
+
+
+@njit(cache=True)
+def workspace(shape, n):
+    """Buffers for the ``*_into`` kernels at parameters of ``shape`` (G, d) and ``n`` examples:
+    ``(beta, loo, log_w, direction)`` of :func:`forward_into`, then ``g``, ``sign``, ``unit``
+    (:func:`summary_into`), ``w`` and the perturbed point."""
+    groups, d = shape
+    return (np.empty(d), np.empty((groups, d)), np.empty(n), np.empty(d),
+            np.empty((groups, d)), np.empty((groups, d)), np.empty((groups, d)),
+            np.empty((groups, d)), np.empty((groups, d)))  # fmt: skip
+
+
+@njit(cache=True)
+def parameters(z, log_chart, chart_sign, delta, depth, limit):
+    """Float parameters from chart coordinates, and whether they are in the float range
+    (see :meth:`FusedField._float_rows`)."""
+    w = np.empty(z.shape)
+    ok = parameters_into(z, log_chart, chart_sign, delta, depth, limit, w)
+    return w, ok
+
+
+@njit(cache=True, inline="always")
+def parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
+    """:func:`parameters` into ``w``; returns the range flag."""
+    groups, d = z.shape
+    for layer in range(groups):
+        for j in range(d):
+            if log_chart:
+                w[layer, j] = chart_sign[layer, j] * np.exp(z[layer, j])
+            else:
+                w[layer, j] = delta * np.sinh(z[layer, j])
+    return in_float_range(w, depth, log_chart, limit)
+
+
+@njit(cache=True)
+def summary(w, depth, multiplicity, features, loss_id, pattern, use_pattern):
+    """``GradientSummary`` of ``grad L`` at ``w``: unit, sign, log norm (ok flag first)."""
+    work = workspace(w.shape, features.shape[0])
+    ok, log_norm = summary_into(
+        w, depth, multiplicity, features, loss_id, pattern, use_pattern, work
+    )
+    return ok, work[6].copy(), work[5].copy(), log_norm
+
+
+@njit(cache=True)
+def summary_into(w, depth, multiplicity, features, loss_id, pattern, use_pattern, work):
+    """:func:`summary` into ``work`` (sign ``work[5]``, unit ``work[6]``); returns
+    ``(ok, log norm)``."""
+    log_c = forward_into(w, depth, features, loss_id, work)
+    direction, loo, g, sign, unit = work[3], work[1], work[4], work[5], work[6]
+    groups, d = w.shape
+    norm2 = 0.0
+    for layer in range(groups):
+        for j in range(d):
+            g[layer, j] = direction[j] * loo[layer, j]
+            norm2 += multiplicity[layer] * g[layer, j] ** 2
+    norm = np.sqrt(norm2)
+    for layer in range(groups):
+        for j in range(d):
+            if use_pattern:
+                sign[layer, j] = pattern[layer, j]
+            else:
+                sign[layer, j] = -np.sign(g[layer, j])
+            unit[layer, j] = sign[layer, j] * (abs(g[layer, j]) / norm) if norm > 0 else 0.0
+    return norm > 0, np.log(norm) + log_c
+
+
+@njit(cache=True)
+def chart_velocity(
+    w, point, z, held, depth, features, loss_id, original_clock, log_chart, delta, limit
+):
+    """``d(z, tau)/ds`` from the perturbed point (ok flag first)."""
+    out = np.zeros(w.size + 1)
+    work = workspace(w.shape, features.shape[0])
+    ok = chart_velocity_into(w, point, z, held, depth, features, loss_id, original_clock,
+                             log_chart, delta, limit, work, out)  # fmt: skip
+    return ok, out
+
+
+@njit(cache=True, inline="always")
+def in_float_range(point, depth, log_chart, limit):
+    """Whether float parameters ``point`` are in the float range (see
+    :meth:`FusedField._float_rows`; small entries matter in the log chart only)."""
+    largest, smallest = 0.0, np.inf
+    for v in point.ravel():
+        largest = max(largest, abs(v))
+        smallest = min(smallest, abs(v))
+    top, bottom = np.log(largest), np.log(smallest)  # log is increasing: one call each
+    return -limit < depth * top < limit and (not log_chart or depth * bottom > -4.0 * limit)
+
+
+@njit(cache=True)
+def chart_velocity_into(
+    w, point, z, held, depth, features, loss_id, original_clock, log_chart, delta, limit, work, out
+):
+    """:func:`chart_velocity` into ``out`` (zeros where the flag is False)."""
+    groups, d = w.shape
+    out[:] = 0.0
+    if not in_float_range(point, depth, log_chart, limit):
+        return False
+    log_c = forward_into(point, depth, features, loss_id, work)
+    direction, loo = work[3], work[1]
+    speed = np.exp(log_c) if original_clock else 1.0
+    for layer in range(groups):
+        for j in range(d):
+            if held[layer, j]:
+                continue
+            field = speed * direction[j] * loo[layer, j]
+            if log_chart:
+                out[layer * d + j] = field / w[layer, j]
+            else:
+                out[layer * d + j] = field / (delta * np.cosh(z[layer, j]))
+    out[groups * d] = speed
+    return True

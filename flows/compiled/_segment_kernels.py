@@ -1,0 +1,398 @@
+"""A compiled DOP853 segment (numba): scipy's ``DOP853`` step by step, with the compiled field.
+
+:mod:`flows.compiled.segment` drives it. The stepping is scipy's (``RungeKutta._step_impl``,
+``DOP853._estimate_error_norm``, ``select_initial_step``, ``DOP853._dense_output_impl``: the same
+formulas, constants and order of operations), so a segment integrated here takes the steps
+the scipy loop would take, to rounding. The field is :mod:`flows.compiled._field_kernels`'s float path
+with the perturbation of the algorithm selected by ``algorithm_id`` (see
+:data:`flows.compiled.segment.COMPILED_PERTURBATIONS`). The loop hands back to the Python driver
+(status codes below) where the float path does not hold, where a threshold event (collapse,
+near zero, stationary, blow-up, loss floor) or a sign of l_inf-SAM's frozen pattern changes over a step (the
+step is not kept: the driver locates the event), when the budget is spent, or when the step
+size underflows. Arithmetic follows numpy
+(``error_model="numpy"``: a division by 0 gives inf or NaN, which the checks above catch).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from scipy.integrate._ivp import dop853_coefficients as coefficients
+
+from . import _field_kernels as kernels
+from ._field_kernels import forward, parameters
+
+REACHED_END, LEFT_FLOAT_RANGE, EVENT_AHEAD, BUDGET_SPENT, STEP_TOO_SMALL = 0, 1, 2, 3, 4
+
+N_STAGES = coefficients.N_STAGES
+A = np.ascontiguousarray(coefficients.A)
+B = np.ascontiguousarray(coefficients.B)
+C = np.ascontiguousarray(coefficients.C)
+E3 = np.ascontiguousarray(coefficients.E3)
+E5 = np.ascontiguousarray(coefficients.E5)
+D = np.ascontiguousarray(coefficients.D)
+POWER = coefficients.INTERPOLATOR_POWER
+SAFETY, MIN_FACTOR, MAX_FACTOR = 0.9, 0.2, 10.0
+ERROR_EXPONENT = -1.0 / 8.0
+
+
+@njit(cache=True, error_model="numpy")
+def field(y, problem):
+    """``d(z, tau)/ds`` at the flat state ``y`` (ok flag first)."""
+    out = np.empty(y.size)
+    ok = field_into(y, problem, kernels.workspace(problem[0], problem[6].shape[0]), out)
+    return ok, out
+
+
+@njit(cache=True, error_model="numpy")
+def field_into(y, problem, work, out):
+    """:func:`field` into ``out`` with the buffers ``work`` (:func:`kernels.workspace`)."""
+    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
+     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
+    z = y[:-1].reshape(shape)
+    if not perturbed_into(z, problem, work):
+        out[:] = 0.0
+        return False
+    return kernels.chart_velocity_into(work[7], work[8], z, held, depth, features, loss_id,
+                                       original, log_chart, delta, limit, work, out)  # fmt: skip
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def perturbed_into(z, problem, work):
+    """The float parameters ``w`` (into ``work[7]``) at chart coordinates ``z`` (G, d) and the
+    perturbed point ``w + eps`` (into ``work[8]``); False outside the float path."""
+    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
+     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
+    w, point = work[7], work[8]
+    ok = kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w)
+    _copy_into(point, w)
+    if not ok or algorithm_id == 0:
+        return ok
+    if algorithm_id == 4:  # l_inf-SAM, with the segment's frozen sign(grad L)
+        _add_scaled(point, w, hp[0], pattern)
+        return True
+    ok, log_norm = kernels.summary_into(w, depth, mult, features, loss_id, chart_sign, False, work)
+    if not ok:
+        return False
+    if algorithm_id == 1:  # l2-SAM
+        radius = hp[0]
+    elif algorithm_id == 2:  # USAM
+        radius = hp[0] * np.exp(log_norm)
+    else:  # LE-SAM
+        radius = min(hp[1] / (np.exp(log_norm) + hp[3]), hp[2])
+    if not np.isfinite(radius):
+        return False
+    _add_scaled(point, w, radius, work[6])
+    return True
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _copy_into(out, a):
+    """``out[...] = a`` (shape (G, d))."""
+    for layer in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[layer, j] = a[layer, j]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _add_scaled(out, a, scale, b):
+    """``out = a + scale * b`` (elementwise, shape (G, d))."""
+    for layer in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[layer, j] = a[layer, j] + scale * b[layer, j]
+
+
+@njit(cache=True, error_model="numpy")
+def event_values(y, problem, watch):
+    """The watched events' functions (all watched downwards; ``inf`` where not watched):
+
+    0, 1. ``max log|w| - threshold`` (collapse, near zero) where ``watch[0][k]`` is finite;
+    2. the scale-free gradient size ``log S - watch[0][2]`` (stationary, see
+       :class:`flows.integrator.events.Stationary`);
+    3. ``min_i sign_i z_i`` over the parameters with ``watch[1][i] = sign_i != 0`` (a parameter
+       crosses 0 against its frozen sign: :class:`flows.integrator.events.ZeroCrossing`);
+    4. ``min_j (sign_j G_j + offset_j)`` over ``watch[2][j] = sign_j != 0``, exact zeros left
+       out (:class:`flows.integrator.events.DirectionCrossing`);
+    5. ``watch[0][3] - max log(|F| / |w|)`` over the growing entries (``F w > 0``, ``|w| > 1``)
+       of the velocity ``F`` at the perturbed point (blow-up, :class:`flows.integrator.events.BlowUp`);
+    6. ``log L - watch[0][4]``, the log of the training loss above the floor
+       (:class:`flows.integrator.events.LossFloor`).
+    """
+    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
+     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
+    thresholds, parameter_signs, direction_signs, offsets = watch
+    z = y[:-1].reshape(shape)
+    top = -np.inf
+    for layer in range(shape[0]):
+        for j in range(shape[1]):
+            if log_chart:
+                value = z[layer, j]
+            else:
+                value = np.log(abs(delta * np.sinh(z[layer, j])))
+            top = max(top, value)
+    out = np.full(7, np.inf)
+    for k in range(2):
+        if np.isfinite(thresholds[k]):
+            out[k] = top - thresholds[k]
+    flat = y[:-1]
+    for i in range(flat.size):
+        if parameter_signs[i] != 0:
+            out[3] = min(out[3], parameter_signs[i] * flat[i])
+    watch_directions = False
+    for j in range(shape[1]):
+        watch_directions = watch_directions or direction_signs[j] != 0
+    if np.isfinite(thresholds[2]) or watch_directions or np.isfinite(thresholds[4]):
+        w, _ = parameters(z, log_chart, chart_sign, delta, depth, limit)
+    if np.isfinite(thresholds[4]):
+        out[6] = kernels.log_mean_loss(w, depth, features, loss_id) - thresholds[4]
+    if np.isfinite(thresholds[2]) or watch_directions:
+        direction, _, loo = forward(w, depth, features, loss_id)
+        if np.isfinite(thresholds[2]):
+            top_sum, gradient = 0.0, 0.0
+            for layer in range(shape[0]):
+                for j in range(shape[1]):
+                    top_sum += mult[layer] * loo[layer, j] ** 2
+                    gradient += mult[layer] * (direction[j] * loo[layer, j]) ** 2
+            if top_sum > 0:
+                out[2] = 0.5 * np.log(gradient / top_sum) - thresholds[2]
+        for j in range(shape[1]):
+            if direction_signs[j] != 0 and direction[j] != 0:
+                out[4] = min(out[4], direction_signs[j] * direction[j] + offsets[j])
+    if np.isfinite(thresholds[3]):
+        out[5] = thresholds[3] - _largest_growth_rate(y, problem)
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _largest_growth_rate(y, problem):
+    """``max log(|F| / |w|)`` over the entries that grow (``F w > 0``) beyond ``|w| > 1``, with
+    ``F = G(w') prod_{k != l} w'`` the velocity at the perturbed point; ``-inf`` if none (or
+    outside the float path, where the field hands back anyway).
+
+    Through :func:`field_into` (compiled once for the loop), which leaves ``w``, ``G(w')`` and
+    the leave-one-out products at ``w'`` in ``work[7]``, ``work[3]`` and ``work[1]``."""
+    shape, features = problem[0], problem[6]
+    work = kernels.workspace(shape, features.shape[0])
+    top = -np.inf
+    if not field_into(y, problem, work, np.empty(y.size)):
+        return top
+    w, direction, loo = work[7], work[3], work[1]
+    for layer in range(shape[0]):
+        for j in range(shape[1]):
+            velocity = direction[j] * loo[layer, j]
+            if velocity * w[layer, j] > 0 and abs(w[layer, j]) > 1:
+                top = max(top, np.log(abs(velocity)) - np.log(abs(w[layer, j])))
+    return top
+
+
+@njit(cache=True, error_model="numpy")
+def _scaled_rms(x, minus, scale):
+    """``rms((x - minus) / scale)`` (loops, not array expressions: those compile numba's
+    broadcasting error messages, seconds of compile time each)."""
+    total = 0.0
+    for i in range(x.size):
+        v = (x[i] - minus[i]) / scale[i]
+        total += v * v
+    return np.sqrt(total / x.size)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _axpy_into(out, y, h, x):
+    """``out = y + h * x`` elementwise."""
+    for i in range(y.size):
+        out[i] = y[i] + h * x[i]
+
+
+@njit(cache=True, error_model="numpy")
+def initial_step(y0, f0, s0, s_end, rtol, atol, problem):
+    """scipy's ``select_initial_step`` (order 7); (h, ok, nfev)."""
+    interval = abs(s_end - s0)
+    n = y0.size
+    scale = np.empty(n)
+    for i in range(n):
+        scale[i] = atol[i] + abs(y0[i]) * rtol
+    zero = np.zeros(n)
+    d0 = _scaled_rms(y0, zero, scale)
+    d1 = _scaled_rms(f0, zero, scale)
+    if d0 < 1e-5 or d1 < 1e-5:
+        h0 = 1e-6
+    else:
+        h0 = 0.01 * d0 / d1
+    h0 = min(h0, interval)
+    trial = np.empty(n)
+    _axpy_into(trial, y0, h0, f0)
+    ok, f1 = field(trial, problem)
+    if not ok:
+        return 0.0, False
+    d2 = _scaled_rms(f1, f0, scale) / h0
+    if d1 <= 1e-15 and d2 <= 1e-15:
+        h1 = max(1e-6, h0 * 1e-3)
+    else:
+        h1 = (0.01 / max(d1, d2)) ** (1.0 / 8.0)
+    return min(100 * h0, h1, interval), True
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _stage(y, K, s, h, out):
+    """``out = y + (sum_{r < s} K[r] A[s, r]) h``: the state at stage ``s`` (summed in the
+    order of the loop it replaces, so the same numbers)."""
+    for i in range(y.size):
+        acc = 0.0
+        for r in range(s):
+            acc += K[r, i] * A[s, r]
+        out[i] = y[i] + acc * h
+
+
+@njit(cache=True, error_model="numpy")
+def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
+    """Integrate from ``(s0, y0)`` towards ``s_end``.
+
+    Returns ``(status, n_steps, ts, F, y_old, y, nfev, h_abs)``: the step boundaries
+    ``ts[:n+1]``, the dense-output coefficients ``F[:n]`` and start states ``y_old[:n]`` of each
+    kept step (``Dop853DenseOutput``'s layout), the state at ``ts[n]``, the field evaluations
+    spent, and the size of the next step (the Python loop goes on with it: the same steps).
+    """
+    n = y0.size
+    ts = np.empty(capacity + 1)
+    F = np.empty((capacity, POWER, n))
+    y_olds = np.empty((capacity, n))
+    ts[0] = s0
+    y = y0.copy()
+    ok, f = field(y, problem)
+    nfev = 1
+    if not ok:
+        return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev, 0.0
+    h_abs, ok = initial_step(y, f, s0, s_end, rtol, atol, problem)
+    nfev += 1
+    if not ok:
+        return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev, 0.0
+    g_old = event_values(y, problem, watch)
+    K = np.empty((A.shape[0], n))
+    stage = np.empty(n)
+    y_new = np.empty(n)
+    work = kernels.workspace(problem[0], problem[6].shape[0])
+    t = s0
+    steps = 0
+    while t < s_end:
+        if steps == capacity:
+            return BUDGET_SPENT, steps, ts, F, y_olds, y, nfev, h_abs
+        min_step = 10 * abs(np.nextafter(t, np.inf) - t)
+        if h_abs < min_step:
+            h_abs = min_step
+        rejected = False
+        while True:
+            if h_abs < min_step:
+                return STEP_TOO_SMALL, steps, ts, F, y_olds, y, nfev, h_abs
+            t_new = t + h_abs
+            if t_new - s_end > 0:
+                t_new = s_end
+            h = t_new - t
+            h_abs = abs(h)
+            for i in range(n):
+                K[0, i] = f[i]
+            for s in range(1, N_STAGES):
+                _stage(y, K, s, h, stage)
+                if not field_into(stage, problem, work, K[s]):
+                    return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
+            for i in range(n):
+                increment = 0.0
+                for r in range(N_STAGES):
+                    increment += K[r, i] * B[r]
+                y_new[i] = y[i] + h * increment
+            f_new = K[N_STAGES]
+            ok = field_into(y_new, problem, work, f_new)
+            nfev += N_STAGES
+            if not ok:
+                return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
+            e5, e3 = 0.0, 0.0
+            for i in range(n):
+                scale = atol[i] + max(abs(y[i]), abs(y_new[i])) * rtol
+                err5, err3 = 0.0, 0.0
+                for r in range(N_STAGES + 1):
+                    err5 += K[r, i] * E5[r]
+                    err3 += K[r, i] * E3[r]
+                err5 /= scale
+                err3 /= scale
+                e5 += err5 * err5
+                e3 += err3 * err3
+            if e5 == 0 and e3 == 0:
+                error_norm = 0.0
+            else:
+                error_norm = abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * n)
+            if error_norm < 1:
+                factor = (
+                    MAX_FACTOR
+                    if error_norm == 0
+                    else min(MAX_FACTOR, SAFETY * error_norm**ERROR_EXPONENT)
+                )
+                if rejected:
+                    factor = min(1.0, factor)
+                h_abs *= factor
+                break
+            h_abs *= max(MIN_FACTOR, SAFETY * error_norm**ERROR_EXPONENT)
+            rejected = True
+        g_new = event_values(y_new, problem, watch)
+        for k in range(g_new.size):
+            if g_old[k] >= 0 and g_new[k] <= 0 and (g_old[k] != 0 or g_new[k] != 0):
+                return EVENT_AHEAD, steps, ts, F, y_olds, y, nfev, abs(h)
+        for s in range(N_STAGES + 1, A.shape[0]):
+            _stage(y, K, s, h, stage)
+            ok = field_into(stage, problem, work, K[s])
+            nfev += 1
+            if not ok:
+                return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
+        for i in range(n):
+            delta_y = y_new[i] - y[i]
+            F[steps, 0, i] = delta_y
+            F[steps, 1, i] = h * K[0, i] - delta_y
+            F[steps, 2, i] = 2 * delta_y - h * (f_new[i] + K[0, i])
+            for p in range(POWER - 3):
+                row = 0.0
+                for r in range(A.shape[0]):
+                    row += D[p, r] * K[r, i]
+                F[steps, 3 + p, i] = h * row
+            y_olds[steps, i] = y[i]
+            f[i] = f_new[i]
+        steps += 1
+        ts[steps] = t_new
+        t, y, y_new, g_old = t_new, y_new, y, g_new
+        if nfev > budget:
+            return BUDGET_SPENT, steps, ts, F, y_olds, y, nfev, h_abs
+    return REACHED_END, steps, ts, F, y_olds, y, nfev, h_abs
+
+
+@njit(cache=True, error_model="numpy")
+def exponents(s, step, t_old, h, F, y_old, problem):
+    """``K = -log c`` at the perturbed point of the dense output at times ``s`` (in steps
+    ``step``): ``Dop853DenseOutput``'s polynomial as :func:`flows.integrator.segments._dop853_values`, then
+    the float path of ``log c`` (:meth:`flows.fused.FusedField.log_c`); NaN where that path
+    does not hold (the caller takes the numpy path there)."""
+    shape, depth, features, loss_id, limit = (
+        problem[0],
+        problem[4],
+        problem[6],
+        problem[7],
+        problem[12],
+    )
+    out = np.empty(s.size)
+    n = y_old.shape[1]
+    y = np.empty(n)
+    work = kernels.workspace(shape, features.shape[0])
+    for q in range(s.size):
+        k = step[q]
+        x = (s[q] - t_old[k]) / h[k]
+        y[:] = 0.0
+        for i in range(POWER):
+            for c in range(n):
+                y[c] += F[k, POWER - 1 - i, c]
+                y[c] *= x if i % 2 == 0 else 1 - x
+        for c in range(n):
+            y[c] += y_old[k, c]
+        z = y[:-1].reshape(shape)
+        if perturbed_into(z, problem, work) and kernels.in_float_range(
+            work[8], depth, False, limit
+        ):
+            out[q] = -kernels.forward_into(work[8], depth, features, loss_id, work)
+        else:
+            out[q] = np.nan
+    return out

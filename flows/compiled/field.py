@@ -1,0 +1,116 @@
+"""The compiled field: the float fast path of the fused field in numba.
+
+:class:`CompiledField` is :class:`~flows.fused.FusedField` with its hot path, the field at one
+point in plain floats, compiled: one compiled call summarises ``grad L`` (unit direction,
+signs, log norm: the :class:`~flows.algorithms.GradientSummary`), the perturbation itself
+stays the algorithm table's Python function (so a new algorithm needs nothing here), and a
+second compiled call evaluates the field at the perturbed point and the chart velocity.
+Everything else (points outside the float range, batches, events) is the inherited numpy
+code. The formulas are those of :meth:`FusedField._float_rhs`, written as loops; the tests
+hold the two to 1e-10 in log|beta|.
+
+numba compiles on first use (all kernels, with the compiled loop of :mod:`flows.compiled.segment`:
+~25 s on 2 cores) and caches the machine code on disk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..algorithms import GradientSummary
+from ..charts import LogChart
+from ..field import Problem
+from ..fused import FLOAT_RANGE, FusedField
+from ..model import LOSSES
+from ..signedlog import SignedLog
+from . import require
+
+#: Losses with a compiled ``log|l'(u)|`` (the index is the compiled loss id).
+COMPILED_LOSSES = ("logistic", "exponential")
+
+
+def supports(problem: Problem) -> bool:
+    """Whether the compiled path covers ``problem`` (its loss has a compiled derivative)."""
+    return any(problem.loss is LOSSES[name] for name in COMPILED_LOSSES)
+
+
+class CompiledField(FusedField):
+    """:class:`FusedField` whose one-point float path is compiled (see the module docstring)."""
+
+    def __init__(self, problem: Problem):
+        require()
+        from . import _field_kernels as _numba_kernels
+
+        super().__init__(problem)
+        self.kernels = _numba_kernels
+        self.loss_id = next(
+            i for i, name in enumerate(COMPILED_LOSSES) if problem.loss is LOSSES[name]
+        )
+        chart = problem.chart
+        self.log_chart = isinstance(chart, LogChart)
+        if isinstance(chart, LogChart):
+            self.chart_sign, self.delta = np.asarray(chart.sign, dtype=float), 1.0
+        else:
+            self.chart_sign, self.delta = np.ones(problem.shape), float(chart.delta)
+        self.features_c = np.ascontiguousarray(self.features, dtype=float)
+        self.mult_f = self.multiplicity.astype(float)
+        self.no_pattern = np.zeros(problem.shape)
+
+    def _float_evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`FusedField._float_evaluate`, compiled for one point (G, d): the forward pass
+        behind one-point velocities (the blow-up event) and the stationary event."""
+        if theta.ndim != 2:
+            return super()._float_evaluate(theta)
+        w = np.ascontiguousarray(theta, dtype=float)
+        return self.kernels.forward(w, self.depth, self.features_c, self.loss_id)
+
+    def log_loss(self, theta: SignedLog) -> float:
+        """:meth:`FusedField.log_loss`, compiled where the point is in the float range."""
+        if not self._float_rows(theta.log_abs, small_matter=False):
+            return super().log_loss(theta)
+        w = np.where(theta.sign == 0, 0.0, theta.sign * np.exp(theta.log_abs))
+        return float(self.kernels.log_mean_loss(w, self.depth, self.features_c, self.loss_id))
+
+    def _float_rhs(
+        self, z: np.ndarray, held: np.ndarray, pattern_signs: np.ndarray | None, time: float = 0.0
+    ) -> np.ndarray | None:
+        """The compiled version of :meth:`FusedField._float_rhs` (None outside its range)."""
+        problem = self.problem
+        w, ok = self.kernels.parameters(
+            z, self.log_chart, self.chart_sign, self.delta, self.depth, FLOAT_RANGE
+        )
+        if not ok:
+            return None
+        point = w
+        if problem.algorithm.perturbs:
+            use_pattern = pattern_signs is not None
+            ok, unit, sign, log_norm = self.kernels.summary(
+                w,
+                self.depth,
+                self.mult_f,
+                self.features_c,
+                self.loss_id,
+                pattern_signs if use_pattern else self.no_pattern,
+                use_pattern,
+            )
+            if not ok:
+                return None
+            eps = problem.algorithm.perturb(
+                GradientSummary(unit, sign, float(log_norm), self.multiplicity),
+                self.hyperparameters(time),
+            )
+            point = w + eps
+        ok, out = self.kernels.chart_velocity(
+            w,
+            point,
+            z,
+            held,
+            self.depth,
+            self.features_c,
+            self.loss_id,
+            problem.clock.original,
+            self.log_chart,
+            self.delta,
+            FLOAT_RANGE,
+        )
+        return out if ok else None

@@ -1,0 +1,186 @@
+"""The compiled segment loop (extra ``fast``): DOP853 steps in numba, no Python per step.
+
+Where it applies (:func:`applies`: the compiled backend, ``method='DOP853'``, an algorithm with
+a compiled perturbation and no schedule, no held, sliding or near-zero entries; any depth),
+:func:`advance` integrates the current segment with :func:`flows.compiled._segment_kernels.segment`
+(scipy's DOP853 to rounding, on the compiled float field) and records the steps as a
+:class:`~flows.integrator.segments.Segment` whose dense output is scipy's. It hands back to the Python
+loop of :mod:`flows.integrator.solver` where that loop is needed: outside the float range, one step
+before a threshold event (collapse, near zero, stationary, blow-up, loss floor: the Python
+loop locates it), or on a failing step. The tests hold both loops to 1e-9 in log|beta|.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import algorithms
+from ..charts import LogChart
+from ..fused import FLOAT_RANGE
+from ..integrator import events as ev
+from ..integrator.segments import Mode, Segment
+from ..schedules import constant_values
+from .field import CompiledField
+
+#: Perturbations with a compiled counterpart in :func:`flows.compiled._segment_kernels.field` (its
+#: ``algorithm_id``); the others run on the Python loop.
+COMPILED_PERTURBATIONS: dict[algorithms.Perturbation, int] = {
+    algorithms.no_perturbation: 0,
+    algorithms.l2_perturbation: 1,
+    algorithms.unnormalized_perturbation: 2,
+    algorithms.loss_equilibrated_perturbation: 3,
+    algorithms.linf_perturbation: 4,
+}
+#: Steps stored per compiled call (a longer segment takes several calls).
+CAPACITY = 2048
+
+
+class Advance(NamedTuple):
+    """What :func:`advance` did: ``finished`` (reached ``s_end``), ``budget_spent``, the field
+    evaluations it used, and the step the Python loop should try first (None: its own choice;
+    after an event ahead, the step that met it, so the Python loop retakes the same step)."""
+
+    finished: bool
+    budget_spent: bool
+    nfev: int
+    first_step: float | None
+
+
+def applies(field, mode: Mode, method: str) -> bool:
+    """Whether the compiled loop can integrate this segment (see the module docstring)."""
+    problem = field.problem
+    return (
+        isinstance(field, CompiledField)
+        and method == "DOP853"
+        and problem.algorithm.perturb in COMPILED_PERTURBATIONS
+        and constant_values(problem.hyperparameters) is not None
+        and mode.near_zero is None
+        and not mode.frozen
+        and not mode.sliding
+        and not bool(np.any(mode.held))
+    )
+
+
+def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
+    """The arguments of the compiled field."""
+    problem = field.problem
+    values = constant_values(problem.hyperparameters)
+    return (
+        problem.shape,
+        field.log_chart,
+        field.chart_sign,
+        field.delta,
+        field.depth,
+        field.mult_f,
+        field.features_c,
+        field.loss_id,
+        problem.clock.original,
+        np.ascontiguousarray(mode.held),
+        COMPILED_PERTURBATIONS[problem.algorithm.perturb],
+        values,
+        FLOAT_RANGE,
+        np.zeros(problem.shape) if mode.pattern is None else field.pattern_signs(mode.pattern),
+    )
+
+
+def _watch(
+    field: CompiledField,
+    mode: Mode,
+    radius: float,
+    near_zero: bool,
+    y: np.ndarray,
+    loss_floor: float | None = None,
+):
+    """What the compiled loop watches, as :func:`flows.integrator.events.segment_events` (and
+    :class:`flows.integrator.events.LossFloor`) do: thresholds of collapse, near zero, stationary, blow-up
+    and loss floor (finite where watched), the frozen parameter signs
+    (l_inf-SAM zero crossings) and the frozen signs and offsets of the ``G_j``
+    (:class:`flows.integrator.events.DirectionCrossing`)."""
+    thresholds = np.full(5, -np.inf)
+    if radius > 0 and field.depth >= 2:
+        thresholds[0] = np.log(radius * ev.COLLAPSE_FRACTION)
+        if near_zero and isinstance(mode.chart, LogChart):
+            thresholds[1] = np.log(radius * ev.NEAR_ZERO)
+    data = field.problem.data
+    if data.n > 1:
+        thresholds[2] = np.log(ev.STATIONARY_TOL) + np.log(np.max(np.linalg.norm(data.X, axis=1)))
+    if field.depth >= 3:
+        thresholds[3] = np.log(ev.BLOWUP_RATE)
+    if loss_floor is not None:
+        thresholds[4] = np.log(loss_floor)
+    parameter_signs = np.zeros(y.size - 1)
+    direction_signs = np.zeros(data.d)
+    offsets = np.zeros(data.d)
+    if mode.sign_pattern is not None:
+        parameter_signs = mode.sign_pattern.ravel().astype(float)
+        crossing = next(
+            (
+                e
+                for e in ev.segment_events(field, mode, 2, 0.0, y=y)
+                if isinstance(e, ev.DirectionCrossing)
+            ),
+            None,
+        )
+        if crossing is not None:
+            direction_signs[crossing.watched] = crossing.pattern[crossing.watched]
+            offsets[crossing.watched] = crossing.offset
+    return thresholds, parameter_signs, direction_signs, offsets
+
+
+def exponent(field, segment: Segment, s: np.ndarray) -> np.ndarray | None:
+    """``K = -log c(theta')`` along ``segment`` at times ``s``, compiled
+    (:func:`flows.compiled._segment_kernels.exponents`: NaN where the float path does not hold), or None
+    where the compiled path does not apply (:func:`applies`; no DOP853 dense output)."""
+    if not isinstance(field, CompiledField):
+        return None
+    stack = segment.dop853_stack()
+    if stack is None or not applies(field, segment.mode, "DOP853"):
+        return None
+    from . import _segment_kernels as loop
+
+    s = np.ascontiguousarray(s, dtype=float)
+    t_old, h, F, y_old = stack
+    problem = _problem_tuple(field, segment.mode)
+    return loop.exponents(s, segment.step_of(s), t_old, h, F, y_old, problem)
+
+
+def advance(
+    field: CompiledField,
+    mode: Mode,
+    y: np.ndarray,
+    s: float,
+    s_end: float,
+    tolerances: tuple[float, np.ndarray],
+    budget: int,
+    radius: float,
+    near_zero: bool,
+    segments: list[Segment],
+    loss_floor: float | None = None,
+) -> tuple[Advance, float, np.ndarray]:
+    """Integrate from ``(s, y)`` towards ``s_end`` in compiled steps; append the steps to
+    ``segments``; return what happened and the new ``(s, y)``. ``loss_floor``: the run's
+    (watched as an event; None: none)."""
+    from . import _segment_kernels as loop
+
+    rtol, atol = tolerances
+    problem = _problem_tuple(field, mode)
+    watch = _watch(field, mode, radius, near_zero, y, loss_floor)
+    nfev = 0
+    budget = min(budget, 2**62)
+    while True:
+        status, steps, ts, F, y_old, y_end, used, h_next = loop.segment(
+            y, s, s_end, rtol, atol, budget - nfev, problem, watch, CAPACITY
+        )
+        nfev += int(used)
+        if steps > 0:
+            t_old = ts[:steps].copy()
+            stack = (t_old, ts[1 : steps + 1] - t_old, F[:steps].copy(), y_old[:steps].copy())
+            segments.append(Segment(mode.copy(), ts[: steps + 1].copy(), [], stack))
+            s, y = float(ts[steps]), y_end.copy()
+        if status == loop.BUDGET_SPENT and steps == CAPACITY and nfev <= budget:
+            continue
+        finished = status == loop.REACHED_END
+        first_step = float(h_next) if h_next > 0 else None
+        return Advance(finished, status == loop.BUDGET_SPENT, nfev, first_step), s, y

@@ -1,0 +1,234 @@
+"""The integrated path: segments between events, each a chain of solver steps with dense output.
+
+A :class:`Segment` covers ``[start, end]`` in the run's clock ``s``, in one *mode* (chart,
+entries held at 0, frozen sign pattern); within it the state ``(z, tau)`` is the solver's
+dense output, one polynomial per step. :class:`Path` samples states at any times, in
+signed-log form (so segments integrated in different charts are read the same way), one
+batch per segment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..charts import AsinhChart, LogChart
+from ..field import SignPattern
+from ..signedlog import SignedLog
+
+try:  # the layout of DOP853's dense output, to evaluate all steps of a segment at once
+    from scipy.integrate._ivp.rk import Dop853DenseOutput
+except ImportError:  # pragma: no cover - a scipy without it: one call per step
+    Dop853DenseOutput = None
+
+
+@dataclass
+class Mode:
+    """What changes at events.
+
+    Attributes
+    ----------
+    chart : the chart the state is integrated in.
+    held : (G, d) entries held at 0 (l_inf-SAM sliding on ``w = 0``, or everything after a
+        collapse).
+    sign_pattern : (G, d) parameter signs frozen inside ``sign(grad L)`` (sign-discontinuous
+        algorithms only), else None.
+    direction_pattern : (d,) signs of ``G_j(theta)`` frozen inside ``sign(grad L)``
+        (sign-discontinuous algorithms only), else None.
+    sliding_directions : coordinates ``j`` sliding on ``G_j(theta) = 0`` (:mod:`flows.integrator.filippov`).
+    linked : groups of held parameters (flat indices) that reached 0 together and slide as one
+        surface (:class:`flows.integrator.filippov.Surface`).
+    collapsed : theta has collapsed to 0 for good.
+    stationary : theta sits at a stationary point for good (see :class:`flows.integrator.events.Stationary`).
+    near_zero : after the run left the log chart because every parameter came near 0: the
+        flat indices of the parameters whose reaching 0 is the collapse (those within
+        ``e^-30`` of the largest; the others are far below any tolerance), else None.
+    """
+
+    chart: AsinhChart | LogChart
+    held: np.ndarray
+    sign_pattern: np.ndarray | None = None
+    direction_pattern: np.ndarray | None = None
+    sliding_directions: tuple[int, ...] = ()
+    linked: tuple[tuple[int, ...], ...] = ()
+    collapsed: bool = False
+    stationary: bool = False
+    near_zero: np.ndarray | None = None
+
+    @property
+    def pattern(self) -> SignPattern | None:
+        """The frozen signs of ``sign(grad L)`` (None unless the algorithm is sign-discontinuous)."""
+        if self.sign_pattern is None or self.direction_pattern is None:
+            return None
+        return SignPattern(self.sign_pattern, self.direction_pattern)
+
+    @property
+    def sliding(self) -> bool:
+        """Some switching surface slides (a held parameter, or a direction ``G_j = 0``)."""
+        return not self.collapsed and (bool(np.any(self.held)) or bool(self.sliding_directions))
+
+    @property
+    def frozen(self) -> bool:
+        """Nothing moves any more: collapsed, stationary, or every entry held at 0."""
+        return self.collapsed or self.stationary or bool(np.all(self.held))
+
+    def copy(self) -> Mode:
+        """An independent copy (the arrays are mutated by event handlers)."""
+        return Mode(
+            self.chart,
+            self.held.copy(),
+            None if self.sign_pattern is None else self.sign_pattern.copy(),
+            None if self.direction_pattern is None else self.direction_pattern.copy(),
+            self.sliding_directions,
+            self.linked,
+            self.collapsed,
+            self.stationary,
+            self.near_zero,
+        )
+
+
+Interpolant = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass
+class Segment:
+    """Dense output over ``[start, end]``: step boundaries ``ts`` and one interpolant per step.
+
+    ``interpolants[k]`` maps times in ``[ts[k], ts[k+1]]`` to states ``(n_state, len(s))``
+    (chart coordinates, then ``tau``). A segment of the compiled loop
+    (:mod:`flows.compiled.segment`) has no interpolant objects, only ``stack``: DOP853's
+    dense-output arrays of every step.
+    """
+
+    mode: Mode
+    ts: np.ndarray
+    interpolants: list[Interpolant]
+    stack: tuple | None = field(default=None, repr=False)
+
+    @property
+    def start(self) -> float:
+        """First time covered."""
+        return float(self.ts[0])
+
+    @property
+    def end(self) -> float:
+        """Last time covered."""
+        return float(self.ts[-1])
+
+    @classmethod
+    def frozen(
+        cls, mode: Mode, start: float, end: float, y: np.ndarray, tau_rate: float
+    ) -> Segment:
+        """A segment where ``z`` does not move and only ``tau`` advances at ``tau_rate``."""
+        y = y.copy()
+
+        def constant(s: np.ndarray) -> np.ndarray:
+            out = np.repeat(y[:, None], len(s), axis=1)
+            out[-1] = y[-1] + tau_rate * (s - start)
+            return out
+
+        return cls(mode, np.array([start, end]), [constant])
+
+    def step_of(self, s: np.ndarray) -> np.ndarray:
+        """Index of the step covering each time (the later one at a shared boundary)."""
+        return np.clip(np.searchsorted(self.ts, s, side="right") - 1, 0, len(self.ts) - 2)
+
+    def raw(self, s: np.ndarray) -> np.ndarray:
+        """States ``(len(s), n_state)`` at times ``s`` within the segment."""
+        step = self.step_of(s)
+        stacked = self.dop853_stack()
+        if stacked is not None:
+            return _dop853_values(stacked, step, s)
+        out = np.empty((len(s), 0))
+        for k in np.unique(step):
+            rows = step == k
+            values = self.interpolants[k](s[rows]).T
+            if out.shape[1] == 0:
+                out = np.empty((len(s), values.shape[1]))
+            out[rows] = values
+        return out
+
+    def dop853_stack(self) -> tuple | None:
+        """``(t_old, h, F, y_old)`` of every step stacked, when all steps are DOP853 steps."""
+        steps: list[Any] = self.interpolants
+        if (
+            self.stack is None
+            and Dop853DenseOutput is not None
+            and all(isinstance(i, Dop853DenseOutput) for i in steps)
+        ):
+            self.stack = (
+                np.array([i.t_old for i in steps]),
+                np.array([i.h for i in steps]),
+                np.array([i.F for i in steps]),
+                np.array([i.y_old for i in steps]),
+            )
+        return self.stack
+
+    def sample(self, s: np.ndarray, shape: tuple[int, int]) -> tuple[SignedLog, np.ndarray]:
+        """Parameters (signed-log, ``(len(s), G, d)``) and ``tau`` at times ``s``."""
+        states = self.raw(np.asarray(s, dtype=float))
+        z = states[:, :-1].reshape((len(s),) + shape)
+        theta = self.mode.chart.state(z)
+        held = self.mode.held
+        if np.any(held):
+            theta = SignedLog(
+                np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs)
+            )
+        return theta, states[:, -1]
+
+
+def _dop853_values(stacked: tuple, step: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """DOP853's dense-output polynomial (as ``Dop853DenseOutput``) at times ``s`` in steps
+    ``step``, all at once: the same operations in the same order, so the same numbers."""
+    t_old, h, F, y_old = stacked
+    x = ((s - t_old[step]) / h[step])[:, None]
+    coefficients = F[step]
+    y = np.zeros((len(s), y_old.shape[1]))
+    for i in range(coefficients.shape[1]):
+        y += coefficients[:, -1 - i]
+        y *= x if i % 2 == 0 else 1 - x
+    return y + y_old[step]
+
+
+@dataclass
+class Path:
+    """The segments of a run, in order."""
+
+    shape: tuple[int, int]
+    segments: list[Segment] = field(default_factory=list)
+
+    @property
+    def end(self) -> float:
+        """Last time covered (0 before the first segment)."""
+        return self.segments[-1].end if self.segments else 0.0
+
+    def breakpoints(self) -> np.ndarray:
+        """Every step boundary of every segment (where the dense output changes polynomial)."""
+        return np.unique(np.concatenate([seg.ts for seg in self.segments]))
+
+    def segment_of(self, s: np.ndarray) -> np.ndarray:
+        """Index of the segment covering each time (the earlier one at a shared boundary)."""
+        ends = np.array([seg.end for seg in self.segments])
+        return np.minimum(np.searchsorted(ends, s, side="left"), len(ends) - 1)
+
+    def sample(
+        self, s: np.ndarray, which: np.ndarray | None = None
+    ) -> tuple[SignedLog, np.ndarray, np.ndarray]:
+        """Parameters ``(len(s), G, d)``, ``tau`` and the segment index at times ``s``.
+
+        ``which`` chooses the segment of each time (default :meth:`segment_of`); the caller
+        passes it to take one-sided values at event times.
+        """
+        s = np.asarray(s, dtype=float)
+        which = self.segment_of(s) if which is None else np.asarray(which)
+        sign = np.empty((len(s),) + self.shape)
+        log_abs = np.empty_like(sign)
+        tau = np.empty(len(s))
+        for i in np.unique(which):
+            rows = which == i
+            theta, tau[rows] = self.segments[i].sample(s[rows], self.shape)
+            sign[rows], log_abs[rows] = theta
+        return SignedLog(sign, log_abs), tau, which

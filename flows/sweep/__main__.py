@@ -1,0 +1,8 @@
+"""``python -m flows.sweep``: regenerate the figures (:mod:`flows.sweep.cli`)."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""The task runner: :func:`run_tasks` computes the missing :class:`~flows.sweep.registry.Task` results,
+most expensive first, on any :class:`concurrent.futures.Executor` (or in this process).
+
+Each task is computed under its cache lock (:func:`work`): a task that another process is
+computing is put back in the queue and waited for, then its stored result is reused.
+
+Where the workers may not see the cache directory (a dask cluster on other machines,
+:mod:`flows.sweep.dask_cluster`), this process holds the locks and stores the results instead
+(``cache_here``): the workers only compute, and a task that finished is on disk here whatever
+happens to the workers afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from contextlib import ExitStack
+from functools import partial
+from pathlib import Path
+
+from .pool import local_pool, stop_pool
+from .registry import TASK_KINDS, Result, Task, estimated_cost
+from .store import Cache
+
+#: ``(how, result, seconds)`` of one :func:`work` call
+Outcome = tuple[str, Result | None, float]
+
+#: how often (seconds) a ``cache_here`` run retries the lock of a task another process computes
+LOCK_POLL = 0.2
+
+
+class TaskError(RuntimeError):
+    """A task raised: carries the task and the original exception (as ``__cause__``)."""
+
+    def __init__(self, task: Task, exc: BaseException):
+        super().__init__(f"{task.describe()}: {type(exc).__name__}: {exc}")
+        self.task = task
+
+
+def run_tasks(
+    tasks: list[Task],
+    cache: Cache,
+    jobs: int = 1,
+    fresh: bool = False,
+    log: Callable[[str], None] = print,
+    seconds: dict[str, float] | None = None,
+    executor: Executor | None = None,
+    on_result: Callable[[Task, Result, str], None] | None = None,
+    errors: dict[str, TaskError] | None = None,
+    window: int | None = None,
+    cache_here: bool | None = None,
+) -> tuple[dict[str, Result], int]:
+    """Results of ``tasks`` by key, computing the missing ones, most expensive first.
+
+    Parameters
+    ----------
+    executor : where to compute; ``None`` means a local process pool of ``jobs`` workers (or
+        this process when ``jobs <= 1``). Any :class:`concurrent.futures.Executor` works; its
+        workers get the task kind's function by reference.
+    window : at most this many tasks submitted at a time (default: ``jobs`` for the local pool,
+        the executor's ``window`` or ``_max_workers`` if it has one, else all), so that the
+        order holds and other work submitted to the same executor (drawing) is not queued
+        behind every task.
+    cache_here : this process, not the workers, takes each task's lock (while the task is out)
+        and stores its result; the workers compute only (they need not see the cache). Default:
+        the executor's ``cache_here`` attribute if it has one (:class:`flows.sweep.dask_cluster.DaskExecutor`
+        does), else False.
+    on_result : called in this process as ``on_result(task, result, how)`` for every result,
+        ``how`` in ``"cached"``, ``"computed"``, ``"reused"`` (computed meanwhile by another
+        process sharing the cache).
+    errors : when given, a failing task is recorded there (by key) and the others go on;
+        otherwise the first failure raises :class:`TaskError`.
+    seconds : the compute time of each computed task is added to it (by key).
+
+    Returns the results and how many tasks were computed here.
+    """
+    since = time.time()
+    unique = {t.key(): t for t in tasks}
+    results, missing = _load_cached(unique, cache, fresh, on_result)
+    if not missing:
+        return results, 0
+    _most_expensive_first(missing, cache)
+    where = (
+        f"on {jobs} process(es)"
+        if executor is None
+        else f"on {getattr(executor, 'label', type(executor).__name__)}"
+    )
+    log(
+        f"computing {len(missing)} runs ({len(unique) - len(missing)} cached) {where}, "
+        "most expensive first"
+    )
+    tally = _Tally(len(missing), results, log, seconds, on_result, errors)
+    queue = deque((task, False) for task in missing)
+    if cache_here is None:
+        cache_here = bool(getattr(executor, "cache_here", False))
+    try:
+        if executor is not None and cache_here:
+            limit = window or getattr(executor, "window", None) or len(queue)
+            _drain_here(executor, limit, queue, cache, since, tally)
+        else:
+            _drain(queue, cache, jobs, since, executor, window, tally)
+    finally:
+        cache.record_costs(tally.timings)
+    return results, tally.computed
+
+
+def work(
+    fn: Callable[[dict], Result], task: Task, directory: Path | None, since: float, block: bool
+) -> Outcome:
+    """Compute one task under its lock; runs in a worker (or in the sweep itself).
+
+    Returns ``(how, result, seconds)``: ``how`` is ``"computed"``, ``"reused"`` (another process
+    stored it after ``since`` while we waited for the lock) or ``"busy"`` (``block`` is False and
+    another process holds the lock; nothing done). ``fn`` is the task kind's function, sent by
+    reference so that any executor's workers can find it.
+    """
+    cache = Cache(directory)
+    with cache.lock(task, block) as held:
+        if not held:
+            return "busy", None, 0.0
+        done = cache.load(task, newer_than=since)
+        if done is not None:
+            return "reused", done, 0.0
+        start = time.perf_counter()
+        result = fn(task.params)
+        took = time.perf_counter() - start
+        cache.store(task, result, took)
+        return "computed", result, took
+
+
+def _load_cached(
+    unique: dict[str, Task],
+    cache: Cache,
+    fresh: bool,
+    on_result: Callable[[Task, Result, str], None] | None,
+) -> tuple[dict[str, Result], list[Task]]:
+    """The cached results by key (none when ``fresh``) and the tasks still to compute."""
+    results: dict[str, Result] = {}
+    missing = []
+    for key, task in unique.items():
+        cached = None if fresh else cache.load(task)
+        if cached is None:
+            missing.append(task)
+        else:
+            results[key] = cached
+            if on_result is not None:
+                on_result(task, cached, "cached")
+    return results, missing
+
+
+def _most_expensive_first(missing: list[Task], cache: Cache) -> None:
+    """Sort ``missing`` in place by estimated cost (measured where known), largest first."""
+    measured = cache.measured_costs()
+    costs = {t.key(): estimated_cost(t, measured) for t in missing}
+    missing.sort(key=lambda t: -costs[t.key()])
+
+
+class _Tally:
+    """What :func:`run_tasks` reports and records as the outcomes of its tasks come in."""
+
+    def __init__(
+        self,
+        total: int,
+        results: dict[str, Result],
+        log: Callable[[str], None],
+        seconds: dict[str, float] | None,
+        on_result: Callable[[Task, Result, str], None] | None,
+        errors: dict[str, TaskError] | None,
+    ):
+        self.total, self.results, self.log = total, results, log
+        self.seconds, self.on_result, self.errors = seconds, on_result, errors
+        self.timings: dict[str, float] = {}  # new measurements, by cost key
+        self.computed = 0
+        self.done = 0
+        self.start = time.perf_counter()
+
+    def settle(self, queue: deque, task: Task, outcome: Callable[[], Outcome]) -> None:
+        """Record the outcome of ``task``: its result, its failure, or (``"busy"``) a wait for
+        the process that holds its lock (the task goes back to ``queue``, blocking)."""
+        try:
+            how, result, took = outcome()
+        except Exception as exc:  # noqa: BLE001 - reported by fail
+            self.fail(task, exc)
+            return
+        if how == "busy":
+            self.log(
+                f"  {task.describe()}: another process is computing it; waiting for its result"
+            )
+            queue.append((task, True))
+        else:
+            assert result is not None  # only "busy" comes without a result
+            self.finish(task, how, result, took)
+
+    def finish(self, task: Task, how: str, result: Result, took: float) -> None:
+        """A result, computed here or by another process (``how == "reused"``)."""
+        key = task.key()
+        self.results[key] = result
+        self.done += 1
+        if how == "computed":
+            self.computed += 1
+            self.timings[task.cost_key()] = took
+            if self.seconds is not None:
+                self.seconds[key] = took
+        label = f"{took:.1f}s" if how == "computed" else "reused (computed by another process)"
+        self.log(
+            f"  [{self.done}/{self.total}] {task.describe()} {label} "
+            f"(elapsed {time.perf_counter() - self.start:.0f}s)"
+        )
+        if self.on_result is not None:
+            self.on_result(task, result, how)
+
+    def fail(self, task: Task, exc: BaseException) -> None:
+        """A task raised: recorded in ``errors``, or raised as :class:`TaskError`."""
+        error = TaskError(task, exc)
+        if self.errors is None:
+            raise error from exc
+        self.errors[task.key()] = error
+        self.done += 1
+        self.log(f"  [{self.done}/{self.total}] {task.describe()} FAILED: {exc}")
+
+
+def _drain(
+    queue: deque,
+    cache: Cache,
+    jobs: int,
+    since: float,
+    executor: Executor | None,
+    window: int | None,
+    tally: _Tally,
+) -> None:
+    """Run the queued ``(task, block)`` pairs (see :func:`run_tasks`)."""
+    if executor is None and jobs <= 1:
+        while queue:
+            task, block = queue.popleft()
+            tally.settle(
+                queue,
+                task,
+                partial(work, TASK_KINDS[task.kind], task, cache.directory, since, block),
+            )
+        return
+    limit = window or (jobs if executor is None else _executor_window(executor))
+    limit = limit or len(queue)
+    if executor is not None:
+        _drain_on(executor, limit, queue, cache, since, tally)
+        return
+    pool = local_pool(jobs)
+    try:
+        _drain_on(pool, limit, queue, cache, since, tally)
+    except BaseException:
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _drain_on(
+    executor: Executor, limit: int, queue: deque, cache: Cache, since: float, tally: _Tally
+) -> None:
+    """Run the queue on ``executor``, at most ``limit`` tasks submitted at a time; on an error
+    or an interruption the submitted tasks that have not started are cancelled."""
+    pending: dict[Future, Task] = {}
+    try:
+        while queue or pending:
+            while queue and len(pending) < limit:
+                task, block = queue.popleft()
+                pending[
+                    executor.submit(
+                        work, TASK_KINDS[task.kind], task, cache.directory, since, block
+                    )
+                ] = task
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                tally.settle(queue, pending.pop(future), future.result)
+    except BaseException:
+        for future in pending:
+            future.cancel()
+        raise
+
+
+def _executor_window(executor: Executor) -> int | None:
+    """How many tasks to keep submitted to ``executor`` by default (None: all)."""
+    return getattr(executor, "window", None) or getattr(executor, "_max_workers", None)
+
+
+def _drain_here(
+    executor: Executor, limit: int, queue: deque, cache: Cache, since: float, tally: _Tally
+) -> None:
+    """Run the queue on ``executor`` with the cache handled in this process (``cache_here``).
+
+    For each task this process takes the lock (never blocking: a task another process holds
+    waits in ``held_elsewhere`` and its lock is tried again every :data:`LOCK_POLL` seconds),
+    reuses a result stored meanwhile, or submits :func:`work` without a cache directory and
+    keeps the lock until the result is stored here. On an error or an interruption the tasks
+    out are cancelled and every lock is released.
+    """
+    pending: dict[Future, tuple[Task, ExitStack]] = {}
+    held_elsewhere: list[Task] = []
+    try:
+        while queue or pending or held_elsewhere:
+            while queue and len(pending) < limit:
+                task, block = queue.popleft()
+                lock = ExitStack()
+                if not lock.enter_context(cache.lock(task, block=False)):
+                    lock.close()
+                    if block:  # already reported: wait quietly
+                        held_elsewhere.append(task)
+                    else:
+                        tally.settle(queue, task, lambda: ("busy", None, 0.0))
+                    continue
+                done = cache.load(task, newer_than=since)
+                if done is not None:
+                    lock.close()
+                    tally.finish(task, "reused", done, 0.0)
+                    continue
+                future = executor.submit(work, TASK_KINDS[task.kind], task, None, since, False)
+                pending[future] = (task, lock)
+            if not pending and not queue:
+                time.sleep(LOCK_POLL)
+            elif pending:
+                timeout = LOCK_POLL if held_elsewhere else None
+                done_now, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
+                for future in done_now:
+                    task, lock = pending.pop(future)
+                    with lock:  # released once the result is stored (or the task failed)
+                        tally.settle(queue, task, partial(_store_here, future, task, cache))
+            queue.extend((task, True) for task in held_elsewhere)
+            held_elsewhere.clear()
+    except BaseException:
+        for future, (_, lock) in pending.items():
+            future.cancel()
+            lock.close()
+        raise
+
+
+def _store_here(future: Future, task: Task, cache: Cache) -> Outcome:
+    """The outcome of a task computed elsewhere (without a cache), stored here."""
+    how, result, took = future.result()
+    if how == "computed" and result is not None:
+        cache.store(task, result, took)
+    return how, result, took
