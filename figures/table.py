@@ -6,7 +6,17 @@ function and caption); adding one is a new declaration and one line here.
 
 from __future__ import annotations
 
-from . import amplification, digits, digits_curves, geometry, lesam, lesam_outcomes, linf, numerics
+from . import (
+    amplification,
+    digits,
+    digits_curves,
+    geometry,
+    lesam,
+    lesam_outcomes,
+    linf,
+    numerics,
+    regimes,
+)
 from .common import Figure
 
 FIGURES: dict[str, Figure] = {
@@ -16,7 +26,7 @@ FIGURES: dict[str, Figure] = {
         linf.COORDINATES,  # fig2
         linf.LIMIT_MAP,  # fig3
         amplification.AMPLIFICATION,  # fig4
-        amplification.REGIMES,  # fig5
+        regimes.REGIMES,  # fig5
         geometry.MAXMARGIN_ANGLES,  # fig6
         geometry.GAUSSIAN_BLOBS,  # fig7
         numerics.DISCRETE_VS_FLOW,  # fig8

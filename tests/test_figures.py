@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import figures.regimes
-from figures.amplification import draw_phase_diagram, phase_ratios, phase_span
+from figures.regimes import draw_phase_diagram, phase_ratios, phase_span
 
 ROOT = Path(__file__).resolve().parent.parent
 PNG = b"\x89PNG\r\n\x1a\n"
