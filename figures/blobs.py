@@ -16,7 +16,14 @@ from flows.sweep.registry import Result, Task
 
 from .common import OKABE_ITO, Figure, plt, save
 from .compared import ALGORITHMS, COLORS, NAMES
-from .directions import REF_COLORS, angles_deg, directions, format_vector, references
+from .directions import (
+    REF_COLORS,
+    angles_deg,
+    directions,
+    draw_reference_rays,
+    format_vector,
+    references,
+)
 from .multi_sample import Horizons, multi_sample_tasks
 
 FIG7_ALPHA = [1.5, 0.8]
@@ -110,16 +117,8 @@ def _draw_data(ax, X: np.ndarray, y: np.ndarray, refs: dict, results: list[Resul
         label="point e₁ misclassifies",
     )
     R = 3.6
-    for p, ref in refs.items():
-        ax.plot(
-            [0, R * ref[0]],
-            [0, R * ref[1]],
-            color=REF_COLORS[p],
-            lw=7,
-            alpha=0.45,
-            solid_capstyle="round",
-            label=f"ℓ{p} max-margin {format_vector(ref)}",
-        )
+    names = {p: f"ℓ{p} max-margin" for p in refs}
+    draw_reference_rays(ax, refs, R, names, lw=7, alpha=0.45, solid_capstyle="round")
     for _, ls, alg, res in _runs(results):
         u = directions(res)[-1]
         ax.annotate(

@@ -1,5 +1,6 @@
 """The direction of beta against the l1 / l2 max-margin references: the pieces shared by figures
-1, 6 and 7 (:mod:`figures.geometry`, :mod:`figures.blobs`), with the references' colours.
+1, 6 and 7 (:mod:`figures.depth_contrast`, :mod:`figures.maxmargin_angles`,
+:mod:`figures.blobs`), with the references' colours.
 
 Directions are taken from the cached results in log space (``log|beta_j|`` and signs), so they
 are exact at any scale of beta; angles are in degrees.
@@ -53,3 +54,18 @@ def references(X, y) -> dict[int, np.ndarray]:
 def format_vector(v) -> str:
     """``(0.123, 0.456)``: a vector with three decimals, for legends and titles."""
     return "(" + ", ".join(f"{x:.3f}" for x in np.asarray(v)) + ")"
+
+
+def draw_reference_rays(
+    ax, refs: dict[int, np.ndarray], reach: float, names: dict, **style
+) -> None:
+    """The l1 and l2 max-margin directions ``refs`` as rays of length ``reach`` from 0, in the
+    references' colours, labelled ``<names[p]> <direction>``; ``style``: line properties."""
+    for p, ref in refs.items():
+        ax.plot(
+            [0, reach * ref[0]],
+            [0, reach * ref[1]],
+            color=REF_COLORS[p],
+            label=f"{names[p]} {format_vector(ref)}",
+            **style,
+        )

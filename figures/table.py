@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from . import (
     amplification,
+    blobs,
+    depth_contrast,
     digits,
     digits_curves,
-    geometry,
     lesam,
     lesam_outcomes,
     linf,
+    maxmargin_angles,
     numerics,
     regimes,
 )
@@ -22,13 +24,13 @@ from .common import Figure
 FIGURES: dict[str, Figure] = {
     fig.name: fig
     for fig in (
-        geometry.DEPTH_CONTRAST,  # fig1
+        depth_contrast.DEPTH_CONTRAST,  # fig1
         linf.COORDINATES,  # fig2
         linf.LIMIT_MAP,  # fig3
         amplification.AMPLIFICATION,  # fig4
         regimes.REGIMES,  # fig5
-        geometry.MAXMARGIN_ANGLES,  # fig6
-        geometry.GAUSSIAN_BLOBS,  # fig7
+        maxmargin_angles.MAXMARGIN_ANGLES,  # fig6
+        blobs.GAUSSIAN_BLOBS,  # fig7
         numerics.DISCRETE_VS_FLOW,  # fig8
         numerics.CLOCKS_AND_LOSS,  # fig9
         lesam.RADIUS,  # fig10

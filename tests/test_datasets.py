@@ -196,11 +196,11 @@ def test_synthetic_sets():
 
 def test_synthetic_sets_are_the_figures_data():
     """Figures 6 and 7 draw their data from here (one place), as arrays."""
-    geometry = pytest.importorskip("figures.geometry")
+    maxmargin_angles = pytest.importorskip("figures.maxmargin_angles")
     blobs = pytest.importorskip("figures.blobs")
     X, y = blobs.gaussian_blobs()
     np.testing.assert_array_equal(D.gaussian_blobs().X, X)
     np.testing.assert_array_equal(D.gaussian_blobs().y, y)
-    X, y = geometry.teacher_data()
+    X, y = maxmargin_angles.teacher_data()
     np.testing.assert_array_equal(D.teacher_data().X, X)
     np.testing.assert_array_equal(D.teacher_data().y, y)
