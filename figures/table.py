@@ -14,7 +14,8 @@ from . import (
     digits_curves,
     lesam,
     lesam_outcomes,
-    linf,
+    linf_coordinates,
+    linf_limit_map,
     maxmargin_angles,
     numerics,
     regimes,
@@ -25,8 +26,8 @@ FIGURES: dict[str, Figure] = {
     fig.name: fig
     for fig in (
         depth_contrast.DEPTH_CONTRAST,  # fig1
-        linf.COORDINATES,  # fig2
-        linf.LIMIT_MAP,  # fig3
+        linf_coordinates.COORDINATES,  # fig2
+        linf_limit_map.LIMIT_MAP,  # fig3
         amplification.AMPLIFICATION,  # fig4
         regimes.REGIMES,  # fig5
         maxmargin_angles.MAXMARGIN_ANGLES,  # fig6
