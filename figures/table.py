@@ -9,15 +9,16 @@ from __future__ import annotations
 from . import (
     amplification,
     blobs,
+    clocks_and_loss,
     depth_contrast,
     digits,
     digits_curves,
+    discrete_vs_flow,
     lesam,
     lesam_outcomes,
     linf_coordinates,
     linf_limit_map,
     maxmargin_angles,
-    numerics,
     regimes,
 )
 from .common import Figure
@@ -32,8 +33,8 @@ FIGURES: dict[str, Figure] = {
         regimes.REGIMES,  # fig5
         maxmargin_angles.MAXMARGIN_ANGLES,  # fig6
         blobs.GAUSSIAN_BLOBS,  # fig7
-        numerics.DISCRETE_VS_FLOW,  # fig8
-        numerics.CLOCKS_AND_LOSS,  # fig9
+        discrete_vs_flow.DISCRETE_VS_FLOW,  # fig8
+        clocks_and_loss.CLOCKS_AND_LOSS,  # fig9
         lesam.RADIUS,  # fig10
         lesam.AMPLIFICATION,  # fig11
         lesam_outcomes.REGIMES,  # fig12
