@@ -1,4 +1,5 @@
-"""The runs of figures 6 and 7: GD / l2-SAM / l_inf-SAM on multi-sample data, all by
+"""Runs on multi-sample data ``(X, y)``: one run as a task (:func:`data_task`, also used by
+figures 13 and 14), and the runs of figures 6 and 7, GD / l2-SAM / l_inf-SAM, all by
 :func:`flows.simulate` (l_inf-SAM's sliding on the surfaces ``G_j(theta) = 0`` included,
 :mod:`flows.integrator.filippov`)."""
 
@@ -14,6 +15,38 @@ from .compared import ALGORITHMS, rho_entry
 Horizons = dict[bool, dict[int, tuple[float, int]]]
 
 
+def data_task(
+    X,
+    y,
+    algorithm: str,
+    params: dict,
+    depth: int,
+    alpha,
+    t_max: float,
+    n_points: int,
+    kind: str = "simulate",
+    **extra,
+) -> Task:
+    """One run of ``kind`` on the data ``(X, y)`` in the rescaled clock; ``params`` are the
+    algorithm's hyper-parameters as task parameters, ``extra`` further task parameters."""
+    return Task(
+        kind,
+        {
+            "X": np.asarray(X).tolist(),
+            "y": np.asarray(y).tolist(),
+            "algorithm": algorithm,
+            "depth": depth,
+            "alpha": alpha,
+            **params,
+            "t_max": t_max,
+            "n_points": n_points,
+            "original_time": False,
+            "rtol": 1e-8,
+            **extra,
+        },
+    )
+
+
 def multi_sample_tasks(
     X: np.ndarray,
     y: np.ndarray,
@@ -25,21 +58,8 @@ def multi_sample_tasks(
 ) -> list[Task]:
     """GD / l2-SAM / l_inf-SAM on data ``(X, y)`` for each depth (depth-major), over
     ``horizons[quick][depth]``, in the rescaled clock."""
-    out = []
-    for depth in depths:
-        t_max, n = horizons[quick][depth]
-        for alg in ALGORITHMS:
-            params = {
-                "X": X.tolist(),
-                "y": y.tolist(),
-                "algorithm": alg,
-                "depth": depth,
-                "alpha": alpha,
-                **rho_entry(alg, rho),
-                "t_max": t_max,
-                "n_points": n,
-                "original_time": False,
-                "rtol": 1e-8,
-            }
-            out.append(Task("simulate", params))
-    return out
+    return [
+        data_task(X, y, alg, rho_entry(alg, rho), depth, alpha, *horizons[quick][depth])
+        for depth in depths
+        for alg in ALGORITHMS
+    ]

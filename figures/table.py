@@ -14,8 +14,11 @@ from . import (
     digits,
     digits_curves,
     discrete_vs_flow,
-    lesam,
-    lesam_outcomes,
+    lesam_amplification,
+    lesam_limits,
+    lesam_radius,
+    lesam_regimes,
+    lesam_sharpness,
     linf_coordinates,
     linf_limit_map,
     maxmargin_angles,
@@ -35,11 +38,11 @@ FIGURES: dict[str, Figure] = {
         blobs.GAUSSIAN_BLOBS,  # fig7
         discrete_vs_flow.DISCRETE_VS_FLOW,  # fig8
         clocks_and_loss.CLOCKS_AND_LOSS,  # fig9
-        lesam.RADIUS,  # fig10
-        lesam.AMPLIFICATION,  # fig11
-        lesam_outcomes.REGIMES,  # fig12
-        lesam_outcomes.SHARPNESS,  # fig13
-        lesam_outcomes.LIMITS,  # fig14
+        lesam_radius.RADIUS,  # fig10
+        lesam_amplification.AMPLIFICATION,  # fig11
+        lesam_regimes.REGIMES,  # fig12
+        lesam_sharpness.SHARPNESS,  # fig13
+        lesam_limits.LIMITS,  # fig14
         digits.SALIENCY_0V1,  # digits study: pixel shares as 8x8 maps
         digits.SALIENCY_3V8,
         digits.SALIENCY_4V9,
