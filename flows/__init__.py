@@ -10,11 +10,12 @@ from .clocks import CLOCKS
 from .data import Dataset, single_example
 from .discrete import DiscreteRun, iterate
 from .integrator.driver import simulate
-from .results import Trajectory
+from .results import Cause, Trajectory
 
 __all__ = [
     "ALGORITHMS",
     "CLOCKS",
+    "Cause",
     "Dataset",
     "DiscreteRun",
     "Trajectory",

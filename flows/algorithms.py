@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -69,40 +69,97 @@ def loss_equilibrated_perturbation(grad: GradientSummary, hp: Mapping[str, float
 
 
 @dataclass(frozen=True)
+class HyperparameterSpec:
+    """One hyper-parameter an algorithm reads, as :func:`flows.simulate`, :func:`flows.iterate`
+    and ``python -m flows.run`` take it (by ``name``; the flag ``--name`` with ``_`` as ``-``).
+
+    Attributes
+    ----------
+    name : the keyword.
+    default : the value when it is not given (None: required).
+    schedulable : it may be a schedule, a callable of the clock time (:mod:`flows.schedules`).
+    minimum : values below it are refused (None: any finite number).
+    cli_default : the value ``python -m flows.run`` uses when its flag is absent (None: not
+        given, so ``default`` applies).
+    help : what it is, for the command line's help.
+    """
+
+    name: str
+    default: float | None = None
+    schedulable: bool = False
+    minimum: float | None = 0.0
+    cli_default: float | None = None
+    help: str = ""
+
+
+@dataclass(frozen=True)
 class Algorithm:
     """One entry of the table.
 
     Attributes
     ----------
     perturb : ``eps(theta)`` from ``grad L(theta)``.
-    hyperparameters : names (and defaults, None = required) of what ``perturb`` reads.
+    hyperparameters : what ``perturb`` and ``radius`` read, in this order (the compiled
+        kernels of :mod:`flows.compiled` receive the values in this order too).
     radius : the size of the perturbation, for the collapse threshold (0: never collapses).
     sign_discontinuous : the field jumps where a gradient entry changes sign (l_inf-SAM);
         the integrator then locates zero crossings and sliding.
+    zero_invariant : the field of a balanced layer ``a_j`` vanishes where ``a_j = 0`` (the
+        perturbation of ``w_j`` is a multiple of ``prod_{k != l} w_j^(k)``), so ``a_j`` cannot
+        cross 0 (:func:`flows.initialization.kept_sign_pattern`).
+    compiled_id : the id of its compiled perturbation in
+        :func:`flows.compiled._segment_kernels.perturbed_into` (None: the compiled segment loop
+        does not apply and the run takes the Python loop, on any backend).
     """
 
     perturb: Perturbation
-    hyperparameters: Mapping[str, float | None]
-    radius: Callable[[Mapping[str, float]], float]
+    hyperparameters: tuple[HyperparameterSpec, ...] = ()
+    radius: Callable[[Mapping[str, float]], float] = lambda hp: 0.0
     sign_discontinuous: bool = False
+    zero_invariant: bool = False
+    compiled_id: int | None = None
 
     @property
     def perturbs(self) -> bool:
         """False for plain gradient descent (``eps = 0``): no perturbation to evaluate."""
         return self.perturb is not no_perturbation
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names of its hyper-parameters, in their declared order."""
+        return tuple(spec.name for spec in self.hyperparameters)
+
+
+_SCHEDULE = "a number or a schedule, e.g. warmup_cosine:0.35,0.5,8,10 (flows.schedules)"
+RHO = HyperparameterSpec(
+    "rho", schedulable=True, cli_default=1.0, help=f"perturbation radius (default 1): {_SCHEDULE}"
+)
+SIGMA = HyperparameterSpec("sigma", schedulable=True, help=f"LE-SAM loss budget: {_SCHEDULE}")
+RHO_MAX = HyperparameterSpec("rho_max", schedulable=True, help=f"LE-SAM radius cap: {_SCHEDULE}")
+VARRHO = HyperparameterSpec("varrho", default=1e-12, help="LE-SAM stabiliser (default 1e-12)")
+
+
+def _rho(hp: Mapping[str, float]) -> float:
+    """The radius ``rho``."""
+    return hp["rho"]
+
+
+def _rho_max(hp: Mapping[str, float]) -> float:
+    """LE-SAM's largest radius, ``rho_max``."""
+    return hp["rho_max"]
+
 
 ALGORITHMS: dict[str, Algorithm] = {
-    "gd": Algorithm(no_perturbation, {}, lambda hp: 0.0),
-    "l2-sam": Algorithm(l2_perturbation, {"rho": None}, lambda hp: hp["rho"]),
-    "linf-sam": Algorithm(
-        linf_perturbation, {"rho": None}, lambda hp: hp["rho"], sign_discontinuous=True
-    ),
-    "usam": Algorithm(unnormalized_perturbation, {"rho": None}, lambda hp: hp["rho"]),
+    "gd": Algorithm(no_perturbation, zero_invariant=True, compiled_id=0),
+    "l2-sam": Algorithm(l2_perturbation, (RHO,), _rho, zero_invariant=True, compiled_id=1),
+    "linf-sam": Algorithm(linf_perturbation, (RHO,), _rho, sign_discontinuous=True, compiled_id=4),
+    "usam": Algorithm(unnormalized_perturbation, (RHO,), _rho, zero_invariant=True, compiled_id=2),
     "le-sam": Algorithm(
         loss_equilibrated_perturbation,
-        {"sigma": None, "rho_max": None, "varrho": 1e-12},
-        lambda hp: hp["rho_max"],
+        (SIGMA, RHO_MAX, VARRHO),
+        _rho_max,
+        zero_invariant=True,
+        compiled_id=3,
     ),
 }
 
@@ -115,43 +172,63 @@ def get_algorithm(name: str) -> Algorithm:
         raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {name!r}") from None
 
 
-#: Hyper-parameters that may be schedules (callables of the clock time, :mod:`flows.schedules`).
-SCHEDULABLE = ("rho", "sigma", "rho_max")
+def known_hyperparameters() -> dict[str, HyperparameterSpec]:
+    """Every hyper-parameter some algorithm of :data:`ALGORITHMS` reads, by name (the first
+    declaration of a name; ``schedulable`` if any algorithm lets it follow a schedule)."""
+    known: dict[str, HyperparameterSpec] = {}
+    for algo in ALGORITHMS.values():
+        for spec in algo.hyperparameters:
+            first = known.setdefault(spec.name, spec)
+            if spec.schedulable and not first.schedulable:
+                known[spec.name] = replace(first, schedulable=True)
+    return known
 
 
-def _checked(key: str, value):
-    """A finite number >= 0, or (for :data:`SCHEDULABLE` keys) a callable."""
+def _checked(spec: HyperparameterSpec, value):
+    """A finite number >= ``spec.minimum``, or (where ``spec.schedulable``) a callable."""
+    key = spec.name
     if callable(value):
-        if key not in SCHEDULABLE:
+        if not spec.schedulable:
+            schedulable = [s.name for s in known_hyperparameters().values() if s.schedulable]
             raise ValueError(
-                f"{key} must be a number (only {', '.join(SCHEDULABLE)} may be schedules)"
+                f"{key} must be a number (only {', '.join(schedulable)} may be schedules)"
             )
         return value
     try:
         value = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{key} must be a number, got {value!r}") from None
-    if not np.isfinite(value) or value < 0:
-        raise ValueError(f"{key} must be finite and >= 0, got {value}")
+    if not np.isfinite(value) or (spec.minimum is not None and value < spec.minimum):
+        bound = "" if spec.minimum is None else f" and >= {spec.minimum:g}"
+        raise ValueError(f"{key} must be finite{bound}, got {value}")
     return value
 
 
 def resolve_hyperparameters(name: str, given: Mapping[str, object]) -> dict:
     """The hyper-parameters algorithm ``name`` reads, with defaults filled in.
 
-    Every value given (used or not) must be finite and >= 0 (or a schedule, for ``rho``,
-    ``sigma``, ``rho_max``), so ``rho=-1`` is an error even for ``gd``; values the algorithm
-    does not read are ignored, so one set of keyword arguments can drive a loop over
-    algorithms.
+    ``given`` maps names to values (None: not given). Every name must be one that some
+    algorithm of the table reads (``ValueError`` naming it otherwise), and every value given
+    (used or not) must pass that hyper-parameter's checks, so ``rho=-1`` is an error even for
+    ``gd``; values the algorithm does not read are ignored, so one set of keyword arguments can
+    drive a loop over algorithms.
     """
     algo = get_algorithm(name)
-    checked = {k: _checked(k, v) for k, v in given.items() if v is not None}
+    known = known_hyperparameters()
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise ValueError(
+            f"unknown hyper-parameter {unknown[0]!r}: the algorithms of the table read "
+            f"{', '.join(sorted(known))}"
+        )
+    own = {spec.name: spec for spec in algo.hyperparameters}
+    checked = {k: _checked(own.get(k, known[k]), v) for k, v in given.items() if v is not None}
     out: dict = {}
-    for key, default in algo.hyperparameters.items():
-        value = checked.get(key, default)
+    for spec in algo.hyperparameters:
+        value = checked.get(spec.name, spec.default)
         if value is None:
-            raise ValueError(f"{key} is required for algorithm {name!r}")
-        out[key] = value if callable(value) else float(value)
+            raise ValueError(f"{spec.name} is required for algorithm {name!r}")
+        out[spec.name] = value if callable(value) else float(value)
     return out
 
 

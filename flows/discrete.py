@@ -16,8 +16,8 @@ from .clocks import CLOCKS
 from .data import Dataset
 from .field import Problem, perturbed_point
 from .initialization import initialization
-from .model import LOSSES, Loss, evaluate, loss_gradient_signed
-from .results import FAILURE, SUCCESS
+from .model import DEFAULT_LOSS, Loss, evaluate, get_loss, loss_gradient_signed
+from .results import Cause
 from .schedules import Hyperparameter
 from .signedlog import SignedLog
 
@@ -35,6 +35,7 @@ class DiscreteRun:
         so far are kept, plus the last representable one (so every returned value is finite;
         if ``beta`` already overflows at step 0, only the initial ``theta`` is returned, with
         its ``beta = +-inf`` and ``loss = nan``).
+    cause : ``Cause.REACHED_END`` or ``Cause.OVERFLOW`` (:class:`flows.results.Cause`).
     """
 
     steps: np.ndarray
@@ -46,6 +47,7 @@ class DiscreteRun:
     message: str
     algorithm: str
     eta: float
+    cause: Cause = Cause.REACHED_END
 
     @property
     def log_abs_beta(self) -> np.ndarray:
@@ -72,35 +74,30 @@ def iterate(
     depth: int = 2,
     alpha=1.0,
     *,
-    rho: Hyperparameter | None = None,
-    sigma: Hyperparameter | None = None,
-    rho_max: Hyperparameter | None = None,
-    varrho: float | None = None,
     eta: float = 1e-3,
     steps: int = 1000,
     record_every: int = 1,
-    loss: str = "logistic",
+    loss: str = DEFAULT_LOSS,
+    **hyperparameters: Hyperparameter | None,
 ) -> DiscreteRun:
     """Run ``steps`` iterations of GD / SAM with step size ``eta`` (see :func:`flows.simulate`
-    for the other parameters); every ``record_every``-th iterate is kept. ``rho``, ``sigma``
-    and ``rho_max`` may be schedules of the time ``k * eta`` (:mod:`flows.schedules`): step
-    ``k`` (from ``theta_k`` to ``theta_{k+1}``) uses their values at ``k * eta``."""
+    for the other parameters, the hyper-parameters among them); every ``record_every``-th
+    iterate is kept. Hyper-parameters declared schedulable may be schedules of the time
+    ``k * eta`` (:mod:`flows.schedules`): step ``k`` (from ``theta_k`` to ``theta_{k+1}``)
+    uses their values at ``k * eta``."""
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
-    hp = resolve_hyperparameters(
-        algorithm, {"rho": rho, "sigma": sigma, "rho_max": rho_max, "varrho": varrho}
-    )
-    if not isinstance(loss, str) or loss not in LOSSES:
-        raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
+    hp = resolve_hyperparameters(algorithm, hyperparameters)
+    the_loss = get_loss(loss)
     init = initialization(alpha, depth, data.d, reduced=False)
     eta = _check_eta(eta)
     for name, value in (("steps", steps), ("record_every", record_every)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     problem = Problem(
-        data, get_algorithm(algorithm), hp, LOSSES[loss], init.multiplicity, CLOCKS["original"]
+        data, get_algorithm(algorithm), hp, the_loss, init.multiplicity, CLOCKS["original"]
     )
-    kept_steps, kept, status, message = _run(init.groups.copy(), problem, eta, steps, record_every)
+    kept_steps, kept, cause, message = _run(init.groups.copy(), problem, eta, steps, record_every)
     thetas = np.array(kept)
     betas = np.prod(thetas, axis=1)
     steps_arr = np.array(kept_steps)
@@ -109,11 +106,12 @@ def iterate(
         t=steps_arr * eta,
         theta=thetas,
         beta=betas,
-        loss=_losses(betas, data.signed_features, LOSSES[loss]),
-        status=status,
+        loss=_losses(betas, data.signed_features, the_loss),
+        status=cause.status,
         message=message,
         algorithm=algorithm,
         eta=float(eta),
+        cause=cause,
     )
 
 
@@ -130,8 +128,8 @@ def _check_eta(eta) -> float:
 
 def _run(
     theta: np.ndarray, problem: Problem, eta: float, steps: int, record_every: int
-) -> tuple[list[int], list[np.ndarray], int, str]:
-    """The recorded ``(steps, thetas)`` from ``theta`` (L, d), the status and the message.
+) -> tuple[list[int], list[np.ndarray], Cause, str]:
+    """The recorded ``(steps, thetas)`` from ``theta`` (L, d), the cause and the message.
 
     Stops at the first iterate that float64 cannot represent, keeping the last one that it can.
     """
@@ -142,7 +140,7 @@ def _run(
         return (
             kept_steps,
             kept,
-            FAILURE,
+            Cause.OVERFLOW,
             (f"iterate not representable at step 0: {why}; only the initial theta is returned"),
         )
     last_k, last = 0, theta
@@ -157,7 +155,7 @@ def _run(
             return (
                 kept_steps,
                 kept,
-                FAILURE,
+                Cause.OVERFLOW,
                 (
                     f"iterate not representable at step {k}: {why}; "
                     f"the iterates up to step {last_k} are kept"
@@ -167,7 +165,7 @@ def _run(
         if k % record_every == 0 or k == steps:
             kept_steps.append(k)
             kept.append(theta.copy())
-    return kept_steps, kept, SUCCESS, f"ran {steps} steps"
+    return kept_steps, kept, Cause.REACHED_END, f"ran {steps} steps"
 
 
 def _losses(betas: np.ndarray, signed: np.ndarray, loss: Loss) -> np.ndarray:

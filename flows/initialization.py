@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .algorithms import ALGORITHMS
 from .data import finite_array
 
 #: The deepest network accepted (the full system holds a (depth, d) array).
@@ -100,12 +101,6 @@ def initialization(alpha, depth: int, d: int, reduced: bool | None = None) -> In
     return Initialization(layers, np.ones(depth, dtype=int), balanced)
 
 
-#: Algorithms whose field vanishes where a balanced layer a_j is 0 (the perturbation of w_j is
-#: a multiple of prod_{k != l} w_j^(k) = a_j^(L-1)), so that a_j cannot cross 0 (L >= 2).
-#: l_inf-SAM is not among them (sign(grad) jumps at 0: a_j crosses or slides).
-ZERO_INVARIANT = frozenset({"gd", "l2-sam", "usam", "le-sam"})
-
-
 def kept_sign_pattern(
     alpha, depth: int, d: int | None = None, *, algorithm: str | None = None
 ) -> np.ndarray | None:
@@ -119,10 +114,11 @@ def kept_sign_pattern(
     so ``beta_j = s_j a_j(t)^L``:
 
     * even L >= 2: ``s_j beta_j = a_j^L >= 0`` for every algorithm (flows and discrete runs);
-    * odd L >= 3: ``a_j`` cannot cross 0 under the flows of :data:`ZERO_INVARIANT` (gd, l2-sam,
-      usam, le-sam: the field of a_j is a multiple of ``a_j^(L-1)``), so ``s_j beta_j >= 0``
-      for those flows when ``algorithm`` names one (a discrete step may still jump over 0);
-      l_inf-SAM can cross 0, and ``algorithm=None`` (every algorithm) gives None;
+    * odd L >= 3: ``a_j`` cannot cross 0 under the flows whose table entry is
+      ``zero_invariant`` (gd, l2-sam, usam, le-sam: the field of a_j is a multiple of
+      ``a_j^(L-1)``), so ``s_j beta_j >= 0`` for those flows when ``algorithm`` names one (a
+      discrete step may still jump over 0); l_inf-SAM can cross 0 (sign(grad) jumps at 0), and
+      ``algorithm=None`` (every algorithm) gives None;
     * L = 1, or magnitudes that differ between layers (a smaller layer can cross 0): None.
 
     Use it with :func:`flows.data.sign_constrained_separable`: if the data are not separable
@@ -148,8 +144,6 @@ def kept_sign_pattern(
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"d must be an integer >= 1, got {d!r}")
     if algorithm is not None:
-        from .algorithms import ALGORITHMS  # noqa: PLC0415 (light module, no cycle at import)
-
         if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
             raise ValueError(
                 f"algorithm must be None or one of {sorted(ALGORITHMS)}, got {algorithm!r}"
@@ -157,6 +151,6 @@ def kept_sign_pattern(
     layers = initialization(a, depth, int(d), reduced=False).groups
     if depth == 1 or not np.all(np.abs(layers) == np.abs(layers[0])):
         return None
-    if depth % 2 == 1 and algorithm not in ZERO_INVARIANT:
+    if depth % 2 == 1 and (algorithm is None or not ALGORITHMS[algorithm].zero_invariant):
         return None
     return np.prod(np.sign(layers), axis=0)

@@ -29,12 +29,14 @@ from .signedlog import SignedLog, leave_one_out, product_of_layers
 class Loss:
     """A margin loss ``l(u)`` by ``log|l'(u)|`` (vectorised), ``l(u)`` itself, the slope
     ``d log|l'(u)| / du`` (for the rate of change of the example weights) and ``log l(u)``
-    (finite wherever ``l(u)`` underflows but ``u`` is a float)."""
+    (finite wherever ``l(u)`` underflows but ``u`` is a float); ``compiled_id`` is the id of
+    its compiled twin in :mod:`flows.compiled._field_kernels` (None: the numpy backend only)."""
 
     log_abs_derivative: Callable[[np.ndarray], np.ndarray]
     value: Callable[[np.ndarray], np.ndarray]
     log_derivative_slope: Callable[[np.ndarray], np.ndarray]
     log_value: Callable[[np.ndarray], np.ndarray]
+    compiled_id: int | None = None
 
 
 def _log_logistic(u: np.ndarray) -> np.ndarray:
@@ -52,11 +54,26 @@ LOSSES: dict[str, Loss] = {
         lambda u: np.logaddexp(0.0, -u),
         lambda u: -np.exp(-np.logaddexp(0.0, -u)),
         _log_logistic,
+        compiled_id=0,
     ),
     "exponential": Loss(
-        lambda u: -u, lambda u: np.exp(-u), lambda u: -np.ones_like(u), lambda u: -np.asarray(u)
+        lambda u: -u,
+        lambda u: np.exp(-u),
+        lambda u: -np.ones_like(u),
+        lambda u: -np.asarray(u),
+        compiled_id=1,
     ),
 }
+#: The loss of :func:`flows.simulate`, :func:`flows.iterate` and ``python -m flows.run`` when
+#: none is named.
+DEFAULT_LOSS = "logistic"
+
+
+def get_loss(name: str) -> Loss:
+    """Look ``name`` up in :data:`LOSSES`; ``ValueError`` naming 'loss' if unknown."""
+    if not isinstance(name, str) or name not in LOSSES:
+        raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {name!r}")
+    return LOSSES[name]
 
 
 def logsumexp(a: np.ndarray) -> float:

@@ -198,14 +198,12 @@ def maximum_of(value, t_max: float) -> float:
     return float(value)
 
 
-def constant_values(
-    hp: dict, keys: tuple[str, ...] = ("rho", "sigma", "rho_max", "varrho")
-) -> np.ndarray | None:
-    """The hyper-parameters ``keys`` as numbers (0 where unused; a constant schedule is its
+def constant_values(hp: dict, keys: tuple[str, ...]) -> np.ndarray | None:
+    """The hyper-parameters ``keys`` (in that order) as numbers (a constant schedule is its
     value), or None if one of them varies in time (compiled code takes numbers only)."""
     values = []
     for key in keys:
-        value = hp.get(key, 0.0)
+        value = hp[key]
         if isinstance(value, Schedule) and value.name == "constant":
             value = value.maximum
         if callable(value):

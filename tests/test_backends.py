@@ -23,6 +23,7 @@ from flows.datasets import teacher_data
 from flows.field import Problem, ReferenceField, SignPattern, chart_rhs, gradient_signs
 from flows.fused import FusedField
 from flows.model import LOSSES
+from flows.results import Cause
 from flows.signedlog import SignedLog
 
 HP = dict(rho=0.3, sigma=0.2, rho_max=0.5)
@@ -161,23 +162,21 @@ COMPILED_LOOP = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_numba_backend_equals_numpy_backend(name, monkeypatch):
+def test_numba_backend_equals_numpy_backend(name):
     """The compiled backend (its field, and where it applies its whole DOP853 loop,
     :mod:`flows.compiled.segment`) gives the numpy numbers to 1e-10 in log|beta|, the same events at
     the same times (1e-9; a collapse or a blow-up is located by the Python loop after the
-    compiled one hands back), and log t to 1e-9."""
+    compiled one hands back), and log t to 1e-9. Each result names its backend and the segment
+    loops that ran."""
     pytest.importorskip("numba")
-    from flows.compiled import segment as fast_segment
-
-    calls = []
-    advance = fast_segment.advance
-    monkeypatch.setattr(fast_segment, "advance", lambda *a: calls.append(1) or advance(*a))
     data, algorithm, depth, alpha, t_max = CASES[name]
     clock = "original" if "original" in name else "rescaled"
     kw = dict(rho=0.5, sigma=0.3, rho_max=0.5, t_max=t_max, n_points=31, clock=clock)
     fast = simulate(data, algorithm, depth, alpha, backend="numba", **kw)
     ref = simulate(data, algorithm, depth, alpha, backend="numpy", **kw)
-    assert bool(calls) == (name in COMPILED_LOOP)
+    assert (fast.backend, ref.backend) == ("numba", "numpy")
+    assert ("compiled DOP853" in fast.segment_loops) == (name in COMPILED_LOOP), fast.segment_loops
+    assert ref.segment_loops == ("scipy DOP853",)
     assert fast.status == ref.status == int(name in ENDS_EARLY), (fast.message, ref.message)
     assert [(e.kind, e.entry) for e in fast.events] == [(e.kind, e.entry) for e in ref.events]
     np.testing.assert_allclose(
@@ -195,12 +194,12 @@ def test_numba_backend_equals_numpy_backend(name, monkeypatch):
 
 
 def test_compiled_loop_keeps_the_budget_and_the_path(monkeypatch):
-    """A budget spent inside the compiled loop: status -1, the max_nfev message, the path up
-    to there (as the Python loop does)."""
+    """A budget spent inside the compiled loop: cause BUDGET_SPENT (status -1), the max_nfev
+    message, the path up to there (as the Python loop does)."""
     pytest.importorskip("numba")
     data = single_example([1, 2, 3, 4, 5])
     tr = simulate(data, "l2-sam", 2, 0.4, rho=1.0, t_max=50.0, max_nfev=300)
-    assert tr.status == -1 and "max_nfev=300" in tr.message
+    assert tr.cause is Cause.BUDGET_SPENT and tr.status == -1 and "max_nfev=300" in tr.message
     assert 0 < tr.t[-1] < 50.0 and np.all(np.isfinite(tr.log_abs_beta))
     full = simulate(data, "l2-sam", 2, 0.4, rho=1.0, t_max=50.0)
     k = len(tr.t) - 1  # the last grid time reached (the path ends at the budget after it)
@@ -447,11 +446,11 @@ def test_compiled_exponent_equals_numpy_log_c(name, monkeypatch):
     at 400 random times of every segment it applies to (rtol 1e-12); it defers (NaN) only
     where the float path does not hold."""
     pytest.importorskip("numba")
-    import flows.integrator.driver as integrate
+    from flows.integrator import assemble
     from flows.compiled import segment as fast_segment
 
-    runs, exponent = [], integrate._exponent
-    monkeypatch.setattr(integrate, "_exponent", lambda run: runs.append(run) or exponent(run))
+    runs, exponent = [], assemble.exponent
+    monkeypatch.setattr(assemble, "exponent", lambda run: runs.append(run) or exponent(run))
     data, algorithm, depth, alpha, t_max = CASES[name]
     kw = dict(rho=0.5, sigma=0.3, rho_max=0.5, t_max=t_max, n_points=31)
     simulate(data, algorithm, depth, alpha, backend="numba", **kw)
@@ -480,13 +479,14 @@ def test_compiled_blowup_event_equals_python_event(name, monkeypatch):
     grows, e.g. on the blobs run), so the compiled loop hands back on the step where the
     Python loop sees the event."""
     pytest.importorskip("numba")
-    import flows.integrator.driver as integrate
+    from flows.integrator import assemble
     from flows.compiled import _segment_kernels as _numba_dop853
     from flows.compiled import segment as fast_segment
-    from flows.integrator import events as ev
+    from flows.integrator.events import BLOWUP_RATE
+    from flows.integrator.threshold_events import BlowUp
 
-    runs, exponent = [], integrate._exponent
-    monkeypatch.setattr(integrate, "_exponent", lambda run: runs.append(run) or exponent(run))
+    runs, exponent = [], assemble.exponent
+    monkeypatch.setattr(assemble, "exponent", lambda run: runs.append(run) or exponent(run))
     data, algorithm, depth, alpha, t_max = CASES[name]
     simulate(data, algorithm, depth, alpha, rho=0.5, t_max=t_max, n_points=31, backend="numba")
     (run,) = runs
@@ -501,8 +501,8 @@ def test_compiled_blowup_event_equals_python_event(name, monkeypatch):
         for when, y in zip(s, seg.raw(s)):
             watch = fast_segment._watch(fld, seg.mode, run.radius, False, y)
             compiled = _numba_dop853.event_values(y, problem, watch)[5]
-            python = ev.BlowUp(fld)(when, y)
-            if python == np.log(ev.BLOWUP_RATE):
+            python = BlowUp(fld)(when, y)
+            if python == np.log(BLOWUP_RATE):
                 assert compiled > 0
             else:
                 np.testing.assert_allclose(compiled, python, rtol=1e-12, atol=1e-11)
@@ -511,20 +511,15 @@ def test_compiled_blowup_event_equals_python_event(name, monkeypatch):
 
 
 @pytest.mark.parametrize("algorithm, depth", [("l2-sam", 2), ("gd", 3)])
-def test_compiled_loop_stops_at_the_loss_floor(algorithm, depth, monkeypatch):
+def test_compiled_loop_stops_at_the_loss_floor(algorithm, depth):
     """With ``loss_floor`` the compiled loop runs too (it watches the training loss) and the
     run ends where the numpy backend's does: the loss-floor event at the same tau (1e-9), the
     same path (1e-10 in log|beta|) and log t (1e-9)."""
     pytest.importorskip("numba")
-    from flows.compiled import segment as fast_segment
-
-    calls = []
-    advance = fast_segment.advance
-    monkeypatch.setattr(fast_segment, "advance", lambda *a: calls.append(1) or advance(*a))
     kw = dict(rho=0.5, t_max=100.0, n_points=31, loss_floor=1e-8)
     fast = simulate(blobs(), algorithm, depth, 0.4, backend="numba", **kw)
     ref = simulate(blobs(), algorithm, depth, 0.4, backend="numpy", **kw)
-    assert calls
+    assert "compiled DOP853" in fast.segment_loops
     assert fast.status == ref.status == 0 and fast.events[-1].kind == "loss floor", fast.message
     np.testing.assert_allclose(fast.events[-1].tau, ref.events[-1].tau, rtol=1e-9)
     assert finite_gap(fast.log_abs_beta, ref.log_abs_beta) <= 1e-10
@@ -537,17 +532,20 @@ def test_compiled_log_loss_equals_the_loss_table():
     u = 0) to rounding, and the compiled mean loss equals a log-sum-exp over the table."""
     pytest.importorskip("numba")
     from flows.compiled import _field_kernels as kernels
-    from flows.compiled.field import COMPILED_LOSSES
 
+    compiled = [
+        (loss.compiled_id, name) for name, loss in LOSSES.items() if loss.compiled_id is not None
+    ]
+    assert len(compiled) == len(LOSSES) == 2  # every loss of the table has a compiled twin
     u = np.concatenate([[-1e3, -40.0, -1.0, 0.0, 1e-300, 35.0, 35.000001, 700.0, 1e300],
                         np.linspace(-50.0, 50.0, 201)])  # fmt: skip
-    for loss_id, name in enumerate(COMPILED_LOSSES):
+    for loss_id, name in compiled:
         got = np.array([kernels.log_value(v, loss_id) for v in u])
         np.testing.assert_allclose(got, LOSSES[name].log_value(u), rtol=1e-15, atol=0)
     data = blobs()
     w = np.random.default_rng(2).uniform(0.5, 3.0, (1, data.d))
     margins = data.signed_features @ w[0] ** 3
-    for loss_id, name in enumerate(COMPILED_LOSSES):
+    for loss_id, name in compiled:
         log_l = LOSSES[name].log_value(margins)
         want = np.log(np.mean(np.exp(log_l - log_l.max()))) + log_l.max()
         got = kernels.log_mean_loss(w, 3, np.ascontiguousarray(data.signed_features), loss_id)

@@ -71,6 +71,7 @@ from scipy.integrate import solve_ivp
 from flows import simulate
 from flows.data import Dataset
 from flows.datasets import gaussian_blobs, teacher_data
+from flows.results import Cause
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning")
 
@@ -434,7 +435,7 @@ def test_surfaces_meeting_undecided_stop_the_run_at_once():
         data, "linf-sam", 2, 1.0, rho=0.3, t_max=8.0, n_points=33, original_time=False,
         backend="numpy",
     )  # fmt: skip
-    assert run.status == -1
+    assert run.cause is Cause.UNDECIDED_JUNCTION and run.status == -1
     assert "G_0, G_2, G_3 meet at tau=4.85249" in run.message, run.message
     assert run.nfev < 5_000 and len(run.events) < 40
     assert run.tau[-1] == pytest.approx(4.8525, abs=1e-4)
@@ -476,7 +477,7 @@ def test_smoothing_converges_to_the_engine_fine(name):
 
 def test_multilinear_rule_on_one_surface_is_filippovs_combination():
     """k = 1: lambda = N- / (N- - N+), the unique convex combination tangent to the surface."""
-    from flows.integrator.filippov import solve_multilinear, vertex_signs
+    from flows.integrator.multilinear import solve_multilinear, vertex_signs
 
     lam, exact = solve_multilinear(np.array([[-2.0, 3.0]]), vertex_signs(1))
     assert exact and lam[0] == pytest.approx(3.0 / 5.0, rel=1e-15)
@@ -486,7 +487,7 @@ def test_multilinear_rule_solves_the_tangency_conditions():
     """k = 2, 3: where Newton reports a solution, every weighted normal rate is 0 (1e-12 of the
     rates) and the weights are a convex combination; rates built around a known interior
     solution give that solution back."""
-    from flows.integrator.filippov import multilinear_weights, solve_multilinear, vertex_signs
+    from flows.integrator.multilinear import multilinear_weights, solve_multilinear, vertex_signs
 
     rng = np.random.default_rng(4)
     for k in (2, 3):
@@ -507,7 +508,7 @@ def test_multilinear_rule_on_a_stack_equals_one_by_one():
     """A stack of problems (as the original-time quadrature solves them) gives, problem by
     problem, the same weights and the same exact / not-exact verdict as solving each alone
     (k = 1, 2, 3, 6; rates built around a solution in [-0.3, 1.3]^k, and random rates)."""
-    from flows.integrator.filippov import multilinear_weights, solve_multilinear, vertex_signs
+    from flows.integrator.multilinear import multilinear_weights, solve_multilinear, vertex_signs
 
     rng = np.random.default_rng(6)
     verdicts = set()
@@ -533,7 +534,7 @@ def test_multilinear_rule_without_solution_stays_in_the_box():
     """No solution anywhere (every one-sided field pushes surface 1 up at the same rate, so its
     weighted rate is 1 whatever the weights): the least-squares combination in [0, 1]^k, which
     keeps surface 2 (its weighted rate 0) and reports that it is not exact."""
-    from flows.integrator.filippov import multilinear_weights, solve_multilinear, vertex_signs
+    from flows.integrator.multilinear import multilinear_weights, solve_multilinear, vertex_signs
 
     signs = vertex_signs(2)
     rates = np.array([[1.0, 1.0, 1.0, 1.0], [-1.0, 2.0, -3.0, 1.0]])
@@ -565,11 +566,11 @@ def test_sliding_field_in_batches_equals_point_by_point(name, monkeypatch):
     random times: the batch equals the one-point evaluations (one-sided fields and log c_max
     to rtol 1e-13, normal rates to 1e-13 of their row's largest), and log c equals ``log c_max + log(sum_v w_v c_v / c_max)`` of the
     one-point combination the solver integrates (rtol 1e-13)."""
-    import flows.integrator.driver as integrate
+    from flows.integrator import assemble
     from flows.integrator.filippov import FilippovField
 
-    runs, exponent = [], integrate._exponent
-    monkeypatch.setattr(integrate, "_exponent", lambda run: runs.append(run) or exponent(run))
+    runs, exponent = [], assemble.exponent
+    monkeypatch.setattr(assemble, "exponent", lambda run: runs.append(run) or exponent(run))
     make, depth, alpha, rho, t_max = BATCH_RUNS[name]
     simulate(make(), "linf-sam", depth, np.asarray(alpha, dtype=float), rho=rho, t_max=t_max)
     (run,) = runs
@@ -605,11 +606,12 @@ def test_compiled_sliding_combination_equals_numpy(name, monkeypatch):
     one-sided fields, normal rates and log c_max equal the numpy code's (rtol 1e-12; rates to
     1e-12 of their row's largest) and its Newton weights equal ``_newton_one``'s (1e-12)."""
     pytest.importorskip("numba")
-    import flows.integrator.driver as integrate
-    from flows.integrator.filippov import NEWTON_ITERATIONS, NEWTON_TOL, FilippovField, _newton_one
+    from flows.integrator import assemble
+    from flows.integrator.filippov import FilippovField
+    from flows.integrator.multilinear import NEWTON_ITERATIONS, NEWTON_TOL, _newton_one
 
-    runs, exponent = [], integrate._exponent
-    monkeypatch.setattr(integrate, "_exponent", lambda run: runs.append(run) or exponent(run))
+    runs, exponent = [], assemble.exponent
+    monkeypatch.setattr(assemble, "exponent", lambda run: runs.append(run) or exponent(run))
     make, depth, alpha, rho, t_max = BATCH_RUNS.get(name, (teacher_data, 1, 1.0, 0.5, 20.0))
     simulate(
         make(), "linf-sam", depth, np.asarray(alpha, dtype=float), rho=rho, t_max=t_max,

@@ -4,8 +4,9 @@
 ``DOP853._estimate_error_norm``, ``select_initial_step``, ``DOP853._dense_output_impl``: the same
 formulas, constants and order of operations), so a segment integrated here takes the steps
 the scipy loop would take, to rounding. The field is :mod:`flows.compiled._field_kernels`'s float path
-with the perturbation of the algorithm selected by ``algorithm_id`` (see
-:data:`flows.compiled.segment.COMPILED_PERTURBATIONS`). The loop hands back to the Python driver
+with the perturbation of the algorithm selected by ``algorithm_id`` (its table entry's
+``compiled_id``, :data:`flows.algorithms.ALGORITHMS`; ``hp`` holds its hyper-parameters in the
+entry's declared order). The loop hands back to the Python driver
 (status codes below) where the float path does not hold, where a threshold event (collapse,
 near zero, stationary, blow-up, loss floor) or a sign of l_inf-SAM's frozen pattern changes over a step (the
 step is not kept: the driver locates the event), when the budget is spent, or when the step
@@ -79,7 +80,7 @@ def perturbed_into(z, problem, work):
     elif algorithm_id == 2:  # USAM
         radius = hp[0] * np.exp(log_norm)
     else:  # LE-SAM
-        radius = min(hp[1] / (np.exp(log_norm) + hp[3]), hp[2])
+        radius = min(hp[0] / (np.exp(log_norm) + hp[2]), hp[1])
     if not np.isfinite(radius):
         return False
     _add_scaled(point, w, radius, work[6])
@@ -110,9 +111,9 @@ def event_values(y, problem, watch):
     2. the scale-free gradient size ``log S - watch[0][2]`` (stationary, see
        :class:`flows.integrator.events.Stationary`);
     3. ``min_i sign_i z_i`` over the parameters with ``watch[1][i] = sign_i != 0`` (a parameter
-       crosses 0 against its frozen sign: :class:`flows.integrator.events.ZeroCrossing`);
+       crosses 0 against its frozen sign: :class:`flows.integrator.surface_events.ZeroCrossing`);
     4. ``min_j (sign_j G_j + offset_j)`` over ``watch[2][j] = sign_j != 0``, exact zeros left
-       out (:class:`flows.integrator.events.DirectionCrossing`);
+       out (:class:`flows.integrator.surface_events.DirectionCrossing`);
     5. ``watch[0][3] - max log(|F| / |w|)`` over the growing entries (``F w > 0``, ``|w| > 1``)
        of the velocity ``F`` at the perturbed point (blow-up, :class:`flows.integrator.events.BlowUp`);
     6. ``log L - watch[0][4]``, the log of the training loss above the floor

@@ -12,7 +12,7 @@ rates of the sliding surfaces: ``F_v`` at the entry for a parameter surface ``w 
 
 A point is left to the numpy code (``ok`` False) where ``w`` or a perturbed point is outside
 the float range (:func:`flows.compiled._field_kernels.in_float_range`; for the perturbed points its
-small-entry test too, as :meth:`flows.fused.FusedField._float_velocity` has). :func:`newton` is :func:`flows.integrator.filippov._newton_one`. The tests hold both to the
+small-entry test too, as :meth:`flows.fused.FusedField._float_velocity` has). :func:`newton` is :func:`flows.integrator.multilinear._newton_one`. The tests hold both to the
 numpy code (1e-12).
 """
 
@@ -145,7 +145,7 @@ def _rates_into(w, fields, weight, depth, mult, features, loss_id, kinds, ats, w
 
 @njit(cache=True, error_model="numpy")
 def newton(rows, signs, iterations, tol):
-    """``(lambda, exact)`` of :func:`flows.integrator.filippov._newton_one` (rows scaled to 1); where it
+    """``(lambda, exact)`` of :func:`flows.integrator.multilinear._newton_one` (rows scaled to 1); where it
     is not exact the caller takes the least-squares combination."""
     k, m = rows.shape
     lam = np.full(k, 0.5)

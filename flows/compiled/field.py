@@ -21,17 +21,8 @@ from ..algorithms import GradientSummary
 from ..charts import LogChart
 from ..field import Problem
 from ..fused import FLOAT_RANGE, FusedField
-from ..model import LOSSES
 from ..signedlog import SignedLog
 from . import require
-
-#: Losses with a compiled ``log|l'(u)|`` (the index is the compiled loss id).
-COMPILED_LOSSES = ("logistic", "exponential")
-
-
-def supports(problem: Problem) -> bool:
-    """Whether the compiled path covers ``problem`` (its loss has a compiled derivative)."""
-    return any(problem.loss is LOSSES[name] for name in COMPILED_LOSSES)
 
 
 class CompiledField(FusedField):
@@ -43,9 +34,9 @@ class CompiledField(FusedField):
 
         super().__init__(problem)
         self.kernels = _numba_kernels
-        self.loss_id = next(
-            i for i, name in enumerate(COMPILED_LOSSES) if problem.loss is LOSSES[name]
-        )
+        if problem.loss.compiled_id is None:
+            raise ValueError("backend 'numba' has no compiled form of this loss")
+        self.loss_id = problem.loss.compiled_id
         chart = problem.chart
         self.log_chart = isinstance(chart, LogChart)
         if isinstance(chart, LogChart):

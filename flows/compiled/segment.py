@@ -16,23 +16,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import algorithms
 from ..charts import LogChart
 from ..fused import FLOAT_RANGE
 from ..integrator import events as ev
 from ..integrator.segments import Mode, Segment
+from ..integrator.surface_events import DirectionCrossing
+from ..integrator.watched import segment_events
 from ..schedules import constant_values
 from .field import CompiledField
 
-#: Perturbations with a compiled counterpart in :func:`flows.compiled._segment_kernels.field` (its
-#: ``algorithm_id``); the others run on the Python loop.
-COMPILED_PERTURBATIONS: dict[algorithms.Perturbation, int] = {
-    algorithms.no_perturbation: 0,
-    algorithms.l2_perturbation: 1,
-    algorithms.unnormalized_perturbation: 2,
-    algorithms.loss_equilibrated_perturbation: 3,
-    algorithms.linf_perturbation: 4,
-}
 #: Steps stored per compiled call (a longer segment takes several calls).
 CAPACITY = 2048
 
@@ -54,8 +46,8 @@ def applies(field, mode: Mode, method: str) -> bool:
     return (
         isinstance(field, CompiledField)
         and method == "DOP853"
-        and problem.algorithm.perturb in COMPILED_PERTURBATIONS
-        and constant_values(problem.hyperparameters) is not None
+        and problem.algorithm.compiled_id is not None
+        and _constant_values(problem) is not None
         and mode.near_zero is None
         and not mode.frozen
         and not mode.sliding
@@ -63,10 +55,16 @@ def applies(field, mode: Mode, method: str) -> bool:
     )
 
 
+def _constant_values(problem) -> np.ndarray | None:
+    """The algorithm's hyper-parameters in its declared order, or None if one follows a
+    schedule."""
+    return constant_values(problem.hyperparameters, problem.algorithm.names)
+
+
 def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
     """The arguments of the compiled field."""
     problem = field.problem
-    values = constant_values(problem.hyperparameters)
+    values = _constant_values(problem)
     return (
         problem.shape,
         field.log_chart,
@@ -78,7 +76,7 @@ def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
         field.loss_id,
         problem.clock.original,
         np.ascontiguousarray(mode.held),
-        COMPILED_PERTURBATIONS[problem.algorithm.perturb],
+        problem.algorithm.compiled_id,
         values,
         FLOAT_RANGE,
         np.zeros(problem.shape) if mode.pattern is None else field.pattern_signs(mode.pattern),
@@ -97,7 +95,7 @@ def _watch(
     :class:`flows.integrator.events.LossFloor`) do: thresholds of collapse, near zero, stationary, blow-up
     and loss floor (finite where watched), the frozen parameter signs
     (l_inf-SAM zero crossings) and the frozen signs and offsets of the ``G_j``
-    (:class:`flows.integrator.events.DirectionCrossing`)."""
+    (:class:`flows.integrator.surface_events.DirectionCrossing`)."""
     thresholds = np.full(5, -np.inf)
     if radius > 0 and field.depth >= 2:
         thresholds[0] = np.log(radius * ev.COLLAPSE_FRACTION)
@@ -118,8 +116,8 @@ def _watch(
         crossing = next(
             (
                 e
-                for e in ev.segment_events(field, mode, 2, 0.0, y=y)
-                if isinstance(e, ev.DirectionCrossing)
+                for e in segment_events(field, mode, 2, 0.0, y=y)
+                if isinstance(e, DirectionCrossing)
             ),
             None,
         )

@@ -1,0 +1,106 @@
+"""The :class:`~flows.results.Trajectory` of a run (:mod:`flows.integrator.driver`): the path
+sampled on the output grid, the original time by a batched quadrature (:mod:`flows.clocks`)
+and the sliding summary."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..clocks import log_original_time
+from ..fused import FusedField
+from ..results import Trajectory
+from .segments import Segment
+from .state import Run
+
+
+def assemble(
+    run: Run, t_max: float, n_points: int, original_time: bool, algorithm: str
+) -> Trajectory:
+    """Sample the path on the output grid and build the :class:`Trajectory`."""
+    if not run.path.segments:  # stopped before the first step: the path is the initial point
+        run.path.segments.append(Segment.frozen(run.mode.copy(), 0.0, 0.0, run.y, 0.0))
+    s_end = run.path.end
+    grid = np.linspace(0.0, t_max, n_points)
+    grid = grid[grid <= s_end]
+    if grid[-1] < s_end:
+        grid = np.append(grid, s_end)
+    theta, tau, _ = run.path.sample(grid)
+    problem = run.problem
+    if problem.clock.original:
+        with np.errstate(divide="ignore"):
+            log_t = np.log(grid)
+    elif not original_time:
+        log_t = np.full(grid.shape, np.nan)
+    else:
+        rule = None if run.backend.interval_rule is None else run.backend.interval_rule()
+        log_t = log_original_time(grid, run.path.breakpoints(), exponent(run), rule=rule)
+    fused = FusedField(problem)
+    beta = fused.product_of_layers(theta.sign, theta.log_abs)
+    with np.errstate(over="ignore"):
+        loss = np.mean(problem.loss.value(fused.margins(beta)), axis=-1)
+    mult = problem.multiplicity
+    return Trajectory(
+        t=grid,
+        tau=tau,
+        log_t_original=log_t,
+        log_abs_theta=np.repeat(theta.log_abs, mult, axis=1),
+        sign_theta=np.repeat(theta.sign, mult, axis=1),
+        log_abs_beta=beta.log_abs,
+        sign_beta=beta.sign,
+        loss=loss,
+        status=run.cause.status,
+        message=run.message,
+        cause=run.cause,
+        backend=run.backend.name,
+        segment_loops=tuple(run.loops),
+        algorithm=algorithm,
+        depth=int(mult.sum()),
+        clock="original" if problem.clock.original else "rescaled",
+        hyperparameters=dict(problem.hyperparameters),
+        events=tuple(run.log),
+        nfev=run.nfev,
+        reduced=len(mult) == 1 and int(mult[0]) > 1,
+        **sliding_summary(run),
+    )
+
+
+def sliding_summary(run: Run) -> dict:
+    """``sliding_time`` (rescaled time with some surface sliding) and ``sliding_surfaces`` (the
+    most at once) over the path."""
+    total, most = 0.0, 0
+    for seg in run.path.segments:
+        count = int(np.sum(seg.mode.held)) + len(seg.mode.sliding_directions)
+        if seg.mode.sliding and count:
+            _, tau = seg.sample(np.array([seg.start, seg.end]), run.problem.shape)
+            total += float(tau[1] - tau[0])
+            most = max(most, count)
+    return {"sliding_time": total, "sliding_surfaces": most}
+
+
+def exponent(run: Run):
+    """``K(s, ref) = -log c(theta'(s))``, ``s`` sampled on the segment that covers ``ref``
+    (compiled where :func:`flows.compiled.segment.exponent` applies, the numpy field elsewhere)."""
+
+    def K(s: np.ndarray, ref: np.ndarray) -> np.ndarray:
+        which = run.path.segment_of(ref)
+        out = np.empty(len(s))
+        for i in np.unique(which):
+            rows = np.flatnonzero(which == i)
+            out[rows] = segment_exponent(run, run.path.segments[i], s[rows])
+        return out
+
+    return K
+
+
+def segment_exponent(run: Run, seg: Segment, s: np.ndarray) -> np.ndarray:
+    """``K = -log c(theta')`` at times ``s`` of one segment."""
+    fld = run.moving_field(seg.mode)
+    loop = run.backend.segment_loop
+    out = None if loop is None else loop.exponent(fld, seg, s)
+    if out is None:
+        out = np.full(len(s), np.nan)
+    rest = np.flatnonzero(np.isnan(out))
+    if rest.size:
+        theta, _ = seg.sample(s[rest], run.problem.shape)
+        out[rest] = -fld.log_c(theta, fld.pattern_signs(seg.mode.pattern), s[rest])
+    return out

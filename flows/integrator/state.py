@@ -1,0 +1,83 @@
+"""The state of a run between segments (:mod:`flows.integrator.driver`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..backends import Backend
+from ..field import Problem
+from ..results import Cause, FlowEvent
+from . import events as ev
+from .filippov import FilippovField
+from .segments import Mode, Path
+
+
+@dataclass
+class Run:
+    """The state of a run between segments."""
+
+    problem: Problem
+    backend: Backend
+    mode: Mode
+    y: np.ndarray
+    s_end: float
+    rtol: float
+    atol: float
+    budget: int
+    near_zero_switch: bool
+    path: Path
+    radius: float
+    kinks: np.ndarray
+    loss_floor: float | None = None
+    s: float = 0.0
+    nfev: int = 0
+    cause: Cause = Cause.REACHED_END
+    message: str = "reached t_max"
+    log: list[FlowEvent] = field(default_factory=list)
+    fields: dict = field(default_factory=dict)
+    loops: list[str] = field(default_factory=list)
+
+    def next_stop(self) -> float:
+        """Where the next segment must end at the latest: the next kink of a schedule, or
+        ``s_end``."""
+        ahead = self.kinks[self.kinks > self.s]
+        return float(min(ahead[0], self.s_end)) if ahead.size else self.s_end
+
+    def field_for(self, mode: Mode):
+        """The field of the problem in ``mode``'s chart (built once per chart)."""
+        key = id(mode.chart)
+        if key not in self.fields:
+            self.fields[key] = (
+                mode.chart,
+                self.backend.field(replace(self.problem, chart=mode.chart)),
+            )
+        return self.fields[key][1]
+
+    def moving_field(self, mode: Mode):
+        """What moves the state in ``mode``: the chart's field, or where switching surfaces
+        slide their Filippov combination (:class:`flows.integrator.filippov.FilippovField`; raises
+        :class:`~flows.integrator.filippov.TooManySurfaces`)."""
+        base = self.field_for(mode)
+        return FilippovField(base, mode, combination=self.backend.sliding) if mode.sliding else base
+
+    def tolerances(self, mode: Mode) -> tuple[float, np.ndarray]:
+        """Solver ``rtol`` and per-component ``atol`` in ``mode``'s chart; ``tau`` (which starts
+        at exactly 0) gets an absolute tolerance of its own to keep the first step sensible."""
+        rtol, atol = mode.chart.tolerances(self.rtol, self.atol)
+        if mode.near_zero is not None:  # on the way into a collapse: see NEAR_ZERO_ATOL
+            atol = max(atol, ev.NEAR_ZERO_ATOL * self.radius)
+        tau_atol = max(
+            self.atol, 1e-12, self.rtol * max(1.0, self.s_end) if rtol < self.rtol else 0.0
+        )
+        return rtol, np.append(np.full(self.y.size - 1, atol), tau_atol)
+
+    def used(self, loop: str) -> None:
+        """Record that the segment loop ``loop`` integrated part of the path."""
+        if loop not in self.loops:
+            self.loops.append(loop)
+
+    def stop(self, cause: Cause, message: str) -> None:
+        """End the run here."""
+        self.cause, self.message, self.s_end = cause, message, self.s

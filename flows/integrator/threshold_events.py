@@ -1,0 +1,199 @@
+"""The threshold events (:mod:`flows.integrator.events`): collapse, near zero, blow-up,
+stationary point and loss floor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..charts import AsinhChart
+from ..results import Cause, FlowEvent
+from ..signedlog import log_norm2
+from .events import (
+    BLOWUP_RATE,
+    COLLAPSE_FRACTION,
+    NEAR_ZERO,
+    STATIONARY_TOL,
+    EntryEvent,
+    Outcome,
+    SegmentEvent,
+)
+from .segments import Mode
+
+
+def collapse(y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Outcome:
+    """Theta is 0 from ``tau`` on: every entry held at the chart's zero."""
+    y[:-1] = mode.chart.zero
+    mode.collapsed = True
+    mode.held[:] = True
+    log.append(FlowEvent(tau, "collapse"))
+    return Outcome(
+        cause=Cause.COLLAPSE, message=f"theta collapsed to 0 at tau={tau:.6g} and stays there"
+    )
+
+
+@dataclass
+class _Smallness(SegmentEvent):
+    """``g = log max|w| - log(radius * fraction)``, crossing downwards."""
+
+    radius: float = 1.0
+    fraction: float = COLLAPSE_FRACTION
+    direction = -1.0
+
+    def __call__(self, s: float, y: np.ndarray) -> float:
+        return float(np.max(self.theta(y).log_abs) - np.log(self.radius * self.fraction))
+
+    def already(self, y: np.ndarray) -> bool:
+        """Below the threshold from the start (e.g. ``alpha = 1e-300``)."""
+        return self(0.0, y) < 0
+
+
+@dataclass
+class NearZero(_Smallness):
+    """Every parameter below ``radius * NEAR_ZERO`` in the log chart: go on in the asinh chart."""
+
+    fraction: float = NEAR_ZERO
+
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
+        """Convert the state to the asinh chart (not a user-visible event)."""
+        theta = self.theta(y)
+        mode.chart = AsinhChart()
+        mode.near_zero = np.flatnonzero(theta.log_abs.ravel() > np.max(theta.log_abs) - 30.0)
+        y[:-1] = mode.chart.coordinates(theta).ravel()
+        return Outcome()
+
+
+class _Collapsing:
+    """The handling of the collapse events: theta is 0 for the rest of the run."""
+
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
+        """Set theta to 0 for the rest of the run."""
+        return collapse(y, mode, tau, log)
+
+
+@dataclass
+class Collapse(_Collapsing, _Smallness):
+    """Every parameter below ``radius * COLLAPSE_FRACTION``: theta is 0 from here on."""
+
+
+@dataclass
+class CollapseCrossing(_Collapsing, EntryEvent):
+    """``g = z[index]`` after :class:`NearZero`: a parameter reaching 0 is the collapse (an
+    event inside a step, which a threshold on ``max|w|`` would miss when a step passes 0)."""
+
+
+@dataclass
+class BlowUp(SegmentEvent):
+    """``g = log BLOWUP_RATE - max_j d log|w_j| / dtau`` over growing entries with ``|w_j| > 1``."""
+
+    direction = -1.0
+
+    def __call__(self, s: float, y: np.ndarray) -> float:
+        theta = self.theta(y)
+        vel = self.field.velocity(theta, None, s)
+        growing = (vel.dtheta.sign * theta.sign > 0) & (theta.log_abs > 0)
+        if not np.any(growing):
+            return float(np.log(BLOWUP_RATE))
+        with np.errstate(invalid="ignore"):
+            log_rate = vel.dtheta.log_abs - theta.log_abs
+        return float(np.log(BLOWUP_RATE) - np.max(log_rate[growing]))
+
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
+        """End the run: the path ends at the blow-up."""
+        log.append(FlowEvent(tau, "blow-up"))
+        return Outcome(
+            stop=True, cause=Cause.BLOW_UP, message=f"finite-time blow-up at tau={tau:.10g}"
+        )
+
+
+@dataclass
+class Stationary(SegmentEvent):
+    """``g = log S - log STATIONARY_TOL`` with the scale-free gradient size
+
+    ``S = ||G * prod_{k != l} w^(k)|| / (max_i ||x_i|| ||prod_{k != l} w^(k)||)``
+
+    (norms over all parameters; ``grad L = -c G * prod_{k != l} w``), which is 0 exactly where
+    ``grad L = 0`` at a point with some ``prod_{k != l} w != 0``, and is not small along a
+    collapse or a diverging path of separable data.
+    """
+
+    direction = -1.0
+
+    def __call__(self, s: float, y: np.ndarray) -> float:
+        problem = self.problem
+        fused = self.fused
+        theta = self.theta(y)
+        weights = np.asarray(problem.multiplicity, dtype=float)[:, None]
+        log_tol = float(np.log(STATIONARY_TOL)) + self.log_scale
+        if fused._float_rows(theta.log_abs):
+            direction, _, loo = fused._float_evaluate(theta.sign * np.exp(theta.log_abs))
+            top = float(np.sum(weights * loo * loo))
+            if top == 0:
+                return -log_tol
+            gradient = float(np.sum(weights * (direction * loo) ** 2))
+            return 0.5 * float(np.log(gradient / top)) - log_tol
+        direction_, _, loo_ = fused.evaluate(theta.sign, theta.log_abs)
+        top = log_norm2(loo_.log_abs, weights)
+        if top == -np.inf:
+            return -log_tol
+        return float(log_norm2(direction_.log_abs[None, :] + loo_.log_abs, weights) - top - log_tol)
+
+    @cached_property
+    def log_scale(self) -> float:
+        """``log max_i ||x_i||``."""
+        return float(np.log(np.max(np.linalg.norm(self.problem.data.X, axis=1))))
+
+    def already(self, y: np.ndarray) -> bool:
+        """Stationary from the start."""
+        return self(0.0, y) < 0
+
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
+        """Stay at the point for the rest of the run (``eps = 0`` at ``grad L = 0``)."""
+        mode.stationary = True
+        log.append(FlowEvent(tau, "stationary"))
+        return Outcome(
+            cause=Cause.STATIONARY,
+            message=(
+                f"reached a stationary point (grad L = 0, theta != 0) at tau={tau:.6g} and stays "
+                "there (eps = 0 at grad L = 0); the data are not separable by the signs this "
+                "initialization keeps"
+            ),
+        )
+
+
+@dataclass
+class LossFloor(SegmentEvent):
+    """``g = log L(theta) - log floor`` with ``L = (1/n) sum_i l(m_i)`` (log-sum-exp of
+    ``log l(m_i)``, finite far below the float range of ``L``): the training loss falls to
+    ``floor``; the run ends there with status 0 (``simulate(loss_floor=...)``)."""
+
+    floor: float = 1e-30
+    direction = -1.0
+
+    def __call__(self, s: float, y: np.ndarray) -> float:
+        return float(self.fused.log_loss(self.theta(y)) - np.log(self.floor))
+
+    def already(self, y: np.ndarray) -> bool:
+        """At or below the floor from the start."""
+        return self(0.0, y) <= 0
+
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
+        """End the run (status 0): the path ends where the loss reaches the floor."""
+        log.append(FlowEvent(tau, "loss floor"))
+        return Outcome(
+            stop=True,
+            cause=Cause.LOSS_FLOOR,
+            message=f"training loss reached loss_floor={self.floor:g} at tau={tau:.10g}",
+        )
