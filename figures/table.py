@@ -11,8 +11,9 @@ from . import (
     blobs,
     clocks_and_loss,
     depth_contrast,
-    digits,
-    digits_curves,
+    digits_generalization,
+    digits_minor_first,
+    digits_saliency,
     discrete_vs_flow,
     lesam_amplification,
     lesam_limits,
@@ -43,10 +44,10 @@ FIGURES: dict[str, Figure] = {
         lesam_regimes.REGIMES,  # fig12
         lesam_sharpness.SHARPNESS,  # fig13
         lesam_limits.LIMITS,  # fig14
-        digits.SALIENCY_0V1,  # digits study: pixel shares as 8x8 maps
-        digits.SALIENCY_3V8,
-        digits.SALIENCY_4V9,
-        digits_curves.MINOR_FIRST,  # digits study: share-strength rank correlation
-        digits_curves.GENERALIZATION,  # digits study: test accuracy, margin, max-margin angles
+        digits_saliency.SALIENCY_0V1,  # digits study: pixel shares as 8x8 maps
+        digits_saliency.SALIENCY_3V8,
+        digits_saliency.SALIENCY_4V9,
+        digits_minor_first.MINOR_FIRST,  # digits study: share-strength rank correlation
+        digits_generalization.GENERALIZATION,  # digits study: test accuracy, margin, max-margin angles
     )
 }
