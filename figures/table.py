@@ -1,7 +1,7 @@
 """The figure table of ``python -m flows.sweep``: every figure of the paper, in paper order.
 
-A figure is a :class:`~figures.common.Figure` declared in a theme module (its tasks, drawing
-function and caption); adding one is a new declaration and one line here.
+A figure is a :class:`~figures.common.Figure` declared in the module named for what it draws
+(its tasks, drawing function and caption); adding one is a new declaration and one line here.
 """
 
 from __future__ import annotations
