@@ -244,6 +244,65 @@ def _stage(y, K, s, h, out):
         out[i] = y[i] + acc * h
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _solution_into(y, K, h, out):
+    """``out = y + h sum_r B[r] K[r]``: the 8th-order solution at the end of the step."""
+    for i in range(y.size):
+        increment = 0.0
+        for r in range(N_STAGES):
+            increment += K[r, i] * B[r]
+        out[i] = y[i] + h * increment
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _error_norm(y, y_new, K, h, rtol, atol):
+    """DOP853's error norm of the step (``DOP853._estimate_error_norm``): the 5th- and
+    3rd-order estimates ``E5 K``, ``E3 K`` scaled by ``atol + rtol max(|y|, |y_new|)``, then
+    ``|h| e5 / sqrt((e5 + 0.01 e3) n)``."""
+    e5, e3 = 0.0, 0.0
+    for i in range(y.size):
+        scale = atol[i] + max(abs(y[i]), abs(y_new[i])) * rtol
+        err5, err3 = 0.0, 0.0
+        for r in range(N_STAGES + 1):
+            err5 += K[r, i] * E5[r]
+            err3 += K[r, i] * E3[r]
+        err5 /= scale
+        err3 /= scale
+        e5 += err5 * err5
+        e3 += err3 * err3
+    if e5 == 0 and e3 == 0:
+        return 0.0
+    return abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * y.size)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _growth(error_norm, rejected):
+    """The factor of the next step after an accepted one (at most 1 after a rejection)."""
+    if error_norm == 0:
+        factor = MAX_FACTOR
+    else:
+        factor = min(MAX_FACTOR, SAFETY * error_norm**ERROR_EXPONENT)
+    return min(1.0, factor) if rejected else factor
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _dense_output_into(y, y_new, K, f_new, h, F_step, y_old):
+    """The dense-output coefficients of one step into ``F_step`` (POWER, n), in
+    ``Dop853DenseOutput``'s layout (``DOP853._dense_output_impl``), and its start state into
+    ``y_old``."""
+    for i in range(y.size):
+        delta_y = y_new[i] - y[i]
+        F_step[0, i] = delta_y
+        F_step[1, i] = h * K[0, i] - delta_y
+        F_step[2, i] = 2 * delta_y - h * (f_new[i] + K[0, i])
+        for p in range(POWER - 3):
+            row = 0.0
+            for r in range(A.shape[0]):
+                row += D[p, r] * K[r, i]
+            F_step[3 + p, i] = h * row
+        y_old[i] = y[i]
+
+
 @njit(cache=True, error_model="numpy")
 def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
     """Integrate from ``(s0, y0)`` towards ``s_end``.
@@ -295,40 +354,15 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
                 _stage(y, K, s, h, stage)
                 if not field_into(stage, problem, work, K[s]):
                     return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
-            for i in range(n):
-                increment = 0.0
-                for r in range(N_STAGES):
-                    increment += K[r, i] * B[r]
-                y_new[i] = y[i] + h * increment
+            _solution_into(y, K, h, y_new)
             f_new = K[N_STAGES]
             ok = field_into(y_new, problem, work, f_new)
             nfev += N_STAGES
             if not ok:
                 return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
-            e5, e3 = 0.0, 0.0
-            for i in range(n):
-                scale = atol[i] + max(abs(y[i]), abs(y_new[i])) * rtol
-                err5, err3 = 0.0, 0.0
-                for r in range(N_STAGES + 1):
-                    err5 += K[r, i] * E5[r]
-                    err3 += K[r, i] * E3[r]
-                err5 /= scale
-                err3 /= scale
-                e5 += err5 * err5
-                e3 += err3 * err3
-            if e5 == 0 and e3 == 0:
-                error_norm = 0.0
-            else:
-                error_norm = abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * n)
+            error_norm = _error_norm(y, y_new, K, h, rtol, atol)
             if error_norm < 1:
-                factor = (
-                    MAX_FACTOR
-                    if error_norm == 0
-                    else min(MAX_FACTOR, SAFETY * error_norm**ERROR_EXPONENT)
-                )
-                if rejected:
-                    factor = min(1.0, factor)
-                h_abs *= factor
+                h_abs *= _growth(error_norm, rejected)
                 break
             h_abs *= max(MIN_FACTOR, SAFETY * error_norm**ERROR_EXPONENT)
             rejected = True
@@ -342,17 +376,8 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
             nfev += 1
             if not ok:
                 return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
+        _dense_output_into(y, y_new, K, f_new, h, F[steps], y_olds[steps])
         for i in range(n):
-            delta_y = y_new[i] - y[i]
-            F[steps, 0, i] = delta_y
-            F[steps, 1, i] = h * K[0, i] - delta_y
-            F[steps, 2, i] = 2 * delta_y - h * (f_new[i] + K[0, i])
-            for p in range(POWER - 3):
-                row = 0.0
-                for r in range(A.shape[0]):
-                    row += D[p, r] * K[r, i]
-                F[steps, 3 + p, i] = h * row
-            y_olds[steps, i] = y[i]
             f[i] = f_new[i]
         steps += 1
         ts[steps] = t_new
