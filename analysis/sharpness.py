@@ -53,6 +53,7 @@ import numpy as np
 from scipy.special import expit
 
 from flows.data import Dataset
+from flows.model import DEFAULT_LOSS
 from flows.results import Trajectory
 
 from ._checks import numeric_array, trajectory
@@ -275,7 +276,7 @@ def _chunks(T: int, entries_per_point: int):
 # ------------------------------------------------------------------------------- public API
 
 
-def hessian(data: Dataset, theta, loss: str = "logistic") -> np.ndarray:
+def hessian(data: Dataset, theta, loss: str = DEFAULT_LOSS) -> np.ndarray:
     r"""Exact Hessian of the training loss with respect to all ``L*d`` parameters.
 
     .. math::
@@ -313,7 +314,7 @@ def hessian(data: Dataset, theta, loss: str = "logistic") -> np.ndarray:
     return _Parts(theta[None], data, loss).matrix()[0]
 
 
-def hessian_trace(data: Dataset, theta, loss: str = "logistic") -> float:
+def hessian_trace(data: Dataset, theta, loss: str = DEFAULT_LOSS) -> float:
     r"""``tr H``, without forming the matrix.
 
     The diagonal of ``\nabla^2 m_i`` is 0 (``m_i`` is linear in each ``w_lj``), so
@@ -332,7 +333,7 @@ def hessian_trace(data: Dataset, theta, loss: str = "logistic") -> float:
     return float(_Parts(theta[None], data, loss).trace()[0])
 
 
-def top_hessian_eigenvalue(data: Dataset, theta, loss: str = "logistic") -> float:
+def top_hessian_eigenvalue(data: Dataset, theta, loss: str = DEFAULT_LOSS) -> float:
     r"""Largest *algebraic* eigenvalue ``lambda_max(H) = max_{||v|| = 1} v^T H v``.
 
     Not the spectral norm: near a small initialisation the Hessian is indefinite. At
@@ -349,7 +350,7 @@ def top_hessian_eigenvalue(data: Dataset, theta, loss: str = "logistic") -> floa
 
 
 def sharpness_along(
-    traj: Trajectory, data: Dataset, loss: str = "logistic"
+    traj: Trajectory, data: Dataset, loss: str = DEFAULT_LOSS
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""``tr H`` and ``lambda_max(H)`` at every output time of a flow.
 

@@ -19,6 +19,7 @@ from flows.clocks import get_clock
 from flows.data import Dataset
 from flows.field import Problem, perturbed_point
 from flows.model import (
+    DEFAULT_LOSS,
     LOSSES,
     Loss,
     evaluate,
@@ -47,7 +48,7 @@ def _samples(traj: Trajectory, data: Dataset) -> Iterator[SignedLog]:
         yield SignedLog(np.asarray(sign, dtype=float), np.asarray(log_abs, dtype=float))
 
 
-def log_gradient_norms(traj: Trajectory, data: Dataset, loss: str = "logistic") -> np.ndarray:
+def log_gradient_norms(traj: Trajectory, data: Dataset, loss: str = DEFAULT_LOSS) -> np.ndarray:
     """``log ||grad L(theta(t))||_2`` over all ``L*d`` parameters at every sample (T,).
 
     Signed-log arithmetic (as :func:`flows.model.loss_gradient`, which it equals wherever the
@@ -227,7 +228,7 @@ def _first_order(
 
 
 def perturbation_along(
-    traj: Trajectory, data: Dataset, loss: str = "logistic"
+    traj: Trajectory, data: Dataset, loss: str = DEFAULT_LOSS
 ) -> PerturbationSeries:
     """Radius, budget, first-order and exact loss increase and update angle of the flow's own
     algorithm (``traj.algorithm``, ``traj.hyperparameters`` at ``traj.t``) at every sample.

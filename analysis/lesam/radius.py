@@ -15,7 +15,7 @@ import numpy as np
 
 from flows.algorithms import hyperparameters_at
 from flows.data import Dataset
-from flows.model import LOSSES, as_theta, loss_gradient
+from flows.model import DEFAULT_LOSS, LOSSES, as_theta, loss_gradient
 
 from .._checks import integer, numeric_array, real
 
@@ -61,7 +61,7 @@ def schedule_values(value, times, name: str = "value") -> np.ndarray:
     return np.full(times.shape, real(value, name, low=0.0))
 
 
-def initial_gradient_norm(data: Dataset, alpha, depth: int, loss: str = "logistic") -> float:
+def initial_gradient_norm(data: Dataset, alpha, depth: int, loss: str = DEFAULT_LOSS) -> float:
     """``||grad L(theta(0))||_2`` of a balanced init ``w^(l) = alpha`` (scalar or (d,)): the
     scale that matches the methods at the start (``sigma = rho ||grad L0||`` for LE-SAM,
     ``rho / ||grad L0||`` for USAM give l2-SAM's perturbation at ``theta(0)``)."""
