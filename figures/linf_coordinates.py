@@ -7,9 +7,9 @@ evaluated at draw time).
 
 In the rescaled clock the coordinates of the balanced single-example l_inf-SAM flow decouple
 (docs/theory.md §8), so each case is simulated as its own 1-D example ``(mu_j, +1)``; one joint
-3-D run per depth checks that the decoupling holds in the engine too (its agreement with the
-1-D runs is printed in the figure's footer). The limit-direction map (figure 3) is in
-:mod:`figures.linf_limit_map`.
+3-D run per depth checks that the decoupling holds in the engine too (its largest difference
+from the 1-D runs: ``joint_vs_1d`` of :func:`coordinate_checks`). The limit-direction map
+(figure 3) is in :mod:`figures.linf_limit_map`.
 """
 
 from __future__ import annotations
