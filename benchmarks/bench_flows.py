@@ -54,7 +54,7 @@ import scipy
 from scipy.integrate import solve_ivp
 from scipy.special import expit
 
-import analysis.regimes as regimes
+import analysis.regimes.leaders as regimes
 from flows import Dataset, compiled, simulate, single_example
 
 #: What ``simulate(backend="auto")`` uses here.
