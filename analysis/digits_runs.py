@@ -4,6 +4,8 @@ where the training loss falls to a floor. Importing this module registers the ta
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from flows.data import Dataset, sign_constrained_separable
@@ -64,8 +66,9 @@ def digits_flow(params: dict) -> Result:
     reflection (:func:`flows.initialization.kept_sign_pattern`), and the reduced balanced
     system integrates much faster than the full signed one (tested to agree).
 
-    Returns ``tau``, ``loss`` (training), ``log_abs_beta``, ``sign_beta`` (in the original
-    pixel signs), ``signs``, ``status``, ``message``, ``nfev``.
+    Returns the run's arrays (:meth:`flows.results.Trajectory.to_arrays`) in the original
+    pixel signs (``sign_beta``, and ``sign_theta`` in the first layer, multiplied by ``s``),
+    with ``signs`` (``s``) and ``sigma`` (NaN where the algorithm has none).
     """
     flipped, signs = _reflected_training_set(params)
     hp = _flow_hyperparameters(params, flipped)
@@ -78,17 +81,10 @@ def digits_flow(params: dict) -> Result:
         **_run_options(params),
         **hp,
     )
-    return {
-        "tau": run.tau,
-        "loss": run.loss,
-        "log_abs_beta": run.log_abs_beta,
-        "sign_beta": run.sign_beta * signs,
-        "signs": signs,
-        "status": np.array(run.status),
-        "sigma": np.array(hp.get("sigma", np.nan)),
-        "message": np.array(run.message),
-        "nfev": np.array(run.nfev),
-    }
+    sign_theta = run.sign_theta.copy()
+    sign_theta[:, 0] *= signs
+    reflected = replace(run, sign_beta=run.sign_beta * signs, sign_theta=sign_theta)
+    return reflected.to_arrays() | {"signs": signs, "sigma": np.array(hp.get("sigma", np.nan))}
 
 
 def _reflected_training_set(params: dict) -> tuple[Dataset, np.ndarray]:

@@ -1,13 +1,53 @@
-"""The result of a flow integration: one object with the path, both clocks and the status."""
+"""The result of a flow integration: one object with the path, both clocks and the status,
+and its form as numpy arrays (:meth:`Trajectory.to_arrays`, :meth:`Trajectory.from_arrays`)."""
 
 from __future__ import annotations
 
+import enum
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from .schedules import Schedule, from_spec
+
 #: ``status`` values, as in ``scipy.integrate.solve_ivp``.
 SUCCESS, BLOWUP, FAILURE = 0, 1, -1
+
+
+class Cause(enum.Enum):
+    """Why a run ended where it did (``Trajectory.cause``; :attr:`status` is its ``status``).
+
+    ``message`` gives the details in words; code reads the cause."""
+
+    REACHED_END = "reached the end"
+    COLLAPSE = "collapse"
+    STATIONARY = "stationary point"
+    LOSS_FLOOR = "loss floor"
+    BLOW_UP = "blow-up"
+    BUDGET_SPENT = "budget spent"
+    SOLVER_FAILED = "solver failed"
+    TOO_MANY_SURFACES = "too many sliding surfaces"
+    UNDECIDED_JUNCTION = "undecided junction"
+    TOO_MANY_EVENTS = "too many events"
+    OVERFLOW = "left float64"
+
+    @property
+    def status(self) -> int:
+        """0 (an answer over the whole horizon, or up to a loss floor), 1 (a finite-time
+        blow-up) or -1 (the run could not go on: the path ends there)."""
+        return _STATUS.get(self, FAILURE)
+
+
+_STATUS = {
+    Cause.REACHED_END: SUCCESS,
+    Cause.COLLAPSE: SUCCESS,
+    Cause.STATIONARY: SUCCESS,
+    Cause.LOSS_FLOOR: SUCCESS,
+    Cause.BLOW_UP: BLOWUP,
+}
 
 
 @dataclass(frozen=True)
@@ -23,6 +63,59 @@ class FlowEvent:
     surface: str | None = None
 
 
+#: The arrays of :meth:`Trajectory.to_arrays` by what they hold: the path (the fields of that
+#: name), text (0-d str), numbers (0-d, of the type given), the events (parallel 1-d arrays).
+_PATH = (
+    "t",
+    "tau",
+    "log_t_original",
+    "loss",
+    "log_abs_beta",
+    "sign_beta",
+    "log_abs_theta",
+    "sign_theta",
+)
+_TEXT = ("message", "algorithm", "clock", "backend")
+_NUMBERS: dict[str, type] = {
+    "status": int,
+    "depth": int,
+    "nfev": int,
+    "reduced": bool,
+    "sliding_time": float,
+    "sliding_surfaces": int,
+}
+_EVENTS = ("event_tau", "event_kind", "event_group", "event_j", "event_surface")
+
+#: Every array :meth:`Trajectory.to_arrays` writes and :meth:`Trajectory.from_arrays` needs.
+ARRAY_NAMES: tuple[str, ...] = (
+    _PATH + _TEXT + tuple(_NUMBERS) + ("cause", "segment_loops", "hyperparameters") + _EVENTS
+)
+
+
+def _stored_hyperparameter(key: str, value: object) -> object:
+    """The JSON form of hyper-parameter ``key``: a number as it is, a named schedule by its
+    :meth:`~flows.schedules.Schedule.spec`; ``ValueError`` naming ``key`` for anything else
+    (an arbitrary callable has no stored form)."""
+    if isinstance(value, Schedule):
+        return value.spec()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    raise ValueError(
+        f"hyper-parameter {key}={value!r} cannot be stored as arrays: only numbers and the "
+        "named schedules of flows.schedules can (not an arbitrary callable)"
+    )
+
+
+def _loaded_hyperparameter(value: object) -> object:
+    """Inverse of :func:`_stored_hyperparameter`."""
+    return from_spec(value) if isinstance(value, dict) else value
+
+
+def _text(array: np.ndarray) -> str:
+    """The string held by a 0-d str array."""
+    return str(array[()])
+
+
 @dataclass(frozen=True, eq=False)
 class Trajectory:
     """A flow on an L-layer diagonal linear network, sampled at ``t``.
@@ -35,8 +128,14 @@ class Trajectory:
     log_abs_theta, sign_theta : (T, L, d) parameters in signed-log form.
     log_abs_beta, sign_beta : (T, d) the predictor ``beta = prod_l w^(l)`` in signed-log form.
     loss : (T,) the training loss at ``theta`` (0 when it underflows).
-    status : 0 reached ``t_max``; 1 finite-time blow-up (at ``blowup_time``); -1 failure.
+    status : 0 reached ``t_max`` (or the loss floor); 1 finite-time blow-up (at
+        ``blowup_time``); -1 failure.
     message : what happened, in words.
+    cause : why the run ended where it did (:class:`Cause`; ``cause.status == status``).
+    backend : the field implementation that ran (``'numba'``, ``'numpy'``, ``'reference'``).
+    segment_loops : the segment loops that integrated the path, in order of first use
+        (``'compiled DOP853'``: :mod:`flows.compiled.segment`; ``'scipy <method>'``:
+        :mod:`flows.integrator.solver`).
     events : crossings, sliding, releases, collapse, blow-up (in rescaled time).
     nfev : field evaluations spent (every one-sided field of a sliding combination counts).
     reduced : integrated as the balanced reduced system.
@@ -58,6 +157,9 @@ class Trajectory:
     depth: int
     clock: str
     hyperparameters: dict
+    cause: Cause = Cause.REACHED_END
+    backend: str = "numpy"
+    segment_loops: tuple[str, ...] = ()
     events: tuple[FlowEvent, ...] = ()
     nfev: int = 0
     reduced: bool = False
@@ -107,3 +209,93 @@ class Trajectory:
         """Rescaled time at which ``theta`` collapsed to 0, or None."""
         times = self.times_of("collapse")
         return times[0] if times else None
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Every field as numpy arrays (:data:`ARRAY_NAMES`), for ``np.savez`` and a reading
+        with ``allow_pickle=False``; :meth:`from_arrays` inverts it exactly.
+
+        Returns
+        -------
+        dict
+            ``t``, ``tau``, ``log_t_original``, ``loss``, ``log_abs_beta``, ``sign_beta``,
+            ``log_abs_theta``, ``sign_theta``: the path arrays themselves (not copies).
+            ``message``, ``algorithm``, ``clock``, ``backend``: 0-d str; ``cause``: 0-d str,
+            the :class:`Cause` member's name (``'BLOW_UP'``). ``status``, ``depth``,
+            ``nfev``, ``sliding_surfaces``: 0-d int64; ``reduced``: 0-d bool;
+            ``sliding_time``: 0-d float64. ``segment_loops``: (k,) str.
+            ``hyperparameters``: 0-d str, a JSON object (numbers as numbers, a named schedule
+            by its :meth:`~flows.schedules.Schedule.spec`). The events as parallel (E,)
+            arrays: ``event_tau`` (float64), ``event_kind`` (str), ``event_group`` and
+            ``event_j`` (int64: ``entry``, both -1 where it is None), ``event_surface`` (str,
+            ``''`` where it is None).
+
+        Raises
+        ------
+        ValueError
+            If a hyper-parameter is neither a number nor a named schedule (an arbitrary
+            callable cannot be stored); the message names it.
+        """
+        events = self.events
+        entries = [(-1, -1) if e.entry is None else e.entry for e in events]
+        hyperparameters = {k: _stored_hyperparameter(k, v) for k, v in self.hyperparameters.items()}
+        return {
+            **{name: np.asarray(getattr(self, name)) for name in _PATH},
+            **{name: np.array(getattr(self, name), dtype=str) for name in _TEXT},
+            **{name: np.array(kind(getattr(self, name))) for name, kind in _NUMBERS.items()},
+            "cause": np.array(self.cause.name),
+            "segment_loops": np.array(self.segment_loops, dtype=str),
+            "hyperparameters": np.array(json.dumps(hyperparameters)),
+            "event_tau": np.array([e.tau for e in events], dtype=float),
+            "event_kind": np.array([e.kind for e in events], dtype=str),
+            "event_group": np.array([group for group, _ in entries], dtype=np.int64),
+            "event_j": np.array([j for _, j in entries], dtype=np.int64),
+            "event_surface": np.array([e.surface or "" for e in events], dtype=str),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> Trajectory:
+        """The trajectory :meth:`to_arrays` wrote (a dict, or the ``NpzFile`` of
+        ``np.load``): every field as it was, the path arrays bit for bit.
+
+        Hyper-parameters come back as numbers and named schedules
+        (:func:`flows.schedules.from_spec`). An event's ``entry`` is None where ``event_j`` is
+        -1 (a coordinate is >= 0), its ``surface`` None where ``event_surface`` is ``''``.
+        Other arrays in ``arrays`` are ignored.
+
+        Raises
+        ------
+        ValueError
+            If an array of :data:`ARRAY_NAMES` is missing (the message names it), or
+            ``cause`` is not the name of a :class:`Cause`.
+        """
+        missing = [name for name in ARRAY_NAMES if name not in arrays]
+        if missing:
+            raise ValueError(f"trajectory arrays: missing {', '.join(missing)}")
+        a = {name: np.asarray(arrays[name]) for name in ARRAY_NAMES}
+        cause = _text(a["cause"])
+        if cause not in Cause.__members__:
+            raise ValueError(
+                f"trajectory arrays: cause {cause!r} is not one of {list(Cause.__members__)}"
+            )
+        events = tuple(
+            FlowEvent(
+                float(tau),
+                str(kind),
+                None if j < 0 else (int(group), int(j)),
+                str(surface) or None,
+            )
+            for tau, kind, group, j, surface in zip(*(a[name] for name in _EVENTS), strict=True)
+        )
+        fields: dict[str, Any] = {
+            **{name: a[name] for name in _PATH},
+            **{name: _text(a[name]) for name in _TEXT},
+            **{name: kind(a[name][()]) for name, kind in _NUMBERS.items()},
+        }
+        hyperparameters = json.loads(_text(a["hyperparameters"]))
+        return cls(
+            **fields,
+            cause=Cause[cause],
+            segment_loops=tuple(str(loop) for loop in a["segment_loops"]),
+            hyperparameters={k: _loaded_hyperparameter(v) for k, v in hyperparameters.items()},
+            events=events,
+        )

@@ -93,22 +93,12 @@ def trajectory_table(traj: Trajectory) -> tuple[list[str], np.ndarray]:
 
 
 def save_trajectory(traj: Trajectory, path: str) -> None:
-    """Write ``.npz`` (all arrays) or ``.csv`` (t, tau, log t, loss, log|beta|, sign beta)."""
+    """Write ``.npz`` (every field, :meth:`Trajectory.to_arrays`: ``Trajectory.from_arrays(
+    np.load(path, allow_pickle=False))`` reads it back) or ``.csv`` (t, tau, log t, loss,
+    log|beta|, sign beta)."""
     p = Path(path)
     if p.suffix == ".npz":
-        np.savez(
-            p,
-            t=traj.t,
-            tau=traj.tau,
-            log_t_original=traj.log_t_original,
-            loss=traj.loss,
-            log_abs_beta=traj.log_abs_beta,
-            sign_beta=traj.sign_beta,
-            log_abs_theta=traj.log_abs_theta,
-            sign_theta=traj.sign_theta,
-            status=traj.status,
-            message=traj.message,
-        )
+        np.savez(p, **traj.to_arrays())  # type: ignore[arg-type]
     elif p.suffix == ".csv":
         names, cols = trajectory_table(traj)
         np.savetxt(p, cols, delimiter=",", header=",".join(names), comments="")

@@ -16,6 +16,7 @@ from analysis.angles import angle
 from analysis.maxmargin import max_margin, normalized_margin
 from flows import Dataset, simulate
 from flows.model import loss_value
+from flows.results import Cause
 
 RNG = np.random.default_rng(13)
 
@@ -224,7 +225,7 @@ def test_digits_runs_stop_at_the_loss_floor_and_at_the_budget(small):
                     method="LSODA", rtol=1e-10)  # fmt: skip
     run = R._run_options(base | {"loss_floor": 1e-3})
     stopped = simulate(small, "gd", 2, 0.3, original_time=False, **run)
-    assert stopped.status == 0 and "loss_floor=0.001" in stopped.message
+    assert stopped.cause is Cause.LOSS_FLOOR and stopped.status == 0
     assert stopped.loss[-1] == pytest.approx(1e-3, rel=1e-6)
     k = len(stopped.tau) - 1
     assert np.all(free.loss[:k] > 1e-3) and free.loss[k] <= 1e-3
@@ -238,7 +239,7 @@ def test_digits_runs_stop_at_the_loss_floor_and_at_the_budget(small):
         original_time=False,
         **R._run_options(base | {"loss_floor": 0.0, "max_nfev": 50}),
     )
-    assert capped.status == -1 and "max_nfev" in capped.message and capped.tau[-1] < 100.0
+    assert capped.cause is Cause.BUDGET_SPENT and capped.status == -1 and capped.tau[-1] < 100.0
     with pytest.raises(ValueError, match="loss_floor"):
         R._run_options(base | {"loss_floor": -1.0})
 
@@ -258,9 +259,9 @@ def test_le_sam_budget_starts_at_the_fraction_of_rho_max(small):
 
 
 def test_reflected_digits_run_is_the_signed_initialization():
-    """digits_flow runs the positive balanced flow on column-flipped data and flips beta back;
-    that is the flow from the signed init w^(1) = s alpha, w^(2) = alpha on the real data
-    (checked on a short horizon, l2-SAM, digits 0 vs 1)."""
+    """digits_flow runs the positive balanced flow on column-flipped data and flips beta and the
+    first layer back; that is the flow from the signed init w^(1) = s alpha, w^(2) = alpha on
+    the real data (checked on a short horizon, l2-SAM, digits 0 vs 1)."""
     pytest.importorskip("sklearn")
     from flows.datasets import digits
 
@@ -286,4 +287,5 @@ def test_reflected_digits_run_is_the_signed_initialization():
     )
     np.testing.assert_allclose(res["log_abs_beta"], signed.log_abs_beta, atol=1e-6)
     np.testing.assert_array_equal(res["sign_beta"], signed.sign_beta)
+    np.testing.assert_array_equal(res["sign_theta"], signed.sign_theta)
     np.testing.assert_array_equal(res["signs"], s)

@@ -15,6 +15,7 @@ from scipy.optimize import brentq
 from scipy.special import expit
 
 from flows import Dataset, simulate, single_example
+from flows.results import Cause
 
 #: Separable (by beta = (1, -1)) but by no beta >= 0: balanced positive inits at even depth keep
 #: beta >= 0, so the flow ends at a critical point.
@@ -41,7 +42,7 @@ def test_critical_point_is_an_event_and_the_path_is_kept(algorithm, kw):
     t_max = 5.0 if algorithm != "gd" else 60.0
     with pytest.warns(RuntimeWarning, match="no predictor with these signs separates"):
         tr = simulate(CRITICAL, algorithm, 2, 1.0, t_max=t_max, clock="original", **kw)
-    assert tr.status == 0 and "stationary" in tr.message
+    assert tr.cause is Cause.STATIONARY and tr.status == 0
     assert [e.kind for e in tr.events] == ["stationary"]
     assert tr.t[-1] == t_max and tr.nfev < 20_000
     a = critical_point_a()
@@ -91,7 +92,8 @@ def test_budget_spent_returns_the_path_so_far():
         t_max=100.0,
         max_nfev=8_000,
     )
-    assert tr.status == -1 and "max_nfev=8000" in tr.message
+    assert tr.cause is Cause.BUDGET_SPENT and tr.status == -1
+    assert "max_nfev=8000" in tr.message
     assert tr.t[-1] > 10.0 and len(tr.t) > 10 and np.all(np.isfinite(tr.log_abs_beta[:, 0]))
 
 
@@ -123,7 +125,7 @@ def test_loss_floor_ends_the_run_where_the_exact_loss_reaches_it(loss, floor, ba
     )  # fmt: skip
     tr = simulate(single_example(mu), "gd", 2, alpha, t_max=50.0, n_points=101, loss=loss,
                   loss_floor=floor, original_time=False, backend=backend)  # fmt: skip
-    assert tr.status == 0 and "loss_floor" in tr.message
+    assert tr.cause is Cause.LOSS_FLOOR and tr.status == 0
     assert tr.events[-1].kind == "loss floor"
     assert tr.tau[-1] == pytest.approx(tau_star, abs=1e-8)
     assert np.all(tr.tau[:-1] < tau_star)
@@ -133,7 +135,7 @@ def test_loss_floor_holding_at_the_start_and_bad_values():
     """A floor above the initial loss ends the run at tau = 0; a floor that is not a finite
     number > 0 is a ValueError naming it."""
     tr = simulate(single_example([1.0, 2.0]), "l2-sam", 2, 1.0, rho=0.1, loss_floor=0.9)
-    assert tr.status == 0 and tr.tau[-1] == 0.0 and "loss_floor" in tr.message
+    assert tr.cause is Cause.LOSS_FLOOR and tr.status == 0 and tr.tau[-1] == 0.0
     for bad in (0.0, -1.0, np.nan, np.inf, "1e-3"):
         with pytest.raises(ValueError, match="loss_floor"):
             simulate(single_example([1.0, 2.0]), "gd", 2, 1.0, loss_floor=bad)

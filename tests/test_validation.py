@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from flows import Dataset, iterate, simulate, single_example
+from flows.results import Cause, Trajectory
 
 MU = single_example([1.0, 2.0])
 GOOD = dict(rho=1.0, alpha=0.5, t_max=0.1, n_points=3)
@@ -306,8 +307,11 @@ def test_cli_happy_npz(cli):
     assert code == 0, err
     path = cwd / "traj.npz"
     assert path.stat().st_size > 0
-    with np.load(path) as f:
+    with np.load(path, allow_pickle=False) as f:
         assert f["t"].shape == (17,)
         assert f["log_abs_beta"].shape == (17, 2)
         assert f["log_abs_theta"].shape == (17, 2, 2)
         assert np.all(np.isfinite(f["log_abs_beta"]))
+        traj = Trajectory.from_arrays(f)
+    assert traj.cause is Cause.REACHED_END and traj.algorithm == "l2-sam"
+    assert traj.hyperparameters == {"rho": 1.0}

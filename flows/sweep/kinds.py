@@ -8,6 +8,7 @@ import numpy as np
 from ..data import Dataset, single_example
 from ..discrete import iterate
 from ..integrator.driver import simulate
+from ..results import ARRAY_NAMES
 from ..schedules import from_spec
 from .registry import Result, register
 
@@ -20,19 +21,9 @@ def dataset_from(params: dict) -> tuple[Dataset, dict]:
     return Dataset(np.array(rest.pop("X")), np.array(rest.pop("y"))), rest
 
 
-SIMULATE_KEYS = (
-    "t",
-    "tau",
-    "log_t_original",
-    "loss",
-    "log_abs_beta",
-    "sign_beta",
-    "status",
-    "message",
-    "event_tau",
-    "event_kind",
-    "event_j",
-)
+#: The arrays of a ``'simulate'`` result: every field of the trajectory
+#: (:meth:`flows.results.Trajectory.to_arrays`).
+SIMULATE_KEYS = ARRAY_NAMES
 
 
 def _schedules_from_specs(rest: dict) -> dict:
@@ -43,25 +34,13 @@ def _schedules_from_specs(rest: dict) -> dict:
 
 
 def run_simulate(params: dict) -> Result:
-    """A :func:`flows.simulate` run as arrays (events as parallel arrays)."""
+    """A :func:`flows.simulate` run as arrays (:meth:`flows.results.Trajectory.to_arrays`;
+    :meth:`~flows.results.Trajectory.from_arrays` gives the trajectory back)."""
     data, rest = dataset_from(params)
     rest = _schedules_from_specs(rest)
     if isinstance(rest.get("alpha"), list):
         rest["alpha"] = np.array(rest["alpha"])
-    traj = simulate(data, **rest)
-    return {
-        "t": traj.t,
-        "tau": traj.tau,
-        "log_t_original": traj.log_t_original,
-        "loss": traj.loss,
-        "log_abs_beta": traj.log_abs_beta,
-        "sign_beta": traj.sign_beta,
-        "status": np.array(traj.status),
-        "message": np.array(traj.message),
-        "event_tau": np.array([e.tau for e in traj.events]),
-        "event_kind": np.array([e.kind for e in traj.events], dtype=str),
-        "event_j": np.array([-1 if e.entry is None else e.entry[1] for e in traj.events]),
-    }
+    return simulate(data, **rest).to_arrays()
 
 
 def run_iterate(params: dict) -> Result:

@@ -1,0 +1,259 @@
+"""``Trajectory.to_arrays`` / ``Trajectory.from_arrays`` and ``Trajectory.cause``.
+
+* Round trip: real runs (l_inf-SAM sliding on a parameter and a direction surface, crossings
+  and a release, a parameter crossing in the second layer, a collapse, a blow-up at depth 3,
+  a spent budget, LE-SAM with a warm-up+cosine budget) written with ``np.savez`` and read with
+  ``np.load(allow_pickle=False)`` come back field for field, the arrays bit for bit.
+* The arrays figures read from a ``'simulate'`` task (``event_j`` = ``entry[1]`` or -1, 0-d
+  ``status`` and ``message``, ...) keep their meaning and dtype; a task's result goes through
+  the sweep cache and back to the trajectory.
+* A missing array is a ``ValueError`` naming it; a hyper-parameter that is an arbitrary
+  callable is a ``ValueError`` naming it.
+* Every cause, on a run that ends with it (``flows.simulate``; ``flows.iterate`` for OVERFLOW).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from flows import Dataset, iterate, simulate, single_example
+from flows.datasets import MU5, gaussian_blobs, teacher_data
+from flows.integrator import driver, filippov
+from flows.results import ARRAY_NAMES, Cause, Trajectory
+from flows.schedules import warmup_cosine
+from flows.sweep.kinds import SIMULATE_KEYS, run_simulate
+from flows.sweep.registry import Task
+from flows.sweep.store import Cache
+
+
+def positive_teacher(seed: int, n: int, d: int) -> Dataset:
+    """n Gaussian points in d dimensions labelled by a positive teacher, ``y = sign(X |w*|)``."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return Dataset(X, np.sign(X @ np.abs(rng.normal(size=d))))
+
+
+#: Separable by beta = (1, -1) but by no beta >= 0: GD from a balanced positive init at L = 2
+#: ends at a stationary point.
+CRITICAL = Dataset(np.array([[2.0, -1.0], [-1.0, -2.0]]), np.array([1.0, 1.0]))
+
+#: Runs whose round trip is checked, and the events they hold.
+RUNS = {
+    # sliding: w^(0)_1 = 0 (parameter, entry (0, 1)) and G_0 = 0 (direction, entry (-1, 0))
+    "linf-sam sliding": lambda: simulate(
+        gaussian_blobs(), "linf-sam", depth=2, alpha=[1.5, 0.8], rho=1.0, t_max=8.0
+    ),
+    # crossings of G_3 and G_0, sliding on G_2 and its release
+    "linf-sam crossings": lambda: simulate(
+        positive_teacher(2, 10, 4), "linf-sam", 2, 1.0, rho=0.1, t_max=4.0, n_points=17
+    ),
+    # a parameter crossing in the second layer (entry (1, 2))
+    "linf-sam layer crossing": lambda: simulate(
+        teacher_data(),
+        "linf-sam",
+        2,
+        np.array([[1.2, 0.7, 0.9], [0.8, 1.1, 0.6]]),
+        rho=0.1,
+        t_max=7.0,
+        n_points=15,
+    ),
+    "collapse": lambda: simulate(single_example(MU5), "l2-sam", 2, 0.05, rho=1.0, t_max=0.3),
+    "blow-up L3": lambda: simulate(single_example([1.0, 2.0]), "gd", 3, 0.5, t_max=10.0),
+    "budget spent": lambda: simulate(
+        single_example(MU5), "l2-sam", 2, 0.4, rho=1.0, t_max=50.0, max_nfev=300
+    ),
+    "le-sam schedule": lambda: simulate(
+        single_example(MU5),
+        "le-sam",
+        2,
+        0.4,
+        sigma=warmup_cosine(0.35, 1.0, 6.0, 8.0),
+        rho_max=1.5,
+        t_max=10.0,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, Trajectory]:
+    return {name: run() for name, run in RUNS.items()}
+
+
+def assert_same(traj: Trajectory, back: Trajectory) -> None:
+    """Every field of ``back`` is that of ``traj``: arrays of the same dtype and shape, bit for
+    bit; everything else equal and of the same type."""
+    for field in dataclasses.fields(Trajectory):
+        a, b = getattr(traj, field.name), getattr(back, field.name)
+        if isinstance(a, np.ndarray):
+            assert (b.dtype, b.shape) == (a.dtype, a.shape), field.name
+            assert b.tobytes() == a.tobytes(), field.name
+        else:
+            assert type(b) is type(a) and b == a, field.name
+
+
+def saved_and_loaded(arrays: dict[str, np.ndarray], path) -> Trajectory:
+    """The trajectory read back from an ``np.savez`` file of ``arrays``."""
+    np.savez(path, **arrays)
+    with np.load(path, allow_pickle=False) as f:
+        return Trajectory.from_arrays(f)
+
+
+def test_the_runs_hold_every_kind_of_event(runs):
+    """The round-trip runs cover crossings, sliding, releases on both kinds of surface, entries
+    in both layers and in neither, a collapse and a blow-up, a spent budget and a schedule."""
+    events = [e for traj in runs.values() for e in traj.events]
+    assert {e.kind for e in events} >= {"crossing", "sliding", "release", "collapse", "blow-up"}
+    assert {e.surface for e in events} == {"parameter", "direction", None}
+    assert {e.entry[0] for e in events if e.entry is not None} == {-1, 0, 1}
+    assert runs["budget spent"].cause is Cause.BUDGET_SPENT
+    assert runs["le-sam schedule"].hyperparameters["sigma"] == warmup_cosine(0.35, 1.0, 6.0, 8.0)
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_round_trip_through_an_npz_file(runs, name, tmp_path):
+    """to_arrays -> np.savez -> np.load(allow_pickle=False) -> from_arrays gives every field
+    back, the arrays bit for bit; the arrays written are ARRAY_NAMES."""
+    traj = runs[name]
+    arrays = traj.to_arrays()
+    assert tuple(arrays) == ARRAY_NAMES
+    assert_same(traj, saved_and_loaded(arrays, tmp_path / "traj.npz"))
+    assert_same(traj, Trajectory.from_arrays(arrays))
+
+
+def test_simulate_names_keep_their_meaning_and_dtype(runs):
+    """The arrays figures read from 'simulate' tasks: the path arrays themselves, 0-d int64
+    ``status`` and 0-d str ``message``, the events as float64 taus, str kinds and int64
+    ``event_j`` (``entry[1]``, -1 for a global event)."""
+    for traj in runs.values():
+        arrays = traj.to_arrays()
+        for name in ("t", "tau", "log_t_original", "loss", "log_abs_beta", "sign_beta"):
+            assert arrays[name] is getattr(traj, name)
+        assert arrays["status"].dtype == np.int64 and arrays["status"].shape == ()
+        assert int(arrays["status"]) == traj.status == traj.cause.status
+        assert arrays["message"].dtype.kind == "U" and str(arrays["message"]) == traj.message
+        assert arrays["event_tau"].dtype == np.float64
+        assert arrays["event_tau"].tolist() == [e.tau for e in traj.events]
+        assert arrays["event_kind"].dtype.kind == "U"
+        assert arrays["event_kind"].tolist() == [e.kind for e in traj.events]
+        assert arrays["event_j"].dtype == np.int64
+        j = [-1 if e.entry is None else e.entry[1] for e in traj.events]
+        assert arrays["event_j"].tolist() == j
+
+
+def test_simulate_task_is_to_arrays_and_goes_through_the_cache(tmp_path):
+    """A 'simulate' task returns the trajectory's arrays (SIMULATE_KEYS), and its cache file
+    (read with allow_pickle=False) gives the trajectory back."""
+    params = {
+        "mu": [1.0, 2.0, 3.0],
+        "algorithm": "l2-sam",
+        "depth": 2,
+        "alpha": 0.4,
+        "rho": warmup_cosine(0.5, 0.5, 2.0, 3.0).spec(),
+        "t_max": 3.0,
+        "n_points": 13,
+    }
+    result = run_simulate(params)
+    assert tuple(result) == SIMULATE_KEYS == ARRAY_NAMES
+    task, cache = Task("simulate", params), Cache(tmp_path)
+    cache.store(task, result)
+    loaded = cache.load(task)
+    assert loaded is not None
+    assert_same(Trajectory.from_arrays(result), Trajectory.from_arrays(loaded))
+    direct = simulate(
+        single_example([1.0, 2.0, 3.0]),
+        "l2-sam",
+        2,
+        0.4,
+        rho=warmup_cosine(0.5, 0.5, 2.0, 3.0),
+        t_max=3.0,
+        n_points=13,
+    )
+    assert_same(direct, Trajectory.from_arrays(loaded))
+
+
+@pytest.mark.parametrize("name", ARRAY_NAMES)
+def test_a_missing_array_is_named(runs, name):
+    arrays = runs["collapse"].to_arrays()
+    del arrays[name]
+    with pytest.raises(ValueError, match=rf"missing {name}$"):
+        Trajectory.from_arrays(arrays)
+
+
+def test_an_unknown_cause_is_an_error(runs):
+    arrays = runs["collapse"].to_arrays() | {"cause": np.array("GAVE_UP")}
+    with pytest.raises(ValueError, match="cause 'GAVE_UP'"):
+        Trajectory.from_arrays(arrays)
+
+
+def test_an_arbitrary_callable_cannot_be_stored():
+    """A plain callable hyper-parameter has no stored form: ValueError naming it."""
+    traj = simulate(single_example([1.0, 2.0]), "l2-sam", 2, 0.5, rho=lambda t: 0.5, t_max=1.0)
+    with pytest.raises(ValueError, match=r"hyper-parameter rho=.*named schedules"):
+        traj.to_arrays()
+
+
+# ------------------------------------------------------------------------------ causes
+
+
+def _too_many_events(monkeypatch) -> Trajectory:
+    """The crossings run (4 events) allowed 2."""
+    monkeypatch.setattr(driver, "MAX_EVENTS", 2)
+    return RUNS["linf-sam crossings"]()
+
+
+def _seed3_linf_sam(t_max: float, **kw) -> Trajectory:
+    """l_inf-SAM on 12 examples, 6 features (seed 3; tests/test_filippov.py), where direction
+    surfaces meet while others slide."""
+    data = positive_teacher(3, 12, 6)
+    return simulate(data, "linf-sam", 2, 1.0, rho=0.3, t_max=t_max, original_time=False, **kw)
+
+
+def _too_many_surfaces(monkeypatch) -> Trajectory:
+    """G_2 reaches 0 while G_3 slides (tau = 0.64): whether both slide is a question on two
+    coupled surfaces, with at most one allowed."""
+    monkeypatch.setattr(filippov, "MAX_COUPLED", 1)
+    return _seed3_linf_sam(4.8, n_points=9)
+
+
+#: A run ending with each cause (``monkeypatch`` -> trajectory or discrete run).
+CAUSES = {
+    Cause.REACHED_END: lambda mp: simulate(single_example([1.0, 2.0]), "gd", 2, 0.5, t_max=1.0),
+    Cause.COLLAPSE: lambda mp: RUNS["collapse"](),
+    Cause.STATIONARY: lambda mp: simulate(CRITICAL, "gd", 2, 1.0, t_max=60.0, clock="original"),
+    Cause.LOSS_FLOOR: lambda mp: simulate(
+        single_example([1.0, 2.0]), "l2-sam", 2, 1.0, rho=0.1, loss_floor=0.9
+    ),
+    Cause.BLOW_UP: lambda mp: RUNS["blow-up L3"](),
+    Cause.BUDGET_SPENT: lambda mp: RUNS["budget spent"](),
+    # BDF cannot step through the blow-up of GD at L = 3 (from alpha = 50: tau* = 0.01)
+    Cause.SOLVER_FAILED: lambda mp: simulate(
+        single_example([1.0, 2.0]), "gd", 3, 50.0, method="BDF", t_max=10.0, n_points=5
+    ),
+    Cause.TOO_MANY_SURFACES: _too_many_surfaces,
+    # tests/test_filippov.py::test_surfaces_meeting_undecided_stop_the_run_at_once
+    Cause.UNDECIDED_JUNCTION: lambda mp: _seed3_linf_sam(8.0, n_points=33, backend="numpy"),
+    Cause.TOO_MANY_EVENTS: _too_many_events,
+    # flows.iterate: beta = 1e600 at step 0 (tests/test_discrete.py)
+    Cause.OVERFLOW: lambda mp: iterate(
+        single_example([1.0, 2.0, 3.0]), "gd", depth=3, alpha=1e200, eta=1e-3, steps=10
+    ),
+}
+
+
+def test_every_cause_has_a_run():
+    assert set(CAUSES) == set(Cause)
+
+
+@pytest.mark.parametrize("cause", list(CAUSES), ids=lambda c: c.name)
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # a stationary point, an overflow
+def test_a_run_ends_with_its_cause(cause, monkeypatch):
+    """The run ends with ``cause`` and the status that goes with it (0, 1 for a blow-up, -1
+    where the run could not go on); a trajectory keeps its cause through the arrays."""
+    run = CAUSES[cause](monkeypatch)
+    assert run.cause is cause, run.message
+    assert run.status == cause.status
+    if isinstance(run, Trajectory):
+        assert Trajectory.from_arrays(run.to_arrays()).cause is cause
