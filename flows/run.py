@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .algorithms import ALGORITHMS
+from .algorithms import ALGORITHMS, HyperparameterSpec, known_hyperparameters
 from .clocks import CLOCKS
 from .data import Dataset, single_example
 from .integrator.driver import simulate
-from .model import LOSSES
+from .model import DEFAULT_LOSS, LOSSES
 from .results import Trajectory
 from .schedules import parse
 
@@ -113,7 +113,8 @@ def summary(traj: Trajectory) -> str:
     np.set_printoptions(precision=4, suppress=True)
     lines = [
         f"{traj.algorithm}, depth {traj.depth}, clock {traj.clock}: "
-        f"status {traj.status} ({traj.message})",
+        f"status {traj.status}, {traj.cause.value} ({traj.message})",
+        f"backend {traj.backend}, segment loops {', '.join(traj.segment_loops) or 'none'}",
         f"final time t = {traj.t[-1]:.6g} (tau = {traj.tau[-1]:.6g}, "
         f"log t_original = {traj.log_t_original[-1]:.6g})",
         f"final direction beta/|beta| = {traj.direction[-1]}",
@@ -188,33 +189,27 @@ def parser() -> argparse.ArgumentParser:
         default=np.array(1.0),
         help="initialization: a scalar or comma-separated per coordinate",
     )
-    schedule = "a number or a schedule, e.g. warmup_cosine:0.35,0.5,8,10 (flows.schedules)"
-    p.add_argument(
-        "--rho",
-        type=schedule_or_number("rho"),
-        default=1.0,
-        help=f"perturbation radius (default 1): {schedule}",
-    )
-    p.add_argument(
-        "--sigma",
-        type=schedule_or_number("sigma"),
-        default=None,
-        help=f"LE-SAM loss budget: {schedule}",
-    )
-    p.add_argument(
-        "--rho-max",
-        type=schedule_or_number("rho_max"),
-        default=None,
-        help=f"LE-SAM radius cap: {schedule}",
-    )
-    p.add_argument("--varrho", type=float, default=None, help="LE-SAM stabiliser")
+    for spec in known_hyperparameters().values():
+        add_hyperparameter(p, spec)
     p.add_argument("--t-max", type=float, default=10.0, help="end time in the chosen clock")
     p.add_argument("--clock", default="rescaled", help=f"one of {', '.join(CLOCKS)}")
     p.add_argument("--n-points", type=int, default=201, help="output times")
-    p.add_argument("--loss", default="logistic", help=f"one of {', '.join(LOSSES)}")
+    p.add_argument("--loss", default=DEFAULT_LOSS, help=f"one of {', '.join(LOSSES)}")
     p.add_argument("--out", help="write the trajectory (.npz or .csv)")
     p.add_argument("--plot", help="write a figure of the trajectory (.png, .pdf, .svg)")
     return p
+
+
+def add_hyperparameter(p: argparse.ArgumentParser, spec: HyperparameterSpec) -> None:
+    """The flag ``--name`` (``_`` as ``-``) of one hyper-parameter of the algorithm table: a
+    number, or where ``spec.schedulable`` a schedule too; absent, ``spec.cli_default``."""
+    p.add_argument(
+        "--" + spec.name.replace("_", "-"),
+        dest=spec.name,
+        type=schedule_or_number(spec.name) if spec.schedulable else float,
+        default=spec.cli_default,
+        help=spec.help or spec.name,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -233,14 +228,11 @@ def main(argv: list[str] | None = None) -> int:
             args.algorithm,
             args.depth,
             args.alpha,
-            rho=args.rho,
-            sigma=args.sigma,
-            rho_max=args.rho_max,
-            varrho=args.varrho,
             t_max=args.t_max,
             clock=args.clock,
             n_points=args.n_points,
             loss=args.loss,
+            **{name: getattr(args, name) for name in known_hyperparameters()},
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
