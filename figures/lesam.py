@@ -28,8 +28,9 @@ from analysis.lesam.regimes import classify_lesam
 from analysis.sharpness import sharpness_along
 from flows.data import Dataset, single_example
 from flows.integrator.driver import simulate
-from flows.schedules import Schedule, from_spec, warmup_cosine
-from flows.sweep.kinds import dataset_from
+from flows.model import DEFAULT_LOSS
+from flows.schedules import Schedule, warmup_cosine
+from flows.sweep.kinds import simulate_arguments
 from flows.sweep.registry import Result, Task, register
 
 from .common import MU5, OKABE_ITO
@@ -104,16 +105,11 @@ def lesam_run(params: dict) -> Result:
     :func:`analysis.lesam.perturbation_along` (unless ``"perturbation": False``);
     ``"sharpness": True`` adds the Hessian trace and top eigenvalue
     (:func:`analysis.sharpness.sharpness_along`)."""
-    data, rest = dataset_from(params)
+    data, rest = simulate_arguments(params)
     with_sharpness = bool(rest.pop("sharpness", False))
     with_perturbation = bool(rest.pop("perturbation", True))
-    rest = {
-        k: from_spec(v) if isinstance(v, dict) and "schedule" in v else v for k, v in rest.items()
-    }
-    if isinstance(rest.get("alpha"), list):
-        rest["alpha"] = np.array(rest["alpha"])
     traj = simulate(data, **rest)
-    loss = rest.get("loss", "logistic")
+    loss = rest.get("loss", DEFAULT_LOSS)
     out = traj.to_arrays()
     if with_perturbation:
         series = perturbation_along(traj, data, loss)

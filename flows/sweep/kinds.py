@@ -33,13 +33,20 @@ def _schedules_from_specs(rest: dict) -> dict:
     }
 
 
-def run_simulate(params: dict) -> Result:
-    """A :func:`flows.simulate` run as arrays (:meth:`flows.results.Trajectory.to_arrays`;
-    :meth:`~flows.results.Trajectory.from_arrays` gives the trajectory back)."""
+def simulate_arguments(params: dict) -> tuple[Dataset, dict]:
+    """The data and the keyword arguments of :func:`flows.simulate` from a task's JSON
+    parameters (schedules from their specs, a list ``alpha`` as an array)."""
     data, rest = dataset_from(params)
     rest = _schedules_from_specs(rest)
     if isinstance(rest.get("alpha"), list):
         rest["alpha"] = np.array(rest["alpha"])
+    return data, rest
+
+
+def run_simulate(params: dict) -> Result:
+    """A :func:`flows.simulate` run as arrays (:meth:`flows.results.Trajectory.to_arrays`;
+    :meth:`~flows.results.Trajectory.from_arrays` gives the trajectory back)."""
+    data, rest = simulate_arguments(params)
     return simulate(data, **rest).to_arrays()
 
 
