@@ -294,7 +294,7 @@ def test_amplification_in_alpha_at_fixed_tau(mu, collapse, n_alpha):
         )
 
 
-# --------------------------------------------------------------------------- issue 9: NaN, inf, shapes
+# --------------------------------------------------------------------------- NaN, inf, shapes
 
 
 def test_shares_propagate_nan_and_resolve_single_inf():

@@ -1,4 +1,4 @@
-"""Tests of flows.data and flows.initialization (issue 9):
+"""Tests of flows.data and flows.initialization:
 
 * separability is scale-invariant: the LP check sees the same answer for ``s X`` at every
   representable scale ``s`` from 1e-300 to 1e300, and a zero row ``y_i x_i = 0`` is never

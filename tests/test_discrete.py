@@ -213,7 +213,7 @@ def test_discrete_linf_sam_through_sliding_converges_to_simulate():
     assert errors[-1] < 5e-4
 
 
-# --------------------------------------------------------------------------- overflow (issue 9)
+# --------------------------------------------------------------------------- overflow
 
 
 def test_iterate_overflow_of_beta_at_step_0_is_a_failure():

@@ -283,19 +283,19 @@ def test_final_direction_validation():
     )
 
 
-# --------------------------------------------------------------------------- issue 9: validation
+# --------------------------------------------------------------------------- validation
 
 
 @pytest.mark.parametrize("rtol", [np.nan, -1e-3, np.inf, 1.0, "a", None, True])
 def test_predict_rejects_bad_rtol(rtol):
-    """rtol must be a finite number in [0, 1): NaN used to give an IndexError."""
+    """rtol must be a finite number in [0, 1), NaN included (ValueError naming rtol)."""
     with pytest.raises(ValueError, match="rtol"):
         predict_linf_limit([1.0, 2.0], [1.0, 1.0], 0.5, 2, rtol=rtol)
 
 
 def test_limits_validation_names_the_parameter():
     """Every public function of analysis.limits rejects bad input with a ValueError naming the
-    parameter (before: TypeError / AttributeError for non-numbers and non-trajectories)."""
+    parameter (also for non-numbers and non-trajectories)."""
     traj = run((1, 2, 3), "gd", 2, 1.0, None, 6.0)
     cases = [
         (lambda: linf_limit_scores([1, 2], 1.0, "a", 2), "rho"),

@@ -229,7 +229,7 @@ def test_angle_robust():
         angle(u, [1.0, 2.0])
 
 
-# --------------------------------------------------------------------------- issue 9: scales, cones
+# --------------------------------------------------------------------------- scales, cones
 
 
 def test_angle_to_set_in_the_polar_cone():
@@ -264,7 +264,7 @@ def test_angle_and_margin_scale_invariant(scale):
 def test_max_margin_scale_equivariant(scale, p):
     """max_margin(s X, y) = max_margin(X, y) with beta / s (dual / s^2 for p = 2, / s for
     p = 1) at every scale where these are representable; otherwise a ValueError naming X, never
-    a wrong answer (before: 'not separable' from 1e15 on)."""
+    a wrong answer (from 1e15 on an unscaled LP would call the data 'not separable')."""
     X, y, _ = separable_data(2, n=13, d=5)
     ref = max_margin(X, y, p)
     try:

@@ -270,7 +270,7 @@ def test_classify_scale_symmetry(ratio, c):
     )
 
 
-# --------------------------------------------------------------------------- issue 9: validation, caps
+# --------------------------------------------------------------------------- validation, caps
 
 
 @contextlib.contextmanager
@@ -372,9 +372,9 @@ BAD_CALLS = {  # name: (call, parameter the ValueError must name)
 @pytest.mark.parametrize("case", list(BAD_CALLS))
 def test_regime_functions_validate_up_front(case, monkeypatch):
     """Every public function of analysis.regimes rejects bad input with a ValueError naming the
-    parameter, before any flow is simulated (before: UnboundLocalError for max_extensions = -1,
-    a negative boundary after ~97 s for rho = -1, -0.5 returned for rho = -0.5, endless loops
-    for rho = 0 or rtol = 0)."""
+    parameter, before any flow is simulated (also max_extensions = -1, rho = -1, rho = -0.5,
+    rho = 0 and rtol = 0, which would otherwise fail late, return a negative boundary or loop
+    without end)."""
     import analysis.regimes.leaders as regimes
     import analysis.regimes.classification as classification
 
@@ -413,8 +413,8 @@ def test_regimes_are_scale_invariant_in_mu(scale):
     """Scale symmetry in mu (docs/theory.md §8, single example, rescaled clock: mu -> s mu is tau -> tau / s):
     the boundaries do not depend on the scale of mu, the initial rates scale with it, and
     classify gives the same regime and leaders with switch times divided by s, at every scale
-    where 12 / mu_1 is representable (before: 'not separable' at 1e-300, and regime 3 instead of
-    2 at 1e300 because N0 overflowed)."""
+    where 12 / mu_1 is representable (1e-300 and 1e300 included, where an unscaled N0 would
+    underflow or overflow)."""
     mu = np.array([1.0, 2.0, 3.0])
     assert regime3_boundary(scale * mu) == pytest.approx(regime3_boundary(mu), rel=1e-14)
     assert collapse_certificate_boundary(scale * mu) == pytest.approx(

@@ -98,7 +98,7 @@ def test_budget_spent_returns_the_path_so_far():
 
 
 def test_output_size_is_capped():
-    """n_points is validated up front (10 million outputs used to run for half an hour)."""
+    """n_points is validated up front (10 million outputs would run for half an hour)."""
     with pytest.raises(ValueError, match="n_points"):
         simulate(single_example([1.0, 2.0]), "gd", 2, 0.5, n_points=10_000_000)
 

@@ -1,4 +1,4 @@
-"""Property-based robustness (issue 9): every public function of ``analysis/`` and the data /
+"""Property-based robustness: every public function of ``analysis/`` and the data /
 initialization / discrete entry points of ``flows`` either returns a valid result or raises a
 ``ValueError`` whose message names the offending parameter, within a few seconds, for random
 shapes, NaN / inf, extreme scales (1e-300 .. 1e300) and zero / negative / huge hyperparameters.

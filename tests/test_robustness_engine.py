@@ -1,4 +1,4 @@
-"""Property-based robustness of the engine and of the command lines (issue 9, last item):
+"""Property-based robustness of the engine and of the command lines:
 ``flows.simulate`` with one keyword replaced by a random value, and ``python -m flows.run``,
 ``python -m flows.sweep``, ``python -m figures.regimes`` with bad option values and bad paths.
 
