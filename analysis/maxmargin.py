@@ -166,7 +166,9 @@ def l1_solution_set_single_example(mu) -> np.ndarray:
     top = np.max(np.abs(mu))
     if top == 0:
         raise ValueError("mu must have a non-zero entry (otherwise D_mu is not separable)")
-    if not np.isfinite(1.0 / top):
+    with np.errstate(over="ignore"):
+        reciprocal = 1.0 / top
+    if not np.isfinite(reciprocal):
         raise ValueError(f"mu's largest |entry| {top:.3g} is too small: 1/|mu_j| overflows float64")
     ties = np.flatnonzero(np.abs(mu) == top)
     out = np.zeros((ties.size, mu.size))

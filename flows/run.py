@@ -62,7 +62,7 @@ def load_dataset(path: str) -> Dataset:
         raise ValueError(f"--data {path!r} must be .npz or .csv")
     try:
         if p.suffix == ".npz":
-            with np.load(p, allow_pickle=False) as f:
+            with open(p, "rb") as handle, np.load(handle, allow_pickle=False) as f:
                 if "X" not in f or "y" not in f:
                     raise ValueError("it must contain arrays 'X' and 'y'")
                 X, y = f["X"], f["y"]

@@ -45,6 +45,10 @@ def finite_gap(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(a[both] - b[both]), initial=0.0))
 
 
+# Random chart states include huge entries, where USAM's perturbation (rho grad L) overflows
+# and a margin is NaN: the loss's logaddexp says so before the field reports the point as
+# outside its range, as both implementations do alike (the test compares them).
+@pytest.mark.filterwarnings("ignore:invalid value encountered in logaddexp:RuntimeWarning")
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 @pytest.mark.parametrize("loss", sorted(LOSSES))
 def test_fused_field_equals_reference_at_random_points(algorithm, loss):
@@ -296,7 +300,8 @@ def test_log_exp_integrals_closed_forms(rule):
     got = log_exp_integrals(a, b, K, rule=rule)
     want = np.log(b - a)
     moving = (slope != 0) & (slope * (b - a) < 700)
-    want[moving] = (slope * a + np.log(np.expm1(slope * (b - a)) / slope))[moving]
+    with np.errstate(over="ignore", invalid="ignore"):  # the rows not moving are discarded
+        want[moving] = (slope * a + np.log(np.expm1(slope * (b - a)) / slope))[moving]
     want[3] = 3e6 - np.log(1e6)  # e^{k b} / k dominates
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
 
@@ -552,6 +557,9 @@ def test_compiled_log_loss_equals_the_loss_table():
         np.testing.assert_allclose(got, want, rtol=1e-13)
 
 
+# Points beyond the float range: the numpy field's float path meets inf - inf there before it
+# hands the point to the signed-log path (whose result the test checks).
+@pytest.mark.filterwarnings("ignore:invalid value encountered in subtract:RuntimeWarning")
 @pytest.mark.parametrize("loss", sorted(LOSSES))
 def test_compiled_one_point_pieces_equal_numpy(loss):
     """The one-point pieces the events use, compiled (``CompiledField._float_evaluate``,

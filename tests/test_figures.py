@@ -78,7 +78,7 @@ def test_regimes_cli_unknown_option_is_one_line():
         capture_output=True,
         text=True,
         cwd=ROOT,
-        timeout=60,
+        timeout=600,  # a hang guard: a slow machine only waits longer
     )
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
 

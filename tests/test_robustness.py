@@ -611,9 +611,9 @@ def test_iterate(param, value):
         record_every=2,
     )
     also = ("sigma", "rho_max", "rho") if param == "algorithm" else ()
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a busy machine does not change it
     run, kw = fuzz(iterate, base, param, value, also=also)
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     if run is not ERROR:
         assert run.status in (0, -1)
         assert run.theta.shape[0] == run.steps.shape[0] >= 1

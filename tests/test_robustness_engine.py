@@ -28,6 +28,7 @@ import re
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -252,14 +253,14 @@ def call(param: str, value):
         kw["algorithm"] = "le-sam"
     kw[param] = value
     allowed = (param, "sigma", "rho_max") if param == "algorithm" else (param,)
-    start, start_cpu = time.perf_counter(), time.process_time()
+    start_cpu = time.process_time()  # CPU time: a busy machine does not change it
     try:
         traj = simulate(**kw)
     except ValueError as exc:
         assert any(names(p, str(exc)) for p in allowed), f"{param}={value!r}: {exc}"
         traj = None
-    cpu, wall = time.process_time() - start_cpu, time.perf_counter() - start
-    assert cpu < SECONDS and wall < 4 * SECONDS, f"{param}={value!r}: {cpu:.1f}s ({wall:.1f}s)"
+    cpu = time.process_time() - start_cpu
+    assert cpu < SECONDS, f"{param}={value!r}: {cpu:.1f} s of CPU"
     return traj, kw
 
 
@@ -419,36 +420,32 @@ REGIMES = ["regimes"]
 #: a key of :data:`MODULES` and its arguments. None of these is in tests/test_validation.py,
 #: tests/test_sweep.py or tests/test_figures.py.
 CLI_CASES = {
-    # flows.run: numbers simulate rejects, argparse types
     "run --rho nan": (RUN + ["--rho", "nan"], "rho"),
+    "sweep --jobs 0": (SWEEP + ["--jobs", "0", "--out", "o", "--cache", "c"], "--jobs"),
+    "regimes --rho 1e-320": (REGIMES + ["--rho", "1e-320"], "rho"),
+}
+
+#: More bad inputs, run in this process through each module's ``main`` (no start-up cost),
+#: with warnings as errors (a library warning would be a second line on stderr): status 2
+#: and one ``error:`` line naming the option or file.
+IN_PROCESS_CASES = {
     "run --t-max inf": (RUN + ["--t-max", "inf"], "t_max"),
     "run --n-points 10**7": (RUN + ["--n-points", "10000000"], "n_points"),
     "run --mu 1e400": (RUN + ["--mu", "1e400"], "mu"),
     "run --depth 10**20": (RUN + ["--depth", "100000000000000000000"], "depth"),
-    # flows.run: data files
     "run --data blank csv": (RUN + ["--data", "blank.csv"], "blank.csv"),
     "run --data truncated npz": (RUN + ["--data", "cut.npz"], "cut.npz"),
-    # flows.run: output paths (checked before the run)
     "run --out is a directory": (RUN + ["--out", "d.csv"], "--out"),
     "run --out folder not writable": (RUN + ["--out", "/proc/self/t.csv"], "--out"),
     "run --plot folder not writable": (RUN + ["--plot", "/proc/self/t.png"], "--plot"),
-    # flows.sweep.cli
-    "sweep --jobs 0": (SWEEP + ["--jobs", "0", "--out", "o", "--cache", "c"], "--jobs"),
     "sweep --out ''": (SWEEP + ["--out", "", "--cache", "c"], "--out"),
     "sweep --out /proc/self": (SWEEP + ["--out", "/proc/self", "--cache", "c"], "--out"),
     "sweep --out /dev/null": (SWEEP + ["--out", "/dev/null", "--cache", "c"], "--out"),
     "sweep --cache under a file": (SWEEP + ["--out", "o", "--cache", "sep.csv/c"], "--cache"),
-    # figures.regimes
-    "regimes --rho 1e-320": (REGIMES + ["--rho", "1e-320"], "rho"),
     "regimes --mu 1e-320,1": (REGIMES + ["--mu", "1e-320,1"], "mu"),
     "regimes --n-alpha 10**23": (REGIMES + ["--n-alpha", "100000000000000000000000"], "--n-alpha"),
     "regimes --plot is a directory": (REGIMES + ["--plot", "p.png"], "--plot"),
     "regimes --plot folder not writable": (REGIMES + ["--plot", "/proc/self/p.png"], "--plot"),
-}
-
-#: More bad inputs, run in this process through each module's ``main`` (no start-up cost):
-#: status 2 and one ``error:`` line naming the option or file.
-IN_PROCESS_CASES = {
     "run --alpha 0.5,-0.5": (RUN + ["--alpha", "0.5,-0.5"], "alpha"),
     "run --varrho inf": (RUN + ["--varrho", "inf"], "varrho"),
     "run --loss ''": (RUN + ["--loss", ""], "loss"),
@@ -476,6 +473,9 @@ IN_PROCESS_CASES = {
     "regimes --rho nan": (REGIMES + ["--rho", "nan"], "rho"),
 }
 
+#: A hang guard, not a pass criterion (a slow machine only waits longer).
+HANG_GUARD = 600.0
+
 #: Known failures outside this file's remit (reported; fixed elsewhere).
 CLI_XFAIL: dict[str, str] = {}
 
@@ -492,7 +492,8 @@ def workdir(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory):
     """Every case in its own directory, all at once; ``{name: (status, stdout, stderr, cwd)}``.
-    A case still running after 90 s is killed (status None)."""
+    A case still running after :data:`HANG_GUARD` seconds has hung: it is killed (status
+    None)."""
     env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)}
     procs = {}
     for name, ((module, *args), _) in CLI_CASES.items():
@@ -509,7 +510,7 @@ def cli(tmp_path_factory):
             cwd,
         )
     results = {}
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + HANG_GUARD
     for name, (proc, cwd) in procs.items():
         try:
             out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
@@ -553,9 +554,11 @@ def test_cli_bad_input_in_process(case, tmp_path, monkeypatch, capsys):
     mains = {"run": flows.run.main, "sweep": flows.sweep.cli.main, "regimes": figures.regimes.main}
     (module, *args), word = IN_PROCESS_CASES[case]
     monkeypatch.chdir(workdir(tmp_path))
-    try:
-        status = mains[module](args)
-    except SystemExit as exc:
-        status = exc.code
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            status = mains[module](args)
+        except SystemExit as exc:
+            status = exc.code
     out, err = capsys.readouterr()
     assert_one_error_line(status, out, err, word, tmp_path)

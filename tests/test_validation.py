@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -231,17 +232,28 @@ HAPPY_RUNS = {
 }
 
 
+#: Run as processes (the whole path of ``python -m flows.run``); the other cases run in this
+#: process through ``main`` (no start-up cost), with warnings as errors.
+SUBPROCESS_CASES = {"rho -1": CLI_BAD["rho -1"][0], **HAPPY_RUNS}
+#: A hang guard, not a pass criterion: a case still running then has hung.
+HANG_GUARD = 600.0
+
+
+def _workdir(cwd):
+    """A working directory with the data files of the cases."""
+    (cwd / "nonsep.csv").write_text(NONSEP_CSV)
+    (cwd / "sep.csv").write_text(SEP_CSV)
+    return cwd
+
+
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory):
-    """Run every CLI case concurrently in its own tmp dir; ``{name: (returncode, out, err, cwd)}``."""
+    """Run the subprocess cases concurrently, each in its own tmp dir;
+    ``{name: (returncode, out, err, cwd)}``."""
     env = {**os.environ, "MPLBACKEND": "Agg"}
     procs = {}
-    for name, args in (
-        [(k, v[0]) for k, v in CLI_BAD.items()] + list(CLI_OTHER.items()) + list(HAPPY_RUNS.items())
-    ):
-        cwd = tmp_path_factory.mktemp("cli")
-        (cwd / "nonsep.csv").write_text(NONSEP_CSV)
-        (cwd / "sep.csv").write_text(SEP_CSV)
+    for name, args in SUBPROCESS_CASES.items():
+        cwd = _workdir(tmp_path_factory.mktemp("cli"))
         procs[name] = (
             subprocess.Popen(
                 [sys.executable, "-m", "flows.run", *args],
@@ -255,9 +267,25 @@ def cli(tmp_path_factory):
         )
     results = {}
     for name, (proc, cwd) in procs.items():
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=HANG_GUARD)
         results[name] = (proc.returncode, out, err, cwd)
     return results
+
+
+def _in_process(args, tmp_path, monkeypatch, capsys):
+    """``flows.run.main(args)`` in ``tmp_path`` with warnings as errors (a library warning would
+    be a second line on stderr): ``(returncode, out, err, cwd)``."""
+    import flows.run
+
+    monkeypatch.chdir(_workdir(tmp_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            code = flows.run.main(args)
+        except SystemExit as exc:
+            code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err, tmp_path
 
 
 def _assert_one_error_line(result):
@@ -270,15 +298,20 @@ def _assert_one_error_line(result):
     return lines[0]
 
 
+def test_cli_bad_input_as_a_process(cli):
+    """``python -m flows.run --rho -1``: one error line naming rho, status 2."""
+    assert "rho" in _assert_one_error_line(cli["rho -1"])
+
+
 @pytest.mark.parametrize("case", list(CLI_BAD))
-def test_cli_bad_input(cli, case):
-    line = _assert_one_error_line(cli[case])
+def test_cli_bad_input(case, tmp_path, monkeypatch, capsys):
+    line = _assert_one_error_line(_in_process(CLI_BAD[case][0], tmp_path, monkeypatch, capsys))
     assert CLI_BAD[case][1] in line
 
 
 @pytest.mark.parametrize("case", list(CLI_OTHER))
-def test_cli_one_line_contract_other_errors(cli, case):
-    _assert_one_error_line(cli[case])
+def test_cli_one_line_contract_other_errors(case, tmp_path, monkeypatch, capsys):
+    _assert_one_error_line(_in_process(CLI_OTHER[case], tmp_path, monkeypatch, capsys))
 
 
 def test_cli_happy_csv_and_png(cli):

@@ -14,8 +14,18 @@ loads from numba's on-disk cache). Nothing here imports numba until a compiled o
 from __future__ import annotations
 
 import importlib.util
+import sys
+from typing import Any
 
 NUMBA_INSTALLED = importlib.util.find_spec("numba") is not None
+#: What the first use of the compiled backend after an install costs on 2 cores (numba compiles
+#: the kernels a call needs and caches them on disk; ``python -m flows.compiled.warm`` does it
+#: ahead for every kernel).
+COMPILE_NOTICE = (
+    "samflows: numba is compiling the kernels of the compiled backend (first use after an "
+    "install or an update: about 30 s on 2 cores, then cached on disk)"
+)
+_listener: Any = None
 
 
 def available() -> bool:
@@ -27,3 +37,29 @@ def require() -> None:
     """``ImportError`` naming the extra when numba is missing."""
     if not available():
         raise ImportError("backend 'numba' needs numba: pip install -e '.[fast]'")
+
+
+def announce_compiles(stream=None) -> None:
+    """Print :data:`COMPILE_NOTICE` on ``stream`` (stderr) when numba starts compiling a kernel of
+    this package, once per process; kernels loaded from numba's cache say nothing."""
+    global _listener
+    if _listener is not None:
+        return
+    from numba.core import event
+
+    class Announce(event.Listener):
+        """Says :data:`COMPILE_NOTICE` at the first compile of a ``flows.compiled`` kernel."""
+
+        said = False
+
+        def on_start(self, ev: Any) -> None:
+            if self.said or not ev.data["dispatcher"].py_func.__module__.startswith(__name__):
+                return
+            self.said = True
+            print(COMPILE_NOTICE, file=stream or sys.stderr, flush=True)
+
+        def on_end(self, ev: Any) -> None:
+            return None
+
+    _listener = Announce()
+    event.register("numba:compile", _listener)

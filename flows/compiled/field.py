@@ -22,7 +22,7 @@ from ..charts import LogChart
 from ..field import Problem
 from ..fused import FLOAT_RANGE, FusedField
 from ..signedlog import SignedLog
-from . import require
+from . import announce_compiles, require
 
 
 class CompiledField(FusedField):
@@ -30,6 +30,7 @@ class CompiledField(FusedField):
 
     def __init__(self, problem: Problem):
         require()
+        announce_compiles()
         from . import _field_kernels as _numba_kernels
 
         super().__init__(problem)
