@@ -609,3 +609,23 @@ def test_compiled_one_point_pieces_equal_numpy(loss):
                         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-300)
                 checked += 1
     assert checked == 36
+
+
+def test_warm_compiles_each_kernel_once_and_says_so(capsys):
+    """``flows.compiled.warm``: a group's calls compile what is not compiled yet, and nothing the
+    second time (the kernels are then in memory or in numba's cache); a bad group or job count
+    is an error naming it; the compile notice is one line, said at most once a process."""
+    pytest.importorskip("numba")
+    from flows import compiled
+    from flows.compiled import warm
+
+    first, _ = warm.warm(("sliding",), jobs=1)
+    again, _ = warm.warm(("sliding",), jobs=1)
+    assert first >= 0 and again == 0
+    with pytest.raises(ValueError, match="group"):
+        warm.warm(("nope",))
+    assert warm.main(["--jobs", "0"]) == 2
+    assert "--jobs" in capsys.readouterr().err
+    assert warm.main(["--group", "sliding", "--jobs", "1"]) == 0
+    assert "compiled already" in capsys.readouterr().out
+    assert compiled.COMPILE_NOTICE.count("\n") == 0
