@@ -113,12 +113,14 @@ def test_quick_figure_on_dask_matches_process_pool(cluster, tmp_path, capsys):
         text=True,
     )
     args = ["--quick", "fig4_amplification", "--scheduler", cluster.scheduler_address]
-    assert main([*args, "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "dask")]) == 0
+    dask_run = [*args, "--verbose", "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "dask")]
+    assert main(dask_run) == 0
     out, err = pool.communicate(timeout=120)
     assert pool.returncode == 0, err
-    captured = capsys.readouterr()
-    assert "on dask cluster tcp://" in captured.out and "4 runs computed" in captured.out
-    assert "[fig4_amplification] 4/4 tasks" in captured.err
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("computing 4 runs (0 cached) on dask cluster tcp://")
+    assert [line.split("]")[0] for line in lines[1:5]] == [f"  [{i}/4" for i in range(1, 5)]
+    assert lines[5].startswith("wrote ") and "4 runs computed" in lines[6] and len(lines) == 7
     assert (tmp_path / "o" / "fig4_amplification.png").read_bytes()[:8] == PNG
     assert_same_arrays(arrays(tmp_path / "dask"), arrays(tmp_path / "pool"))
     # a rerun on the cluster takes everything from the cache the dask run wrote
@@ -139,7 +141,8 @@ def test_run_tasks_on_dask_equals_serial(executor, tmp_path):
 
 
 def test_local_scheduler_with_fake_figure(monkeypatch, tmp_path, capsys):
-    """``--scheduler local --jobs 1``: a local cluster of its own; the figure is drawn here."""
+    """``--scheduler local --jobs 1``: a local cluster of its own; the figure is drawn here;
+    the output is the figure's line and the summary, as without dask."""
     figure = Figure(
         "fake_dask",
         "fake",
@@ -154,7 +157,10 @@ def test_local_scheduler_with_fake_figure(monkeypatch, tmp_path, capsys):
     assert main([*args, str(tmp_path / "c")]) == 0
     text, pid = (tmp_path / "fake_dask.png").read_text().rsplit(" ", 1)
     assert text == "[1.0, 4.0, 9.0]" and int(pid) == os.getpid()
-    assert "on local dask cluster" in capsys.readouterr().out
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"wrote {tmp_path / 'fake_dask.png'}: 3 runs (3 computed in ")
+    assert lines[1].startswith("done: 1 of 1 figure(s) (0 up to date), 3 runs computed")
+    assert len(lines) == 2
 
 
 # --------------------------------------------------------------------------- a worker dies

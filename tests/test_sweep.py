@@ -1,7 +1,8 @@
 """``python -m flows.sweep`` and its task runner: every figure is produced, the cache is reused,
 interrupted runs resume, bad paths fail before any work, corrupt cache files are recomputed,
-workers die with the sweep, two sweeps share a cache without computing a task twice, and the
-most expensive tasks go first."""
+workers die with the sweep, two sweeps share a cache without computing a task twice, the
+most expensive tasks go first, and the progress output is one line per figure (per run with
+``--verbose``, within the terminal's width) plus, on a terminal, one live line."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ import pytest
 import figures.table
 from figures.common import Figure
 from figures.table import FIGURES
+from flows.compiled import COMPILE_NOTICE
 from flows.sweep.cli import DEFAULT_CACHE, DEFAULT_OUT, main, run_tasks
+from flows.sweep.progress import Progress
 from flows.sweep.registry import Task, estimated_cost, register
 from flows.sweep.stamps import FILE as STAMPS_FILE
 from flows.sweep.store import Cache
@@ -86,18 +89,27 @@ def fake_table(monkeypatch):
 
 @pytest.fixture(scope="module")
 def quick_sweep(tmp_path_factory):
-    """One quick sweep of every figure into a fresh folder, with a fresh cache."""
+    """One quick sweep of every figure into a fresh folder, with a fresh cache, from the
+    command line (stdout and stderr are pipes, not a terminal)."""
     root = tmp_path_factory.mktemp("sweep")
     out, cache = root / "figs", root / "cache"
-    status = main(["--quick", "--out", str(out), "--cache", str(cache), "--jobs", "2"])
-    return status, out, cache
+    run = subprocess.run(
+        [sys.executable, "-m", "flows.sweep", "--quick", "--out", str(out), "--cache", str(cache)]
+        + ["--jobs", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    return run, out, cache
 
 
 @pytest.mark.slow
 def test_quick_sweep_writes_every_figure(quick_sweep):
     """Smoke test: each registered figure becomes a non-empty PNG."""
-    status, out, _ = quick_sweep
-    assert status == 0
+    run, out, _ = quick_sweep
+    assert run.returncode == 0, run.stderr
     for name in FIGURES:
         path = out / f"{name}.png"
         assert path.is_file(), name
@@ -105,6 +117,18 @@ def test_quick_sweep_writes_every_figure(quick_sweep):
         assert path.stat().st_size > 5_000, name
     hidden = [p.name for p in out.iterdir() if p.name.startswith(".")]
     assert hidden == [STAMPS_FILE], "no temporary files left (only the stamps of drawn figures)"
+
+
+@pytest.mark.slow
+def test_quick_sweep_output_is_one_line_per_figure(quick_sweep):
+    """Not on a terminal, the output is exactly one line per figure and the summary (no line
+    per run, nothing on stderr but numba's notice of a first compile)."""
+    run, out, _ = quick_sweep
+    *figure_lines, summary = run.stdout.splitlines()
+    written = sorted(line.split(": ", 1)[0] for line in figure_lines)
+    assert written == sorted(f"wrote {out / name}.png" for name in FIGURES)
+    assert summary.startswith(f"done: {len(FIGURES)} of {len(FIGURES)} figure(s) (0 up to date)")
+    assert set(run.stderr.splitlines()) <= {COMPILE_NOTICE}
 
 
 @pytest.mark.slow
@@ -427,27 +451,230 @@ def test_bad_directory_cli_one_line(tmp_path):
     assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())
 
 
-def test_sweep_draws_in_worker_processes_with_progress(fake_table, tmp_path, capsys):
-    """With --jobs 2 the figures are drawn in the pool; a progress line per figure on stderr."""
-    assert main(["--jobs", "2", "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c")]) == 0
+def test_sweep_draws_in_worker_processes(fake_table, tmp_path, capsys):
+    """With --jobs 2 the figures are drawn in the pool; not on a terminal the output is one
+    line per figure and the summary, nothing per run, nothing on stderr."""
+    out = tmp_path / "o"
+    assert main(["--jobs", "2", "--out", str(out), "--cache", str(tmp_path / "c")]) == 0
     captured = capsys.readouterr()
     for name, squares in (("fake_a", [1.0, 4.0, 9.0]), ("fake_b", [1.0, 4.0])):
-        text, pid = (tmp_path / "o" / f"{name}.png").read_text().rsplit(" ", 1)
+        text, pid = (out / f"{name}.png").read_text().rsplit(" ", 1)
         assert text == str(squares) and int(pid) != os.getpid()
-        assert f"[{name}] {len(squares)}/{len(squares)} tasks" in captured.err
-        assert f"wrote {tmp_path / 'o' / name}.png" in captured.out
-    assert "[fake_a] 1/3 tasks" in captured.err and "s: drawing" in captured.err
-    assert "3 runs computed" in captured.out
+    *figure_lines, summary = captured.out.splitlines()
+    assert sorted(line.split(": ", 1)[0] for line in figure_lines) == [
+        f"wrote {out / 'fake_a'}.png",
+        f"wrote {out / 'fake_b'}.png",
+    ]
+    assert summary.startswith("done: 2 of 2 figure(s) (0 up to date), 3 runs computed")
+    assert captured.err == ""
+
+
+def test_verbose_adds_one_line_per_run_within_the_width(fake_table, tmp_path, capsys, monkeypatch):
+    """``--verbose``: a header and one line per run, each within the terminal's width
+    (long parameters abbreviated), besides the figure lines and the summary."""
+    monkeypatch.setenv("COLUMNS", "80")
+    grid = np.linspace(0.08, 1.6, 18).tolist()
+    fake_table["long"] = Figure(
+        "long",
+        "long parameters",
+        "Does its line fit?",
+        lambda quick: [
+            Task("test-counting", {"x": x, "X": np.ones((40, 10)).tolist(), "ratios": grid})
+            for x in (10.0, 11.0)
+        ],
+        fake_draw,
+    )
+    args = ["--verbose", "--jobs", "1", "--out", str(tmp_path / "o"), "--cache"]
+    assert main([*args, str(tmp_path / "c")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "computing 5 runs (0 cached) on 1 process(es), most expensive first"
+    runs = [line for line in lines if not line.startswith(("wrote ", "done: "))][1:]
+    assert [line.split("]")[0] for line in runs] == [f"  [{i}/5" for i in range(1, 6)]
+    assert all(len(line) <= 80 for line in runs), runs
+    assert "test-counting(x=11, X=<40x10>, ratios=[0.08, " in runs[0]
+    assert sum(line.startswith("wrote ") for line in lines) == 3
+    assert lines[-1].startswith("done: 3 of 3 figure(s)") and len(lines) == 10
 
 
 def test_failed_task_skips_its_figure_only(fake_table, tmp_path, capsys):
-    """A run that raises: its figure is not drawn, the others are, exit status 1."""
+    """A run that raises: an error line at once, its figure is not drawn, the others are,
+    exit status 1."""
     fake_table["broken"] = Figure("broken", "broken", "Does it fail?", broken_tasks, fake_draw)
     status = main(["--jobs", "1", "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c")])
-    err = capsys.readouterr().err
-    assert status == 1 and "error: broken not drawn" in err and "ZeroDivisionError" in err
+    err = capsys.readouterr().err.splitlines()
+    assert status == 1
+    assert err[0] == "error: test-counting(x=7, bug=True) failed: ZeroDivisionError: simulated bug"
+    assert err[1].startswith("error: broken not drawn: 1 run(s) failed") and len(err) == 2
     assert (tmp_path / "o" / "fake_a.png").is_file()
     assert not (tmp_path / "o" / "broken.png").exists()
+
+
+# --------------------------------------------------------------------------- progress display
+
+
+def test_task_labels_are_abbreviated():
+    """Arrays and nested lists show their shape, long lists their ends and length, numbers 4
+    digits; a width cuts the label, ending in an ellipsis."""
+    task = Task(
+        "k",
+        {
+            "X": np.zeros((40, 10)),
+            "points": [[1.0, 2.0], [3.0, 4.0]],
+            "ratios": np.linspace(0.08, 1.6, 18).tolist(),
+            "mu": [1.0, 2.0, 3.0],
+            "sigma": {"schedule": "cosine", "args": [0.3489290400359852, 2.0]},
+            "rho": None,
+            "n": 3,
+        },
+    )
+    label = (
+        "k(X=<40x10>, points=<2x2>, ratios=[0.08, …, 1.6] (18), mu=[1, 2, 3], "
+        "sigma={schedule: cosine, args: [0.3489, 2]}, rho=None, n=3)"
+    )
+    assert task.describe() == label
+    assert task.describe(20) == label[:19] + "…" and task.describe(len(label)) == label
+
+
+class FakeTerminal:
+    """A text stream that says it is a terminal and keeps what was written."""
+
+    def __init__(self):
+        self.text = ""
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+    def screen(self) -> list[str]:
+        """The rows a terminal shows for :attr:`text` (``\\r`` returns, characters overwrite),
+        trailing blanks dropped."""
+        rows, col = [""], 0
+        for char in self.text:
+            if char == "\r":
+                col = 0
+            elif char == "\n":
+                rows, col = [*rows, ""], 0
+            else:
+                row = rows[-1].ljust(col)
+                rows[-1], col = row[:col] + char + row[col + 1 :], col + 1
+        return [row.rstrip() for row in rows]
+
+
+class FakeClock:
+    """Seconds that pass only when a test says so."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def fake_progress(
+    verbose: bool = False, width: int = 60
+) -> tuple[Progress, FakeTerminal, FakeClock]:
+    """A progress display of 2 figures on a fake terminal, with a fake clock, no ticker."""
+    terminal, clock = FakeTerminal(), FakeClock()
+    progress = Progress(
+        2, verbose, out=terminal, err=terminal, clock=clock, columns=width, ticker=False
+    )
+    return progress, terminal, clock
+
+
+def test_live_line_counts_and_time_left():
+    """The live line shows figures and runs done of all, the elapsed time, and the time left
+    only once enough is done: from the cost estimates, scaled to the seconds measured so far,
+    and the drawings' mean time."""
+    progress, terminal, clock = fake_progress()
+    tasks = [Task("test-counting", {"x": float(x)}) for x in range(4)]
+    costs = dict(zip([t.key() for t in tasks], [4.0, 2.0, 1.0, 1.0], strict=True))
+    with progress:
+        assert terminal.screen() == ["figures 0/2, 0:00 elapsed"]
+        clock.now += 1
+        progress.planned(tasks, 1, "on 2 process(es)", costs)
+        assert terminal.screen() == ["figures 0/2, runs 1/5, 0:01 elapsed"]
+        progress.started(tasks[0])
+        progress.started(tasks[1])
+        clock.now += 4
+        progress.finished(tasks[0], "computed", 8.0)  # twice the estimate
+        assert terminal.screen() == ["figures 0/2, runs 2/5 (1 started), 0:05 elapsed"]
+        clock.now += 2
+        progress.finished(tasks[1], "computed", 4.0)
+        clock.now += 1
+        progress.started(tasks[2])
+        progress.finished(tasks[2], "computed", 2.0)
+        progress.refresh(force=True)
+        # 7 s for 14 s of work: 1 cost unit left = 2 s of work, 1 s at that rate
+        assert terminal.screen() == ["figures 0/2, runs 4/5, 0:08 elapsed, about 0:01 left"]
+        progress.figure("wrote a.png: 3 runs", drawn=3.0)
+        # 2 s + a drawing of 3 s left, after 17 s of work in 7 s: 2.06 s, said 0:03
+        assert terminal.screen() == [
+            "wrote a.png: 3 runs",
+            "figures 1/2, runs 4/5, 0:08 elapsed, about 0:03 left",
+        ]
+
+
+def test_live_line_fits_the_width_and_lines_go_above_it():
+    """Each drawing of the live line fits the width (less one column); a figure line, a
+    verbose run line and a warning printed by anyone go above it; on exit the live line is
+    cleared and stdout and stderr are given back."""
+    progress, terminal, clock = fake_progress(verbose=True, width=36)
+    task = Task("test-counting", {"x": 1.0, "ratios": np.linspace(0.08, 1.6, 18).tolist()})
+    before = sys.stdout, sys.stderr
+    with progress:
+        progress.planned([task], 0, "here", {task.key(): 1.0})
+        clock.now += 3725
+        progress.finished(task, "computed", 0.5)
+        progress.figure("wrote a.png: 1 runs")
+        print("warning: something", file=sys.stderr)
+        assert terminal.screen() == [
+            "computing 1 runs (0 cached) here, most expensive first",
+            "  [1/1] test-c… 0.5s (elapsed 3725s)",
+            "wrote a.png: 1 runs",
+            "warning: something",
+            "figures 1/2, runs 1/1, 1:02:05 elap",
+        ]
+    assert (sys.stdout, sys.stderr) == before
+    assert terminal.screen()[-1] == ""
+    drawings = [part.split("\n")[-1] for part in terminal.text.split("\r")]
+    assert max(len(part) for part in drawings) == 35
+
+
+def test_refreshes_at_most_a_few_times_a_second():
+    """Events closer together than the interval do not redraw the line; the next one does."""
+    progress, terminal, clock = fake_progress()
+    tasks = [Task("test-counting", {"x": float(x)}) for x in range(3)]
+    with progress:
+        progress.planned(tasks, 0, "here", {})
+        drawn = terminal.text.count("figures ")
+        clock.now += 0.1
+        progress.started(tasks[0])
+        progress.started(tasks[1])
+        assert terminal.text.count("figures ") == drawn
+        clock.now += 0.2
+        progress.started(tasks[2])
+        assert terminal.text.count("figures ") == drawn + 1
+
+
+def test_not_a_terminal_no_live_line():
+    """Not on a terminal: no live line, no taking over of stdout and stderr; one line per
+    figure (runs only with ``verbose``)."""
+    terminal = FakeTerminal()
+    terminal.isatty = lambda: False  # type: ignore[method-assign]
+    task = Task("test-counting", {"x": 1.0})
+    before = sys.stdout, sys.stderr
+    with Progress(1, out=terminal, err=terminal, ticker=False) as progress:
+        assert (sys.stdout, sys.stderr) == before
+        progress.planned([task], 0, "here", {task.key(): 1.0})
+        progress.finished(task, "computed", 0.5)
+        progress.figure("wrote a.png: 1 runs")
+    assert terminal.text == "wrote a.png: 1 runs\n"
 
 
 # --------------------------------------------------------------------------- processes

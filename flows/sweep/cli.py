@@ -6,6 +6,7 @@
     python -m flows.sweep --fresh         # ignore the cache
     python -m flows.sweep --scheduler tcp://host:8786   # the runs on a dask cluster
     python -m flows.sweep --scheduler local --jobs 4    # ... or on a local one (4 workers)
+    python -m flows.sweep --verbose       # also one line per run
 
 The figures come from the figure table :data:`figures.table.FIGURES` (the presentation layer;
 this module knows nothing about any figure). Each figure declares its expensive runs as
@@ -17,8 +18,12 @@ what is missing; two sweeps on one cache compute each run once (see :mod:`flows.
 The task runner is :func:`flows.sweep.runner.run_tasks` (it takes any
 :class:`concurrent.futures.Executor`); the process pool is :mod:`flows.sweep.pool`. With
 ``--scheduler`` the runs go to a dask cluster instead (:mod:`flows.sweep.dask_cluster`, the optional
-``dask`` extra), with the same cache (kept by this process), progress lines and results; the
+``dask`` extra), with the same cache (kept by this process), progress output and results; the
 figures are then drawn here.
+
+The progress goes through :class:`flows.sweep.progress.Progress`: one line per figure (and,
+with ``--verbose``, per run) on stdout, errors on stderr, and on a terminal a live line on
+stderr.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from pathlib import Path
 from ..run import OneLineParser
 from .dask_cluster import SchedulerError, address_problem, connect
 from .pool import local_pool, single_blas_thread, stop_pool
+from .progress import Progress
 from .registry import Result, Task
 from .runner import TaskError, run_tasks
 from .stamps import Stamps
@@ -79,28 +85,31 @@ def _sweep(args: argparse.Namespace, selected: list) -> int:
     # with a cluster the figures are drawn here, between results; else in the local pool
     pool = local_pool(args.jobs) if args.jobs > 1 and dask is None else None
     stamps = Stamps(Path(args.out), _code_mtime())
-    sweep = Sweep(selected, Path(args.out), args.quick, pool, stamps, args.redraw)
+    progress = Progress(len(selected), args.verbose)
+    sweep = Sweep(selected, Path(args.out), args.quick, pool, stamps, progress, args.redraw)
     try:
-        _, computed = run_tasks(
-            sweep.tasks(),
-            cache,
-            args.jobs,
-            args.fresh,
-            seconds=sweep.seconds,
-            executor=dask or pool,
-            on_result=sweep.on_result,
-            errors=sweep.errors,
-            window=None if dask is not None else args.jobs,
-        )
-        wait(sweep.draws)
+        with progress:
+            _, computed = run_tasks(
+                sweep.tasks(),
+                cache,
+                args.jobs,
+                args.fresh,
+                seconds=sweep.seconds,
+                executor=dask or pool,
+                on_result=sweep.on_result,
+                errors=sweep.errors,
+                window=None if dask is not None else args.jobs,
+                events=progress,
+            )
+            wait(sweep.draws)
+            if pool is not None:
+                pool.shutdown(wait=True)  # and the drawings' callbacks have reported
     except BaseException:
         if pool is not None:
             stop_pool(pool)
         if dask is not None:
             dask.shutdown(wait=False, cancel_futures=True)
         raise
-    if pool is not None:
-        pool.shutdown(wait=True)
     if dask is not None:
         dask.shutdown(wait=True)
     stamps.write()
@@ -152,6 +161,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="tiny configuration (smoke test; not the paper's figures)",
     )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also one line per run (abbreviated to the terminal's width)",
+    )
     return p
 
 
@@ -187,7 +202,8 @@ def check_directory(path: str, option: str) -> str | None:
 
 class Sweep:
     """The selected figures and their runs: draws each figure as soon as its runs are in (in
-    ``pool``, or here when it is None), reports progress, and sums up at the end.
+    ``pool``, or here when it is None), reports each figure to ``progress``, and sums up at
+    the end.
 
     Attributes
     ----------
@@ -203,11 +219,12 @@ class Sweep:
         quick: bool,
         pool: ProcessPoolExecutor | None,
         stamps: Stamps,
+        progress: Progress,
         redraw: bool = False,
     ):
         self.figures = {fig.name: fig for fig in figures}
         self.out, self.quick, self.pool = out, quick, pool
-        self.stamps, self.redraw = stamps, redraw
+        self.stamps, self.progress, self.redraw = stamps, progress, redraw
         self.skipped: list[str] = []
         self.start = time.perf_counter()
         self.plan = {fig.name: fig.tasks(quick) for fig in figures}
@@ -227,24 +244,12 @@ class Sweep:
         return [t for tasks in self.plan.values() for t in tasks]
 
     def on_result(self, task: Task, result: Result, how: str) -> None:
-        """A run is in: progress of its figures, and the drawing of those now complete."""
+        """A run is in: the drawing of the figures it completes."""
         key = task.key()
         self.got[key] = result
         for name in self.users[key]:
-            complete = self.keys[name] <= self.got.keys()
-            if how != "cached" or complete:
-                self.progress(name, ": drawing" if complete else "")
-            if complete:
+            if self.keys[name] <= self.got.keys():
                 self.start_drawing(self.figures[name])
-
-    def progress(self, name: str, note: str = "") -> None:
-        """One progress line for figure ``name`` on stderr."""
-        done = sum(k in self.got for k in self.keys[name])
-        say(
-            f"[{name}] {done}/{len(self.keys[name])} tasks, "
-            f"{time.perf_counter() - self.start:.1f}s" + note,
-            sys.stderr,
-        )
 
     def start_drawing(self, fig) -> None:
         """Draw ``fig`` here, or submit its drawing to the pool and report when it is done."""
@@ -256,7 +261,9 @@ class Sweep:
             fig.name, keys, self.quick, path
         ):
             self.skipped.append(fig.name)
-            say(f"{path}: up to date ({len(keys)} runs cached), not redrawn (--redraw to force)")
+            self.progress.figure(
+                f"{path}: up to date ({len(keys)} runs cached), not redrawn (--redraw to force)"
+            )
             return
         if self.pool is None:
             try:
@@ -280,15 +287,18 @@ class Sweep:
         """The line saying that ``fig`` was written (with its runs and times), or failed."""
         if exc is not None:
             self.failed_draws.append(fig.name)
-            say(f"error: drawing {fig.name} failed: {type(exc).__name__}: {exc}", sys.stderr)
+            self.progress.figure(
+                f"error: drawing {fig.name} failed: {type(exc).__name__}: {exc}", failed=True
+            )
             return
         keys = self.keys[fig.name]
         self.stamps.drawn(fig.name, keys, self.quick)
         fresh = [k for k in keys if k in self.seconds]
-        say(
+        self.progress.figure(
             f"wrote {self.out / f'{fig.name}.png'}: {len(keys)} runs ({len(fresh)} computed in "
             f"{sum(self.seconds[k] for k in fresh):.1f}s of compute, "
-            f"{len(keys) - len(fresh)} cached or reused), drawn in {took:.1f}s"
+            f"{len(keys) - len(fresh)} cached or reused), drawn in {took:.1f}s",
+            drawn=took,
         )
 
     def summary(self, computed: int) -> int:
@@ -296,12 +306,11 @@ class Sweep:
         for name in self.plan:
             failed = [self.errors[k] for k in self.keys[name] if k in self.errors]
             if failed:
-                say(
-                    f"error: {name} not drawn: {len(failed)} run(s) failed, first: {failed[0]}",
-                    sys.stderr,
+                self.progress.error(
+                    f"error: {name} not drawn: {len(failed)} run(s) failed, first: {failed[0]}"
                 )
         not_drawn = set(self.failed_draws) | {n for k in self.errors for n in self.users[k]}
-        print(
+        self.progress.line(
             f"done: {len(self.plan) - len(not_drawn)} of {len(self.plan)} figure(s) "
             f"({len(self.skipped)} up to date), "
             f"{computed} runs computed, {len(self.got) - computed} from cache or another "
@@ -323,13 +332,6 @@ def draw_figure(
     finally:
         tmp.unlink(missing_ok=True)
     return time.perf_counter() - start
-
-
-def say(line: str, stream=None) -> None:
-    """One line in one write (lines from the drawing callbacks do not interleave)."""
-    stream = sys.stdout if stream is None else stream
-    stream.write(line + "\n")
-    stream.flush()
 
 
 if __name__ == "__main__":

@@ -53,10 +53,43 @@ class Task:
         )
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
-    def describe(self) -> str:
-        """Short human-readable label for progress output."""
-        shown = {k: v for k, v in self.params.items() if k not in ("X", "y")}
-        return f"{self.kind}(" + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")"
+    def describe(self, width: int | None = None) -> str:
+        """Short label for progress output: ``kind(name=value, ...)``.
+
+        Numbers show 4 significant digits, arrays and nested lists their shape (``X=<40x10>``),
+        lists of more than 5 items their ends and length (``ratios=[0.08, …, 1.6] (18)``). With
+        ``width``, a longer label is cut to ``width`` characters, ending in ``…``.
+        """
+
+        def brief(value) -> str:
+            if isinstance(value, Schedule):
+                value = value.spec()
+            if isinstance(value, np.ndarray) and value.ndim == 0:
+                value = value.item()
+            if isinstance(value, (bool, np.bool_, str)) or value is None:
+                return str(value)
+            if isinstance(value, (float, np.floating)):
+                return f"{value:.4g}"
+            if isinstance(value, dict):
+                return "{" + ", ".join(f"{k}: {brief(v)}" for k, v in value.items()) + "}"
+            if not isinstance(value, (list, tuple, np.ndarray)):
+                return str(value)
+            nested = any(isinstance(v, (list, tuple, dict, np.ndarray)) for v in value)
+            if nested or (isinstance(value, np.ndarray) and value.ndim > 1):
+                try:
+                    shape = np.shape(value)
+                except ValueError:  # ragged
+                    shape = (len(value),)
+                return "<" + "x".join(map(str, shape)) + ">"
+            if len(value) > 5:
+                return f"[{brief(value[0])}, …, {brief(value[-1])}] ({len(value)})"
+            return "[" + ", ".join(brief(v) for v in value) + "]"
+
+        label = f"{self.kind}(" + ", ".join(f"{k}={brief(v)}" for k, v in self.params.items())
+        label += ")"
+        if width is not None and len(label) > width:
+            return label[: max(width - 1, 0)] + "…"
+        return label
 
 
 def _json_value(value):

@@ -8,6 +8,9 @@ Where the workers may not see the cache directory (a dask cluster on other machi
 :mod:`flows.sweep.dask_cluster`), this process holds the locks and stores the results instead
 (``cache_here``): the workers only compute, and a task that finished is on disk here whatever
 happens to the workers afterwards.
+
+What happens is told to a :class:`~flows.sweep.progress.RunEvents` (by default as one line per
+task, :class:`~flows.sweep.progress.TaskLines`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from functools import partial
 from pathlib import Path
 
 from .pool import local_pool, stop_pool
+from .progress import RunEvents, TaskLines
 from .registry import TASK_KINDS, Result, Task, estimated_cost
 from .store import Cache
 
@@ -51,6 +55,7 @@ def run_tasks(
     errors: dict[str, TaskError] | None = None,
     window: int | None = None,
     cache_here: bool | None = None,
+    events: RunEvents | None = None,
 ) -> tuple[dict[str, Result], int]:
     """Results of ``tasks`` by key, computing the missing ones, most expensive first.
 
@@ -73,25 +78,25 @@ def run_tasks(
     errors : when given, a failing task is recorded there (by key) and the others go on;
         otherwise the first failure raises :class:`TaskError`.
     seconds : the compute time of each computed task is added to it (by key).
+    events : told what happens (the runs planned, each run started, finished, failed or waited
+        for); default: one line each through ``log`` (:class:`~flows.sweep.progress.TaskLines`).
 
     Returns the results and how many tasks were computed here.
     """
     since = time.time()
+    events = TaskLines(log) if events is None else events
     unique = {t.key(): t for t in tasks}
     results, missing = _load_cached(unique, cache, fresh, on_result)
-    if not missing:
-        return results, 0
-    _most_expensive_first(missing, cache)
+    costs = _most_expensive_first(missing, cache)
     where = (
         f"on {jobs} process(es)"
         if executor is None
         else f"on {getattr(executor, 'label', type(executor).__name__)}"
     )
-    log(
-        f"computing {len(missing)} runs ({len(unique) - len(missing)} cached) {where}, "
-        "most expensive first"
-    )
-    tally = _Tally(len(missing), results, log, seconds, on_result, errors)
+    events.planned(missing, len(unique) - len(missing), where, costs)
+    if not missing:
+        return results, 0
+    tally = _Tally(results, events, seconds, on_result, errors)
     queue = deque((task, False) for task in missing)
     if cache_here is None:
         cache_here = bool(getattr(executor, "cache_here", False))
@@ -150,11 +155,13 @@ def _load_cached(
     return results, missing
 
 
-def _most_expensive_first(missing: list[Task], cache: Cache) -> None:
-    """Sort ``missing`` in place by estimated cost (measured where known), largest first."""
-    measured = cache.measured_costs()
+def _most_expensive_first(missing: list[Task], cache: Cache) -> dict[str, float]:
+    """Sort ``missing`` in place by estimated cost (measured where known), largest first;
+    returns the estimates by task key."""
+    measured = cache.measured_costs() if missing else {}
     costs = {t.key(): estimated_cost(t, measured) for t in missing}
     missing.sort(key=lambda t: -costs[t.key()])
+    return costs
 
 
 class _Tally:
@@ -162,19 +169,16 @@ class _Tally:
 
     def __init__(
         self,
-        total: int,
         results: dict[str, Result],
-        log: Callable[[str], None],
+        events: RunEvents,
         seconds: dict[str, float] | None,
         on_result: Callable[[Task, Result, str], None] | None,
         errors: dict[str, TaskError] | None,
     ):
-        self.total, self.results, self.log = total, results, log
+        self.results, self.events = results, events
         self.seconds, self.on_result, self.errors = seconds, on_result, errors
         self.timings: dict[str, float] = {}  # new measurements, by cost key
         self.computed = 0
-        self.done = 0
-        self.start = time.perf_counter()
 
     def settle(self, queue: deque, task: Task, outcome: Callable[[], Outcome]) -> None:
         """Record the outcome of ``task``: its result, its failure, or (``"busy"``) a wait for
@@ -185,9 +189,7 @@ class _Tally:
             self.fail(task, exc)
             return
         if how == "busy":
-            self.log(
-                f"  {task.describe()}: another process is computing it; waiting for its result"
-            )
+            self.events.waiting(task)
             queue.append((task, True))
         else:
             assert result is not None  # only "busy" comes without a result
@@ -197,17 +199,12 @@ class _Tally:
         """A result, computed here or by another process (``how == "reused"``)."""
         key = task.key()
         self.results[key] = result
-        self.done += 1
         if how == "computed":
             self.computed += 1
             self.timings[task.cost_key()] = took
             if self.seconds is not None:
                 self.seconds[key] = took
-        label = f"{took:.1f}s" if how == "computed" else "reused (computed by another process)"
-        self.log(
-            f"  [{self.done}/{self.total}] {task.describe()} {label} "
-            f"(elapsed {time.perf_counter() - self.start:.0f}s)"
-        )
+        self.events.finished(task, how, took)
         if self.on_result is not None:
             self.on_result(task, result, how)
 
@@ -217,8 +214,7 @@ class _Tally:
         if self.errors is None:
             raise error from exc
         self.errors[task.key()] = error
-        self.done += 1
-        self.log(f"  [{self.done}/{self.total}] {task.describe()} FAILED: {exc}")
+        self.events.failed(task, exc)
 
 
 def _drain(
@@ -234,6 +230,7 @@ def _drain(
     if executor is None and jobs <= 1:
         while queue:
             task, block = queue.popleft()
+            tally.events.started(task)
             tally.settle(
                 queue,
                 task,
@@ -264,6 +261,7 @@ def _drain_on(
         while queue or pending:
             while queue and len(pending) < limit:
                 task, block = queue.popleft()
+                tally.events.started(task)
                 pending[
                     executor.submit(
                         work, TASK_KINDS[task.kind], task, cache.directory, since, block
@@ -313,6 +311,7 @@ def _drain_here(
                     lock.close()
                     tally.finish(task, "reused", done, 0.0)
                     continue
+                tally.events.started(task)
                 future = executor.submit(work, TASK_KINDS[task.kind], task, None, since, False)
                 pending[future] = (task, lock)
             if not pending and not queue:
