@@ -34,6 +34,8 @@ from flows.sweep.runner import run_tasks  # noqa: E402
 from flows.sweep.store import SECONDS_ENTRY, Cache  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Waits on other processes are hang guards, not pass criteria (a busy machine waits longer).
+HANG_GUARD = 600.0
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -73,7 +75,7 @@ def cluster():
 def executor(cluster):
     """A :class:`DaskExecutor` on the module's cluster, with both workers up."""
     dask = connect(cluster.scheduler_address)
-    dask.client.wait_for_workers(2, timeout=60)
+    dask.client.wait_for_workers(2, timeout=HANG_GUARD)
     yield dask
     dask.shutdown()
 
@@ -115,7 +117,7 @@ def test_quick_figure_on_dask_matches_process_pool(cluster, tmp_path, capsys):
     args = ["--quick", "fig4_amplification", "--scheduler", cluster.scheduler_address]
     dask_run = [*args, "--verbose", "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "dask")]
     assert main(dask_run) == 0
-    out, err = pool.communicate(timeout=120)
+    out, err = pool.communicate(timeout=HANG_GUARD)
     assert pool.returncode == 0, err
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("computing 4 runs (0 cached) on dask cluster tcp://")
@@ -167,9 +169,10 @@ def test_local_scheduler_with_fake_figure(monkeypatch, tmp_path, capsys):
 
 
 def kill_when_started(marks: Path, x: float, cache: Path, killed: list, cached: list) -> None:
-    """Wait (up to 30 s) for task ``x`` to start with two results already cached, then SIGKILL
-    the worker process running it; ``killed`` gets its pid, ``cached`` the files cached then."""
-    deadline = time.monotonic() + 30
+    """Wait (up to :data:`HANG_GUARD`) for task ``x`` to start with two results already cached,
+    then SIGKILL the worker process running it; ``killed`` gets its pid, ``cached`` the files
+    cached then."""
+    deadline = time.monotonic() + HANG_GUARD
     while time.monotonic() < deadline:
         started = list(marks.glob(f"{x}-*"))
         stored = [p for p in cache.glob("*.npz") if not p.name.startswith(".")]  # not temp files
@@ -267,7 +270,7 @@ def test_task_locked_by_another_process_is_waited_for(tmp_path):
         results, computed = run_tasks(
             [held, other], cache, executor=pool, log=lines.append, cache_here=True
         )
-    holder.wait(timeout=10)
+    holder.wait(timeout=HANG_GUARD)
     assert computed == 1 and float(results[other.key()]["square"]) == 1.0
     assert float(results[held.key()]["square"]) == -4.0, "the other process's result is reused"
     assert sum("another process is computing it" in line for line in lines) == 1

@@ -32,6 +32,8 @@ from flows.sweep.store import Cache
 
 CALLS: list[float] = []
 ROOT = Path(__file__).resolve().parent.parent
+#: Waits on other processes are hang guards, not pass criteria (a busy machine waits longer).
+HANG_GUARD = 600.0
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -396,7 +398,7 @@ def test_cli_list_and_bad_name():
         )
         for args in (["--list"], ["no_such_figure"])
     ]
-    (out, _), (_, err) = [p.communicate(timeout=60) for p in procs]
+    (out, _), (_, err) = [p.communicate(timeout=HANG_GUARD) for p in procs]
     assert procs[0].returncode == 0
     assert all(name in out for name in FIGURES)
     assert all(fig.caption in out and fig.title in out for fig in FIGURES.values())
@@ -444,7 +446,7 @@ def test_bad_directory_cli_one_line(tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD,
     )
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.count("\n") == 1 and "--out" in run.stderr
@@ -712,22 +714,23 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
 def test_workers_exit_when_the_sweep_is_killed(tmp_path):
-    """SIGKILL the sweep: its worker processes (busy on 60 s tasks) are gone within seconds."""
+    """SIGKILL the sweep: its worker processes (busy on hour-long tasks) end too (they watch
+    their parent), long before their tasks would."""
     marks = tmp_path / "marks"
     marks.mkdir()
     proc = subprocess.Popen(
-        [sys.executable, "-c", SLOW_SCRIPT, str(tmp_path / "cache"), str(marks), "1,2,3", "60"],
+        [sys.executable, "-c", SLOW_SCRIPT, str(tmp_path / "cache"), str(marks), "1,2,3", "3600"],
         cwd=ROOT,
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_GUARD
         while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         workers = {int(p.name.split("-")[0]) for p in marks.iterdir()}
         assert len(workers) == 2 and all(alive(pid) for pid in workers)
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-        deadline = time.monotonic() + 5
+        proc.wait(timeout=HANG_GUARD)
+        deadline = time.monotonic() + HANG_GUARD
         while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not [pid for pid in workers if alive(pid)], "orphaned workers still running"
@@ -756,7 +759,7 @@ def test_two_sweeps_on_one_cache_compute_each_task_once(tmp_path):
     ]
     first = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     second = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    outs = [p.communicate(timeout=60)[0].split() for p in (first, second)]
+    outs = [p.communicate(timeout=HANG_GUARD)[0].split() for p in (first, second)]
     assert [p.returncode for p in (first, second)] == [0, 0]
     computed_by_task = sorted(p.name.split("-")[1] for p in marks.iterdir())
     assert computed_by_task == ["1.0", "2.0", "3.0", "4.0"], "a task was computed twice"
@@ -765,13 +768,15 @@ def test_two_sweeps_on_one_cache_compute_each_task_once(tmp_path):
 
 
 def test_stale_lock_file_does_not_block(tmp_path):
-    """A lock file left behind by a dead process (the file stays, its lock died with it)."""
+    """A lock file left behind by a dead process (the file stays, its lock died with it): the
+    lock is free at once, and the task is computed."""
     cache = Cache(tmp_path)
     task = Task("test-counting", {"x": 6.0})
     cache.path(task).with_suffix(".lock").write_text("12345 0\n")
-    start = time.monotonic()
+    with cache.lock(task, block=False) as acquired:
+        assert acquired
     results, computed = run_tasks([task], cache, jobs=1, log=quiet)
-    assert computed == 1 and time.monotonic() - start < 2.0
+    assert computed == 1
 
 
 def test_lock_held_by_another_process_is_waited_for(tmp_path):
@@ -800,7 +805,7 @@ def test_lock_held_by_another_process_is_waited_for(tmp_path):
     results, computed = run_tasks(
         [held, Task("test-counting", {"x": 1.0})], cache, jobs=1, log=lines.append
     )
-    holder.wait(timeout=10)
+    holder.wait(timeout=HANG_GUARD)
     assert CALLS == [1.0] and computed == 1
     assert float(results[held.key()]["square"]) == -4.0, "the other process's result is reused"
     assert any("another process" in line for line in lines)

@@ -6,6 +6,7 @@ them (``python -m flows.sweep``).
 :mod:`~flows.sweep.kinds`      the engine's kinds, ``simulate`` and ``iterate``
 :mod:`~flows.sweep.store`      the on-disk cache: atomic writes, per-task locks, measured costs
 :mod:`~flows.sweep.runner`     runs the missing tasks, most expensive first, and reports each
+:mod:`~flows.sweep.progress`   what the sweep says: a live line on a terminal, a line a figure
 :mod:`~flows.sweep.pool`       the local process pool (one BLAS thread a worker)
 :mod:`~flows.sweep.dask_cluster`  the same tasks on a dask cluster (extra ``dask``)
 :mod:`~flows.sweep.stamps`     which figures are up to date
