@@ -15,8 +15,10 @@ Parts (every table is printed as Markdown and, in a full run, written to ``resul
    ``N = (2 sum_k mu_k^2 e^{2 u_k})^{1/2}``, scipy DOP853 at rtol 1e-13 (shares no code with
    ``flows``; self-checked against rtol 1e-11 and against ``simulate(rtol=1e-13)``). Compared:
    ``simulate`` (default call, which also computes log t; ``original_time=False``;
-   ``backend="reference"``, the old point-by-point field; several rtols) and scipy RK45 on the
-   full theta in linear coordinates (plain numpy field, atol 1e-30, several rtols).
+   ``backend="reference"``, the old point-by-point field; several rtols), scipy RK45 on the
+   full theta in linear coordinates (plain numpy field, atol 1e-30, several rtols), the numpy
+   floor (the reduced system by hand) and the numba floor of the default call with log t (the
+   call without it plus the quadrature's compiled evaluations of K alone).
 2. Multi-sample: n = 40, d = 10, X ~ N(0, 1), y = sign(X w), w = |N(0, 1)| (fixed seed),
    l2-SAM rho = 0.1 and GD, L = 2, alpha = 0.4, original clock, t in [0, 10], 101 outputs.
    Reference: ``simulate(rtol=1e-13)`` itself (self-referenced), checked against RK45 at
@@ -105,7 +107,8 @@ class Report:
 
 
 def ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.1f}"
+    """Milliseconds, three significant digits."""
+    return f"{seconds * 1e3:.3g}"
 
 
 def sci(value: float) -> str:
@@ -349,6 +352,43 @@ FLOOR_TEXT = (
     "step counts are comparable (nfev columns) and no general field evaluation is cheaper than "
     "this hand-written one."
 )
+#: The floor of the compiled default call with log t: the call without it, plus one compiled
+#: evaluation of K = -log c at the times the quadrature samples (10 n + 1 for n steps).
+QUADRATURE_FLOOR = "numba floor: no log t + K at the quadrature's nodes"
+QUADRATURE_FLOOR_TEXT = (
+    "The *numba floor* row is the cheapest the default call with log t can be with this "
+    "quadrature: the call without log t plus the compiled evaluations of K = −log c at the "
+    "times the quadrature samples it (each time one of the 11 Chebyshev–Lobatto nodes of a "
+    "solver step, adjacent steps sharing one), best times of the two measured apart and added: "
+    "no interval rule and no Python around them."
+)
+
+
+def quadrature_floor(data: Dataset, ref: np.ndarray) -> Row | None:
+    """The :data:`QUADRATURE_FLOOR` row (None without numba): the default call without log t,
+    and the quadrature's own K evaluations of the default call (recorded through
+    :func:`flows.integrator.assemble.exponent`, then timed alone)."""
+    if DEFAULT_BACKEND != "numba":
+        return None
+    from flows.integrator import assemble
+
+    calls, exponent = [], assemble.exponent
+
+    def recording(run):
+        K = exponent(run)
+        return lambda s, where: calls.append((K, s, where)) or K(s, where)
+
+    with mock.patch.object(assemble, "exponent", recording):
+        simulate(data, "l2-sam", DEPTH, ALPHA, rho=RHO_1, t_max=TAU_MAX, n_points=N_TIMES)
+    nodes = best_of(lambda: [K(s, where) for K, s, where in calls])
+    bare = best_of(
+        partial(simulate_log_beta, data, "l2-sam", rho=RHO_1, t_max=TAU_MAX, original_time=False)
+    )
+    log_beta, nfev, status = bare.value
+    evaluations = sum(s.size for _, s, _ in calls)
+    timed = Timed(bare.seconds + nodes.seconds, min(bare.reps, nodes.reps), bare.value)
+    config = f"{evaluations} K evaluations in {len(calls)} batch(es)"
+    return Row(QUADRATURE_FLOOR, config, timed, max_error(log_beta, ref), nfev, status)
 
 
 def single_configs(data: Dataset, quick: bool) -> list[tuple[str, str, Callable]]:
@@ -442,6 +482,8 @@ def part_single(report: Report, quick: bool) -> dict:
         )
     report.table(["log t", "max relative difference"], log_t_rows)
     rows = [measure(m, c, fn, ref) for m, c, fn in single_configs(data, quick)]
+    floor = quadrature_floor(data, ref)
+    rows += [floor] if floor else []
     methods = [
         "simulate",
         "simulate, no log t",
@@ -449,15 +491,23 @@ def part_single(report: Report, quick: bool) -> dict:
         "simulate, numpy, no log t",
         "simulate, old field",
         SINGLE_FLOOR,
+        *([QUADRATURE_FLOOR] if floor else []),
         "RK45 full theta",
     ]
     report_rows(report, rows, rows[0], methods)
     report.add(FLOOR_TEXT)
     report.add()
+    if floor:
+        report.add(QUADRATURE_FLOOR_TEXT)
+        report.add()
     rk, default = cheapest(rows, "RK45 full theta"), rows[0]
     old = next(r for r in rows if r.method == "simulate, old field")
     numpy_default = next(r for r in rows if r.method == "simulate, numpy")
+    numpy_floor = next(r for r in rows if r.method == SINGLE_FLOOR and r.config == "rtol 1e-10")
     return {
+        "rk_over_quadrature_floor": ratio(rk, floor),
+        "default_over_quadrature_floor": ratio(default, floor),
+        "numpy_over_numpy_floor": ratio(numpy_default, numpy_floor),
         "rk_over_default": ratio(rk, default) if default.error <= TARGET else np.nan,
         "rk_over_numpy": ratio(rk, numpy_default) if numpy_default.error <= TARGET else np.nan,
         "rk_over_cheapest": ratio(rk, cheapest(rows, "simulate")),
@@ -465,9 +515,7 @@ def part_single(report: Report, quick: bool) -> dict:
         "numpy_over_default": ratio(numpy_default, default),
         "rk_over_no_log_t": ratio(rk, cheapest(rows, "simulate, no log t")),
         "old_field_over_default": ratio(old, default),
-        "rk_over_floor_default": ratio(
-            rk, next(r for r in rows if r.method == SINGLE_FLOOR and r.config == "rtol 1e-10")
-        ),
+        "rk_over_floor_default": ratio(rk, numpy_floor),
         "rk_over_floor_cheapest": ratio(rk, cheapest(rows, SINGLE_FLOOR)),
         "failures": [r for r in rows if r.status != 0],
     }
@@ -872,6 +920,24 @@ def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list
         [
             "1. time(RK45 <= 1e-6) / time(cheapest numpy floor <= 1e-6, no log t)",
             f"{single['rk_over_floor_cheapest']:.2f}x",
+            "-",
+            "-",
+        ],
+        [
+            "1. time(RK45 <= 1e-6) / time(numba floor: no log t + K at the quadrature's nodes)",
+            f"{single['rk_over_quadrature_floor']:.2f}x",
+            "-",
+            "-",
+        ],
+        [
+            "1. time(simulate default) / time(numba floor with log t), default call",
+            f"{single['default_over_quadrature_floor']:.2f}x",
+            "-",
+            "-",
+        ],
+        [
+            '1. time(simulate default, backend="numpy") / time(numpy floor, rtol 1e-10, no log t)',
+            f"{single['numpy_over_numpy_floor']:.2f}x",
             "-",
             "-",
         ],

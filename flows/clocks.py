@@ -9,7 +9,9 @@ for ``n > 1`` this is the natural generalisation, the mean loss-derivative weigh
 A run integrates in its own clock ``s`` and carries ``tau`` along (``dtau/ds`` = 1 or ``c``).
 The original time of a rescaled run, ``t(tau) = int_0^tau ds / c(s)``, is a stiff quadrature
 (``log t`` follows the margin, which grows like ``exp(2 mu_d tau)``); it is computed afterwards
-by an adaptive quadrature in log space, :func:`log_original_time`.
+in log space by :func:`log_original_time`: ``asinh K`` (``K = -log c``) interpolated once per
+solver step, every piece of the step integrated on the interpolant, pieces that need it
+sampled again.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-#: Beyond ``-log c > LOG_T_LIMIT`` (margins near 1e100) ``log t`` is reported as ``+inf``.
+#: Beyond ``log t > LOG_T_LIMIT`` (margins near 1e100) ``log t`` is reported as ``+inf``.
 LOG_T_LIMIT = 1e100
 EPS = np.finfo(float).eps
 
@@ -47,179 +49,229 @@ def get_clock(name: str) -> Clock:
         raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {name!r}") from None
 
 
-#: Chebyshev–Lobatto nodes on [0, 1] (they include 0, 1/2 and 1), on which ``K`` is sampled; a
-#: uniform grid of 65 points on which its interpolant is inspected.
-_NODES = 0.5 * (1.0 - np.cos(np.pi * np.arange(9) / 8))
-_FINE = np.linspace(0.0, 1.0, 65)
-#: Barycentric weights of :data:`_NODES`.
-_BARYCENTRIC = np.array([1.0 / np.prod(xj - np.delete(_NODES, j)) for j, xj in enumerate(_NODES)])
-
-
-def _lagrange_matrix(nodes: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Rows: the Lagrange basis of ``nodes`` evaluated at ``x``."""
-    out = np.ones((len(x), len(nodes)))
-    for j, xj in enumerate(nodes):
-        for m, xm in enumerate(nodes):
-            if m != j:
-                out[:, j] *= (x - xm) / (xj - xm)
-    return out
-
-
-_INTERP_FINE = _lagrange_matrix(_NODES, _FINE)
-#: Values at :data:`_NODES` -> coefficients of the interpolant in Chebyshev polynomials.
-_TO_CHEBYSHEV = np.linalg.inv(np.polynomial.chebyshev.chebvander(2.0 * _NODES - 1.0, 8))
-#: 32-point Gauss–Legendre rule on [0, 1], and the interpolant evaluated at its nodes.
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(32)
+#: Degree of the interpolant of ``asinh K`` on an interval; its Chebyshev–Lobatto nodes on
+#: [0, 1] (they include both ends), on which ``K`` is sampled, and the matrix taking values
+#: there to its coefficients in Chebyshev polynomials of ``2 x - 1``.
+DEGREE = 10
+_NODES = 0.5 * (1.0 - np.cos(np.pi * np.arange(DEGREE + 1) / DEGREE))
+_TO_CHEBYSHEV = np.linalg.inv(np.polynomial.chebyshev.chebvander(2.0 * _NODES - 1.0, DEGREE))
+#: 16-point Gauss–Legendre rule on [0, 1] (log weights); a piece is sampled at its ends and
+#: these nodes.
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
 _GL_X, _GL_LOGW = 0.5 * (_GL_X + 1.0), np.log(0.5 * _GL_W)
-_INTERP_GAUSS = _lagrange_matrix(_NODES, _GL_X)
-#: Largest variation of ``K`` over an interval integrated by the Gauss–Legendre rule (its
-#: relative error on ``exp(K)`` is below 1e-15 up to there).
-GL_SPREAD = 80.0
-#: Where ``K`` exceeds its maximum on an interval by more than this, ``exp(K)`` is negligible
-#: (``e^-45 ~ 3e-20`` relative): a steep interval is narrowed to the window above.
-PEAK_DROP = 45.0
+_SAMPLES = np.concatenate([[0.0], _GL_X, [1.0]])
+#: Largest variation of ``K`` over a window integrated by the Gauss–Legendre rule (its relative
+#: error on ``exp(K)`` is below 1e-11 up to there).
+GL_SPREAD = 30.0
+#: Where ``K`` is more than this below its maximum on a piece, ``exp(K)`` is negligible
+#: (``e^-26 ~ 5e-12`` relative): a steep piece is integrated on the window above.
+PEAK_DROP = 26.0
 #: Interpolation error (absolute, in ``K``) below which the interpolant is trusted to place that
 #: window.
 TRUSTED = 0.1
-#: Refinements of the peak window (:func:`_peak_window`), each on a grid of 17 points.
-WINDOW_STAGES = 3
-_SUB = np.linspace(0.0, 1.0, 17)
+#: Most steps of the Illinois method that place each end of the window.
+ROOT_STEPS = 8
 #: An interval of at most this many float spacings of its times is accepted as it is (its nodes
 #: are barely distinct floats).
 ATOMIC_ULPS = 64
-#: Bisection and narrowing levels of :func:`log_exp_integrals` (each at least halves an
-#: interval).
+#: Levels of :func:`log_exp_integrals` (each at least halves a piece).
 MAX_LEVELS = 40
-#: Intervals refined at once by :func:`log_exp_integrals`; past this, a level is accepted as is
-#: (a bound on memory: each interval costs a few arrays of 65 numbers).
-MAX_INTERVALS = 20_000
+#: Pieces refined at once by :func:`log_exp_integrals`; past this, a level is accepted as is.
+MAX_PIECES = 20_000
 
 
-def _interpolate(k: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """The interpolant through ``k`` (rows: values at :data:`_NODES`) at points ``x`` (one row
-    of points in [0, 1] per row of ``k``), by the barycentric formula (a node's own value where
-    a point is a node)."""
-    d = x[:, :, None] - _NODES
-    exact = d == 0.0
-    w = np.where(exact, 0.0, _BARYCENTRIC / np.where(exact, 1.0, d))
-    values = np.einsum("mqj,mj->mq", w, k) / np.sum(w, axis=2)
-    node = np.take_along_axis(k, np.argmax(exact, axis=2), axis=1)
-    return np.where(np.any(exact, axis=2), node, values)
+def _chebyshev(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The interpolant with Chebyshev coefficients ``coef`` (one row per row of ``x``) at the
+    points ``x`` in [0, 1] (Clenshaw's recurrence in ``t = 2 x - 1``)."""
+    t = 2.0 * x - 1.0
+    b1 = np.zeros_like(x)
+    b2 = np.zeros_like(x)
+    for j in range(coef.shape[1] - 1, 0, -1):
+        b1, b2 = coef[:, j, None] + 2.0 * t * b1 - b2, b1
+    return coef[:, 0, None] + t * b1 - b2
 
 
-def _interpolation_error(k: np.ndarray) -> np.ndarray:
-    """Estimate of ``max |K - P|`` for the degree-8 interpolant ``P`` through each row of ``k``.
+def _interpolation_error(coef: np.ndarray) -> np.ndarray:
+    """Estimate of ``max |A - P|`` for the interpolant ``P`` of degree ``N`` with Chebyshev
+    coefficients ``a_n`` (rows of ``coef``).
 
-    From its Chebyshev coefficients ``a_n``: if they decay at a rate ``r < 1/2`` (estimated from
-    ``a_5 .. a_8``), the neglected tail ``sum_{n > 8} |a_n| ~ |a_8| r / (1 - r)``, doubled;
-    otherwise (under-resolved) ``4 (|a_7| + |a_8|)``.
+    If they decay at a rate ``r < 1/2`` (estimated from ``a_{N-3} .. a_N``), the neglected
+    tail ``sum_{n > N} |a_n| ~ |a_N| r / (1 - r)``, doubled; otherwise (under-resolved)
+    ``4 (|a_{N-1}| + |a_N|)``.
     """
-    a = np.abs(k @ _TO_CHEBYSHEV.T)
-    last = a[:, 7] + a[:, 8]
-    r = np.minimum(1.0, np.sqrt(last / (a[:, 5] + a[:, 6] + 1e-300)))
-    geometric = 2.0 * np.maximum(a[:, 8], r * a[:, 7]) * r / (1.0 - np.minimum(r, 0.5))
+    a = np.abs(coef)
+    n = a.shape[1] - 1
+    last = a[:, n - 1] + a[:, n]
+    r = np.minimum(1.0, np.sqrt(last / (a[:, n - 3] + a[:, n - 2] + 1e-300)))
+    geometric = 2.0 * np.maximum(a[:, n], r * a[:, n - 1]) * r / (1.0 - np.minimum(r, 0.5))
     return np.where(r < 0.5, geometric, 4.0 * last)
 
 
-def _log_exp_gauss(length: np.ndarray, kg: np.ndarray) -> np.ndarray:
-    """``log int exp(P)`` per row over intervals of the given ``length`` from ``P`` at the
-    32 Gauss–Legendre nodes (rows of ``kg``; accurate to ~1e-15 while ``P`` varies by <= 80)."""
+def _log_exp_gauss(length: np.ndarray, samples: np.ndarray) -> np.ndarray:
+    """``log int exp(K)`` per row over intervals of the given ``length`` from ``asinh K`` at
+    the Gauss–Legendre nodes (rows of ``samples``), in log-sum-exp form."""
+    kg = np.sinh(samples)
     top = np.max(kg, axis=1, keepdims=True)
     return top[:, 0] + np.log(np.sum(np.exp(kg - top + _GL_LOGW), axis=1)) + np.log(length)
 
 
-def _log_exp_chords(h: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """``log int exp(K)`` per row, ``K`` piecewise linear through the values ``k[i]`` (shape
-    (M, P)) on a grid of step ``h[i]``."""
-    dk = np.abs(np.diff(k, axis=1))
-    top = np.maximum(k[:, 1:], k[:, :-1])
-    safe = np.maximum(dk, 1e-12)
-    pieces = np.where(
-        dk < 1e-12, 0.5 * (k[:, 1:] + k[:, :-1]), top + np.log(-np.expm1(-safe)) - np.log(safe)
-    )
-    best = np.max(pieces, axis=1, keepdims=True)
-    return best[:, 0] + np.log(np.sum(np.exp(pieces - best), axis=1)) + np.log(h)
+def _window_end(coef: np.ndarray, out: np.ndarray, inside: np.ndarray, floor: np.ndarray):
+    """Where ``sinh P`` (``P``: the interpolants, rows of ``coef``) crosses ``floor`` between
+    ``out`` (below) and ``inside`` (above), by the Illinois method on ``P - asinh(floor)``, up
+    to :data:`ROOT_STEPS` steps and until ``sinh P`` at ``out`` is within about 1 of
+    ``floor``: the end of the final bracket on the ``out`` side (so that the window holds
+    everything above ``floor``)."""
+    target = np.arcsinh(floor)
+    close = 1.0 / (1.0 + np.abs(floor))
+    f_out = _chebyshev(coef, out[:, None])[:, 0] - target
+    f_in = _chebyshev(coef, inside[:, None])[:, 0] - target
+    miss = f_out.copy()
+    for _ in range(ROOT_STEPS):
+        active = miss < -close
+        if not np.any(active):
+            break
+        gap = f_in - f_out
+        x = np.where(gap > 0, out - f_out * (inside - out) / np.where(gap > 0, gap, 1.0), out)
+        f = _chebyshev(coef, x[:, None])[:, 0] - target
+        step_out, step_in = active & (f <= 0), active & (f > 0)
+        f_in = np.where(step_out, 0.5 * f_in, np.where(step_in, f, f_in))
+        f_out = np.where(step_in, 0.5 * f_out, np.where(step_out, f, f_out))
+        miss = np.where(step_out, f, miss)
+        out, inside = np.where(step_out, x, out), np.where(step_in, x, inside)
+    return out
 
 
-def _peak_window(k: np.ndarray, fine: np.ndarray, floor: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``[x_lo, x_hi]`` (fractions of each interval) outside which the interpolant through
-    ``k`` stays below ``floor``: located on :data:`_FINE`, then :data:`WINDOW_STAGES` times
-    within the bracketing cell on the 17-point grid :data:`_SUB` (to ``64 * 16^3`` ths of the
-    interval), on the sides where the window does not reach the interval's end."""
-    n, m = _FINE.size, _SUB.size
-    above = fine >= floor[:, None]
+def _peak_window(coef: np.ndarray, x: np.ndarray, samples: np.ndarray, floor: np.ndarray):
+    """``[x_lo, x_hi]`` (in [0, 1]) outside which ``sinh P`` stays below ``floor`` on each row
+    of the points ``x`` (increasing; ``samples``: the interpolant ``P`` of ``asinh K`` there):
+    the outermost points above ``floor`` and their outer neighbours bracket the two ends."""
+    above = samples >= np.arcsinh(floor)[:, None]
+    n = x.shape[1]
     first = np.argmax(above, axis=1)
     last = n - 1 - np.argmax(above[:, ::-1], axis=1)
-    x_lo, x_hi = _FINE[np.maximum(first - 1, 0)], _FINE[np.minimum(last + 1, n - 1)]
+    x_lo, x_hi = x[:, 0].copy(), x[:, -1].copy()
     low, high = np.flatnonzero(first > 0), np.flatnonzero(last < n - 1)
-    cell = _FINE[1]
-    for _ in range(WINDOW_STAGES):
-        sub = x_lo[low, None] + cell * _SUB
-        i = np.argmax(_interpolate(k[low], sub) >= floor[low, None], axis=1) - 1
-        x_lo[low] = sub[np.arange(low.size), np.maximum(i, 0)]
-        sub = (x_hi[high] - cell)[:, None] + cell * _SUB
-        i = m - np.argmax(_interpolate(k[high], sub)[:, ::-1] >= floor[high, None], axis=1)
-        x_hi[high] = sub[np.arange(high.size), np.minimum(i, m - 1)]
-        cell *= _SUB[1]
+    x_lo[low] = _window_end(coef[low], x[low, first[low] - 1], x[low, first[low]], floor[low])
+    x_hi[high] = _window_end(coef[high], x[high, last[high] + 1], x[high, last[high]], floor[high])
     return x_lo, x_hi
 
 
-#: An interval rule: ``(lo, hi, k, tol, last) -> (value, done, narrow, x_lo, x_hi)``.
+#: An interval rule: ``(lo, hi, k, tol, last, which, a, b) -> (value, done, narrow, w_lo,
+#: w_hi)``.
 Rule = Callable[..., tuple[np.ndarray, ...]]
 
 
 def _interval_rule(
-    lo: np.ndarray, hi: np.ndarray, k: np.ndarray, tol: float, last: bool
+    lo: np.ndarray,
+    hi: np.ndarray,
+    k: np.ndarray,
+    tol: float,
+    last: bool,
+    which: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
 ) -> tuple[np.ndarray, ...]:
-    """One level of :func:`log_exp_integrals` on intervals ``[lo, hi]`` with ``K`` at the nodes
-    (rows of ``k``): ``log int exp(K)``, whether it is accepted, and for the others whether to
-    narrow them to a window ``[x_lo, x_hi]`` (fractions) or to bisect them.
+    """One level of :func:`log_exp_integrals`: intervals ``[lo, hi]`` with ``K`` at the nodes
+    (rows of ``k``) and pieces ``[a, b]`` of them (``which``: the interval of each piece);
+    per piece ``log int exp(K)``, whether it is accepted, and for the others whether to
+    narrow them to a window ``[w_lo, w_hi]`` (times) or to refine them.
 
-    ``K`` is interpolated (degree 8). An interval is accepted when the interpolation error
-    estimate is below ``tol`` relative to the value (or below the resolution of ``K`` in
-    floats: ``K`` varies by ``spread * ulp(s) / length`` between representable times) and
-    ``exp(P)`` is integrated accurately: by Gauss–Legendre where ``P`` varies by at most
-    :data:`GL_SPREAD`, on the whole interval or, for a steeper one, on the window where ``P``
-    is within :data:`PEAK_DROP` of its maximum (the rest is negligible); or, where any value
-    between ``max P + log(length)`` and the lower bound ``max P + log(length) - 1 -
-    log(64 spread)`` (Markov's inequality) is within tolerance, by exponential chords on
-    :data:`_FINE`. A steep interval with a trusted interpolant (error below :data:`TRUSTED`,
-    the tolerance or the resolution) whose window is too steep for the rule is narrowed to the
-    window (and sampled again there); anything else is bisected. At the ``last`` level, and on
-    an interval only :data:`ATOMIC_ULPS` floats long, everything is accepted (by chords where
-    nothing better applies).
+    ``A = asinh K`` is interpolated (degree :data:`DEGREE`): an error ``e`` of ``A`` moves
+    ``K`` by at most ``(1 + |K|) expm1(e)``, relative for large ``K`` as the tolerance is. On a
+    piece ``A`` is sampled (from the interpolant) at its ends and the 16 Gauss–Legendre nodes.
+    A piece is accepted when that error at the maximum of ``K`` is below ``tol`` relative to
+    the value (or below the resolution of ``K`` in floats: ``A`` varies by
+    ``spread * ulp(s) / length`` between representable times) and ``exp(K)`` is integrated
+    accurately: by Gauss–Legendre where ``K`` varies by at most :data:`GL_SPREAD`, on the
+    piece or, for a steeper one, on the window where ``K`` is within :data:`PEAK_DROP` of its
+    maximum (the rest is negligible; its ends by the Illinois method on the interpolant); or,
+    where ``K`` is so large that the bounds of Markov's inequality (``|A'| <= N^2 spread(A) /
+    length``) already are within the tolerance, ``max K + log(length) - w <= log int exp(K)
+    <= max K + log(length)`` with ``w = 1 + log(N^2 spread(A) (1 + max |K|))``, as
+    ``max K + log(length) - min(w, log1p(spread(K)))`` (exact to ``O(1)`` for an exponential
+    ``K``). A steep piece with a trusted interpolant (error below :data:`TRUSTED`, the
+    tolerance or the resolution) whose window is too steep for the rule is narrowed to the
+    window; any other is refined. At the ``last`` level, and on an interval only
+    :data:`ATOMIC_ULPS` floats long, everything is accepted; where ``K`` is not finite at a
+    node (``+inf``: ``c = 0``, ``t`` is infinite; else NaN) a piece is accepted with that value
+    once it is its interval.
     """
     length = hi - lo
-    error = _interpolation_error(k)
-    fine = k @ _INTERP_FINE.T
-    top = np.max(fine, axis=1)
-    spread = top - np.min(fine, axis=1)
-    scale = np.maximum(1.0, np.abs(top))
+    values = np.arcsinh(k)
+    coef = values @ _TO_CHEBYSHEV.T
+    error = _interpolation_error(coef)[which]
     reach = np.maximum(np.abs(lo), np.abs(hi))
-    floor = 100.0 * EPS * spread * reach / length
-    atomic = length <= ATOMIC_ULPS * np.spacing(reach)
+    resolution = (100.0 * EPS * np.ptp(values, axis=1) * reach / length)[which]
+    atomic = (length <= ATOMIC_ULPS * np.spacing(reach))[which] | last
+    coef = coef[which]
+    x_a, x_b = (a - lo[which]) / length[which], (b - hi[which]) / length[which] + 1.0
+    x = x_a[:, None] + (x_b - x_a)[:, None] * _SAMPLES
+    samples = _chebyshev(coef, x)
+    high, low = np.max(samples, axis=1), np.min(samples, axis=1)
+    top = np.sinh(high)
+    spread = top - np.sinh(low)
+    scale = np.maximum(1.0, np.abs(top))
+    grow = (1.0 + np.abs(top)) * np.expm1(error)
+    resolution *= 1.0 + np.abs(top)
+    span = b - a
     gauss = spread <= GL_SPREAD
-    flat = ~gauss & ((10.0 + np.log1p(spread) <= tol * scale) | atomic | last)
-    value = np.full(len(lo), np.nan)
-    value[gauss] = _log_exp_gauss(length[gauss], k[gauss] @ _INTERP_GAUSS.T)
-    value[flat] = _log_exp_chords(length[flat] * _FINE[1], fine[flat])
-    steep = ~gauss & ~flat & (error <= np.maximum(TRUSTED, tol * scale) + floor)
-    x_lo, x_hi = np.zeros(len(lo)), np.ones(len(lo))
-    windowed = np.zeros(len(lo), dtype=bool)
+    bracket = np.maximum(0.0, 1.0 + np.log(DEGREE**2 * (high - low) * (1.0 + np.abs(top))))
+    flat = ~gauss & ((bracket <= tol * scale) | atomic)
+    value = np.where(flat, top + np.log(span) - np.minimum(bracket, np.log1p(spread)), np.nan)
+    value[gauss] = _log_exp_gauss(span[gauss], samples[gauss, 1:-1])
+    steep = ~gauss & ~flat & (grow <= np.maximum(TRUSTED, tol * scale) + resolution)
+    w_lo, w_hi = x_a.copy(), x_b.copy()
+    windowed = np.zeros(len(a), dtype=bool)
     if np.any(steep):
-        ks = k[steep]
-        lo_s, hi_s = _peak_window(ks, fine[steep], top[steep] - PEAK_DROP - 2.0 * error[steep])
-        kg = _interpolate(ks, lo_s[:, None] + (hi_s - lo_s)[:, None] * _GL_X)
-        fits = np.maximum(top[steep], np.max(kg, axis=1)) - np.min(kg, axis=1) <= GL_SPREAD
-        windowed[steep] = fits
-        value[windowed] = _log_exp_gauss((length[steep] * (hi_s - lo_s))[fits], kg[fits])
-        x_lo[steep], x_hi[steep] = lo_s, hi_s
-    done = (gauss | flat | windowed) & (error <= tol * np.maximum(1.0, np.abs(value)) + floor)
-    broken = ~np.isfinite(k).all(axis=1)  # c = 0 somewhere (K = +inf): t is infinite; else NaN
-    value[broken] = np.where(np.any(k[broken] == np.inf, axis=1), np.inf, np.nan)
-    done |= atomic | last | broken
-    narrow = steep & ~done & (x_hi - x_lo <= 0.5)
-    return value, done, narrow, x_lo, x_hi
+        s = np.flatnonzero(steep)
+        w_lo[s], w_hi[s] = _peak_window(
+            coef[s], x[s], samples[s], top[s] - PEAK_DROP - 2.0 * grow[s]
+        )
+        ag = _chebyshev(coef[s], w_lo[s, None] + (w_hi - w_lo)[s, None] * _GL_X)
+        rise = np.maximum(top[s], np.sinh(np.max(ag, axis=1))) - np.sinh(np.min(ag, axis=1))
+        fits = rise <= GL_SPREAD
+        windowed[s] = fits
+        value[s[fits]] = _log_exp_gauss(((w_hi - w_lo)[s] * length[which][s])[fits], ag[fits])
+    accurate = grow <= tol * np.maximum(1.0, np.abs(value)) + resolution
+    done = (gauss | flat | windowed) & accurate
+    done |= atomic
+    narrow = steep & ~done & (w_hi - w_lo <= 0.5 * (x_b - x_a))
+    broken = ~np.isfinite(k).all(axis=1)[which]  # c = 0 somewhere (K = +inf), or NaN
+    value[broken] = np.where(np.any(k == np.inf, axis=1)[which], np.inf, np.nan)[broken]
+    whole = (a == lo[which]) & (b == hi[which])
+    done[broken] = (whole | atomic)[broken]
+    narrow[broken] = False
+    start, width = lo[which], length[which]
+    least = ATOMIC_ULPS * np.spacing(reach[which])  # a window at least this long
+    w_lo = np.maximum(a, np.minimum(start + w_lo * width, start + w_hi * width - least))
+    w_hi = np.minimum(b, np.maximum(start + w_hi * width, w_lo + least))
+    return value, done, narrow, w_lo, w_hi
+
+
+def _first_level(a: np.ndarray, b: np.ndarray, steps: list[np.ndarray] | None):
+    """The intervals of the first level of :func:`log_exp_integrals` (``lo``, ``hi``, the
+    interval of each piece), one batch of times at which to sample ``K`` with their ``ref``
+    (the middle of the piece or stretch), and the rows of that batch at the nodes of each
+    interval: the pieces themselves, or the steps of ``steps`` (stretches of zero length left
+    out), adjacent steps of one stretch sharing the node at their common end."""
+    if steps is None:
+        lo, hi, which = a, b, np.arange(a.size)
+        times = (lo[:, None] + _NODES * (hi - lo)[:, None]).ravel()
+        index = np.arange(times.size).reshape(lo.size, _NODES.size)
+        return lo, hi, which, times, np.repeat(0.5 * (lo + hi), _NODES.size), index
+    parts = [s for s in steps if s[-1] > s[0]]
+    lo = np.concatenate([s[:-1] for s in parts])
+    hi = np.concatenate([s[1:] for s in parts])
+    counts = np.array([s.size - 1 for s in parts])
+    stretch = np.repeat(np.arange(len(parts)), counts)
+    inner = _NODES.size - 1
+    index = (inner * np.arange(lo.size) + stretch)[:, None] + np.arange(_NODES.size)
+    times = np.empty(inner * lo.size + len(parts))
+    times[index] = lo[:, None] + _NODES * (hi - lo)[:, None]
+    middle = np.array([0.5 * (s[0] + s[-1]) for s in parts])  # ref: inside the stretch
+    ref = np.repeat(middle, inner * counts + 1)
+    which = np.searchsorted(lo, 0.5 * (a + b), side="right") - 1
+    return lo, hi, which, times, ref, index
 
 
 def log_exp_integrals(
@@ -228,73 +280,90 @@ def log_exp_integrals(
     K: Callable[[np.ndarray, np.ndarray], np.ndarray],
     tol: float = 1e-9,
     rule: Rule | None = None,
+    steps: list[np.ndarray] | None = None,
 ) -> np.ndarray:
-    """``log int_{a_i}^{b_i} exp(K)`` for many intervals at once, adaptively.
+    """``log int_{a_i}^{b_i} exp(K)`` for many pieces at once, adaptively.
 
-    ``K(s, ref)`` evaluates the exponent at times ``s`` (a batch); ``ref`` holds, for each
-    time, the midpoint of the original interval it belongs to, so that the caller can take
-    one-sided values at the interval ends (where ``K`` may jump). Each level samples ``K`` at 9
-    Chebyshev–Lobatto nodes of every open interval (one batch) and applies
-    :func:`_interval_rule`: accepted intervals are added (in log space) to their original
-    interval; the others are narrowed to their peak window or bisected, up to
-    :data:`MAX_LEVELS` levels. ``tol`` is relative in log. ``rule`` replaces
-    :func:`_interval_rule` by an implementation with the same signature and results (the
-    compiled backend's, :func:`flows.compiled._quadrature_kernels.interval_rule`).
+    ``K(s, ref)`` evaluates the exponent at times ``s`` (a batch); ``ref`` holds, for each time,
+    a time inside the piece or (given ``steps``) the stretch it belongs to, so that the caller
+    can take one-sided values where ``K`` may jump. The first level samples ``K`` at the
+    ``DEGREE + 1`` Chebyshev–Lobatto nodes of every piece or, given ``steps`` (strictly
+    increasing arrays of times, consecutive ones meeting end to end: the steps of stretches
+    within each of which ``K`` is continuous; the pieces are increasing, cover the same range
+    and each lies within one step), of every step (one batch; adjacent steps of a stretch share
+    their common node) and applies :func:`_interval_rule` to all the pieces of each. A later
+    level samples the pieces still open, each narrowed to its peak window, restricted to
+    itself (where its interval held more) or bisected, up to :data:`MAX_LEVELS` levels.
+    Accepted pieces are added (in log space) to their original piece. ``tol`` is relative in
+    log. ``rule`` replaces :func:`_interval_rule` by an implementation with the same signature
+    and results (the compiled backend's,
+    :func:`flows.compiled._quadrature_kernels.interval_rule`).
     """
     rule = _interval_rule if rule is None else rule
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
-    ref = 0.5 * (a + b)
     total = np.full(a.shape, -np.inf)
-    lo, hi, owner = a, b, np.arange(a.size)
+    if a.size == 0:
+        return total
+    lo, hi, which, times, ref, index = _first_level(a, b, steps)
+    k = K(times, ref)[index]
+    ref = ref[index[:, 0]]
+    owner = np.arange(a.size)
     for level in range(MAX_LEVELS + 1):
-        if lo.size == 0:
-            break
-        nodes = lo[:, None] + _NODES[None, :] * (hi - lo)[:, None]
-        k = K(nodes.ravel(), np.repeat(ref[owner], _NODES.size)).reshape(nodes.shape)
-        last = level == MAX_LEVELS or lo.size > MAX_INTERVALS
+        if level > 0:
+            nodes = lo[:, None] + _NODES[None, :] * (hi - lo)[:, None]
+            k = K(nodes.ravel(), np.repeat(ref, _NODES.size)).reshape(nodes.shape)
+        last = level == MAX_LEVELS or a.size > MAX_PIECES
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            value, done, narrow, x_lo, x_hi = rule(lo, hi, k, tol, last)
-        np.logaddexp.at(total, owner[done], value[done])
-        length = hi - lo
-        keep, split = ~done & narrow, ~done & ~narrow
-        mid = 0.5 * (lo[split] + hi[split])
-        lo, hi, owner = (
-            np.concatenate([lo[keep] + x_lo[keep] * length[keep], lo[split], mid]),
-            np.concatenate([lo[keep] + x_hi[keep] * length[keep], mid, hi[split]]),
+            value, done, narrow, w_lo, w_hi = rule(lo, hi, k, tol, last, which, a, b)
+        if level == 0:  # every piece its own owner
+            total = np.where(done, value, -np.inf)
+        else:
+            np.logaddexp.at(total, owner[done], value[done])
+        if np.all(done):
+            break
+        whole = (a == lo[which]) & (b == hi[which])
+        split = ~done & ~narrow & whole
+        keep = ~done & ~split
+        mid = 0.5 * (a[split] + b[split])
+        ref = ref[which]
+        a, b, owner, ref = (
+            np.concatenate([np.where(narrow, w_lo, a)[keep], a[split], mid]),
+            np.concatenate([np.where(narrow, w_hi, b)[keep], mid, b[split]]),
             np.concatenate([owner[keep], owner[split], owner[split]]),
+            np.concatenate([ref[keep], ref[split], ref[split]]),
         )
+        lo, hi, which = a, b, np.arange(a.size)
     return total
 
 
 def log_original_time(
     grid: np.ndarray,
-    breakpoints: np.ndarray,
+    steps: list[np.ndarray],
     K: Callable[[np.ndarray, np.ndarray], np.ndarray],
     tol: float = 1e-9,
     rule: Rule | None = None,
 ) -> np.ndarray:
     """``log t(tau) = log int_0^tau exp(K)``, ``K = -log c``, at the increasing times ``grid``.
 
-    The integral is cut at the grid times and at ``breakpoints`` (event times, where ``K``
-    may jump, and solver steps, within each of which the path is one polynomial); the pieces
-    are integrated together by :func:`log_exp_integrals` (``K(s, ref)`` and ``rule`` as there) and
-    accumulated in log space. Entries from the first time where ``K`` exceeds
-    :data:`LOG_T_LIMIT` on are ``+inf`` (``t`` is then beyond ``exp(1e100)``).
+    ``steps``: the solver steps of each segment of the path (strictly increasing times, or a
+    segment of zero length; together from ``grid[0]`` to ``grid[-1]``; within each step the
+    path is one polynomial and ``K`` is sampled once for all its pieces, and ``K`` may jump
+    between segments, at event times). The integral is cut at the grid times and the
+    steps; the pieces are integrated together by :func:`log_exp_integrals` (``K(s, ref)`` and
+    ``rule`` as there) and accumulated in log space. Entries where ``log t`` exceeds
+    :data:`LOG_T_LIMIT` are ``+inf`` (``t`` is then beyond ``exp(1e100)``).
     """
     grid = np.asarray(grid, dtype=float)
     out = np.full(grid.shape, np.inf)
     out[0] = -np.inf
-    inner = np.asarray(breakpoints, dtype=float)
-    inner = inner[(inner > grid[0]) & (inner < grid[-1])]
-    edges = np.unique(np.concatenate([grid, inner]))
+    steps = [np.asarray(s, dtype=float) for s in steps]
+    inner = np.concatenate([grid[:0], *steps])
+    edges = np.unique(np.concatenate([grid, inner[(inner > grid[0]) & (inner < grid[-1])]]))
     if edges.size < 2:
         return out
-    lo, hi = edges[:-1], edges[1:]
-    beyond = ~(K(hi, 0.5 * (lo + hi)) <= LOG_T_LIMIT)
-    n_ok = int(np.argmax(beyond)) if np.any(beyond) else lo.size
-    logs = log_exp_integrals(lo[:n_ok], hi[:n_ok], K, tol, rule)
-    at_edges = np.full(edges.shape, np.inf)
-    at_edges[: n_ok + 1] = np.logaddexp.accumulate(np.concatenate([[-np.inf], logs]))
+    logs = log_exp_integrals(edges[:-1], edges[1:], K, tol, rule, steps)
+    at_edges = np.logaddexp.accumulate(np.concatenate([[-np.inf], logs]))
+    at_edges[~(at_edges <= LOG_T_LIMIT) & ~np.isnan(at_edges)] = np.inf
     out[1:] = at_edges[np.searchsorted(edges, grid[1:])]
     return out

@@ -7,7 +7,8 @@
   different coordinates, each integrated to rtol 1e-10, so paths agree to ~1e-7.
 * The fused field itself against the reference at random points (every algorithm, clock,
   depth, single and multi-example data, frozen sign patterns).
-* The batched quadrature of the original time against closed forms.
+
+The quadrature of the original time is tested in test_quadrature.py.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from flows import Dataset, simulate, single_example
 from flows.algorithms import ALGORITHMS, get_algorithm, resolve_hyperparameters
 from flows.charts import AsinhChart
-from flows.clocks import get_clock, log_exp_integrals, log_original_time
+from flows.clocks import get_clock
 from flows.datasets import teacher_data
 from flows.field import Problem, ReferenceField, SignPattern, chart_rhs, gradient_signs
 from flows.fused import FusedField
@@ -265,183 +266,6 @@ def test_log_chart_equals_asinh_chart(algorithm, alpha, depth):
     end = min(auto.tau[-1], asinh.tau[-1], auto.collapse_time or np.inf)
     early = auto.tau[: len(asinh.tau)] <= 0.9 * end
     assert finite_gap(auto.log_abs_beta[early], asinh.log_abs_beta[early]) <= 1e-6
-
-
-def _rules() -> list:
-    """The interval rules of the quadrature: numpy's (None), and the compiled one if numba is
-    installed."""
-    rules: list = [None]
-    try:
-        from flows.compiled._quadrature_kernels import interval_rule
-    except ImportError:
-        return rules
-    return rules + [interval_rule]
-
-
-RULES = pytest.mark.parametrize("rule", _rules(), ids=lambda r: "numpy" if r is None else "numba")
-
-
-@RULES
-def test_log_exp_integrals_closed_forms(rule):
-    """Linear exponent: log int_a^b exp(k s) ds = k a + log(expm1(k (b - a)) / k), from gentle
-    slopes to a sharp endpoint peak (k (b - a) = 1e6); quadratic: against the error function;
-    to the tolerance 1e-9 (relative in log)."""
-    from scipy.special import erf
-
-    a = np.array([0.0, 0.0, 1.0, 0.0, 2.0])
-    b = np.array([1.0, 1e-3, 3.0, 3.0, 2.5])
-    slope = np.array([1e-3, 5.0, -40.0, 1e6, 0.0])
-    mids = 0.5 * (a + b)
-
-    def K(s, ref):
-        owner = np.argmin(np.abs(ref[:, None] - mids[None, :]), axis=1)
-        return slope[owner] * s
-
-    got = log_exp_integrals(a, b, K, rule=rule)
-    want = np.log(b - a)
-    moving = (slope != 0) & (slope * (b - a) < 700)
-    with np.errstate(over="ignore", invalid="ignore"):  # the rows not moving are discarded
-        want[moving] = (slope * a + np.log(np.expm1(slope * (b - a)) / slope))[moving]
-    want[3] = 3e6 - np.log(1e6)  # e^{k b} / k dominates
-    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
-
-    got = log_exp_integrals(np.array([0.0]), np.array([2.0]), lambda s, ref: -(s**2), rule=rule)
-    assert got[0] == pytest.approx(np.log(np.sqrt(np.pi) / 2 * erf(2.0)), rel=1e-9, abs=1e-9)
-
-
-@RULES
-@pytest.mark.parametrize("a", [30.0, 1e4, 1e8])
-def test_log_exp_integrals_steep_quadratics(a, rule):
-    """Curved steep exponents (the peak window and the bisection): K = a s^2 on [0, 1] against
-    Dawson's integral, int = e^a F(sqrt a) / sqrt a; an interior peak K = -a (s - 0.3)^2
-    against the error function; to 1e-9 relative in log."""
-    from scipy.special import dawsn, erf
-
-    got = log_exp_integrals(np.array([0.0]), np.array([1.0]), lambda s, ref: a * s**2, rule=rule)
-    want = a + np.log(dawsn(np.sqrt(a))) - 0.5 * np.log(a)
-    assert got[0] == pytest.approx(want, rel=1e-9, abs=1e-9)
-    got = log_exp_integrals(
-        np.array([0.0]), np.array([1.0]), lambda s, ref: -a * (s - 0.3) ** 2, rule=rule
-    )
-    r = np.sqrt(a)
-    want = np.log(np.sqrt(np.pi) / (2 * r) * (erf(0.7 * r) + erf(0.3 * r)))
-    assert got[0] == pytest.approx(want, rel=1e-9, abs=1e-9)
-
-
-@RULES
-@pytest.mark.parametrize("gap", [1e-3, 1e-6, 1e-9, 1e-12, 1e-15])
-def test_log_exp_integrals_towards_a_pole(gap, rule):
-    """A blow-up: K = 1/(1 - s) on [0, 1 - gap], against the exponential integral,
-    int = [Ei(u) - e^u / u] from u = 1 to 1/gap (mpmath). To 1e-9, or to the resolution of K in
-    floats where that is coarser (K changes by K' ulp(s) between representable s), with a
-    bounded number of evaluations (bisecting at the float resolution once doubled the work
-    every level)."""
-    import mpmath as mp
-
-    calls = []
-
-    def K(s, ref):
-        calls.append(s.size)
-        return 1.0 / (1.0 - s)
-
-    b = 1.0 - gap
-    got = log_exp_integrals(np.array([0.0]), np.array([b]), K, rule=rule)[0]
-    with mp.workdps(40):
-        u = 1 / (1 - mp.mpf(b))
-        want = float(mp.log(mp.ei(u) - mp.e**u / u - mp.ei(1) + mp.e))
-    resolution = np.spacing(b) / (1.0 - b) ** 2
-    assert abs(got - want) <= max(1e-9, 10 * resolution / abs(want)) * max(1.0, abs(want))
-    assert sum(calls) <= 2000
-
-
-def test_interpolate_at_nodes_and_huge_values():
-    """The barycentric interpolant returns the node values at the nodes (also for values near
-    the float limit, where weighting an exact hit by a huge factor would overflow) and a
-    polynomial of degree <= 8 exactly elsewhere."""
-    from flows.clocks import _NODES, _interpolate
-
-    k = np.array([1e200 * (1.0 + _NODES), 3.0 - 2.0 * _NODES**8])
-    x = np.tile(np.concatenate([_NODES, [0.123, 0.77]]), (2, 1))
-    got = _interpolate(k, x)
-    np.testing.assert_array_equal(got[:, :9], k)
-    np.testing.assert_allclose(got[0, 9:], 1e200 * (1.0 + x[0, 9:]), rtol=1e-13)
-    np.testing.assert_allclose(got[1, 9:], 3.0 - 2.0 * x[1, 9:] ** 8, rtol=1e-13)
-
-
-def test_interpolation_error_estimate():
-    """The estimate of max |K - P| for the degree-8 interpolant is an upper bound of the true
-    error (measured on 2001 points) for smooth functions from well resolved to under-resolved,
-    and at most ~1e3 times too pessimistic where the interpolant is accurate."""
-    from flows.clocks import _NODES, _interpolate, _interpolation_error
-
-    x = np.linspace(0.0, 1.0, 2001)
-    cases = [lambda t, a=a: np.exp(a * t) for a in (0.5, 3.0, 10.0, 40.0)]
-    cases += [lambda t, w=w: np.sin(w * t + 0.3) for w in (1.0, 5.0, 20.0)]
-    cases += [lambda t: 1.0 / (1.0 + 25.0 * (2 * t - 1) ** 2), lambda t: np.log(1.01 - t)]
-    for f in cases:
-        k = f(_NODES)[None, :]
-        true = float(np.max(np.abs(_interpolate(k, x[None, :])[0] - f(x))))
-        estimate = float(_interpolation_error(k)[0])
-        assert estimate >= true
-        if true > 1e-13 * np.max(np.abs(f(x))):
-            assert estimate <= 1e3 * true
-
-
-@RULES
-def test_log_original_time_cumulative_and_limit(rule):
-    """Cumulative over the grid, cut at breakpoints (a jump of K there), +inf past 1e100 and
-    where c = 0."""
-    grid = np.linspace(0.0, 2.0, 5)
-
-    def K(s, ref):  # K = 0 before 1.3, 2 after (a jump at the breakpoint 1.3)
-        return np.where(ref < 1.3, 0.0, 2.0) + 0.0 * s
-
-    got = log_original_time(grid, np.array([1.3]), K, rule=rule)
-    t = np.array([0.0, 0.5, 1.0, 1.3 + np.exp(2.0) * 0.2, 1.3 + np.exp(2.0) * 0.7])
-    with np.errstate(divide="ignore"):
-        np.testing.assert_allclose(got[1:], np.log(t[1:]), rtol=1e-10, atol=1e-14)
-    assert got[0] == -np.inf
-    huge = log_original_time(
-        grid, np.array([]), lambda s, ref: np.where(s > 1.2, 1e200, 0.0), rule=rule
-    )
-    assert np.all(np.isinf(huge[-2:])) and np.all(np.isfinite(huge[1:3]))
-    # c = 0 (K = +inf) inside a piece, not at its ends: t is infinite from there on
-    gap = log_original_time(
-        grid, np.array([]), lambda s, ref: np.where(abs(s - 1.15) < 0.05, np.inf, 0.0), rule=rule
-    )
-    assert np.all(gap[-2:] == np.inf) and np.all(np.isfinite(gap[1:3]))
-
-
-def test_compiled_interval_rule_equals_numpy_rule():
-    """The compiled interval rule takes the numpy rule's decisions (accept, narrow, bisect) and
-    gives its values and windows to rounding, on 2,000 intervals of exponents from flat to
-    steep (spreads 1e-3 .. 1e12 over an interval, curved and straight, peaks inside and at the
-    ends), at every level flag, and with NaN / +inf values (c = 0)."""
-    pytest.importorskip("numba")
-    from flows.clocks import _NODES, _interval_rule
-    from flows.compiled._quadrature_kernels import interval_rule
-
-    rng = np.random.default_rng(3)
-    m = 2000
-    lo = rng.uniform(-5.0, 50.0, m)
-    hi = lo + 10.0 ** rng.uniform(-14.0, 1.0, m)
-    x = lo[:, None] + _NODES * (hi - lo)[:, None]
-    slope = 10.0 ** rng.uniform(-3.0, 12.0, m)[:, None] * rng.choice([-1.0, 1.0], (m, 1))
-    curve = rng.uniform(-2.0, 2.0, (m, 1)) * slope
-    peak = rng.uniform(-0.2, 1.2, (m, 1))
-    t = (x - lo[:, None]) / (hi - lo)[:, None]
-    k = 10.0 ** rng.uniform(-1.0, 30.0, (m, 1)) * rng.choice([0.0, 1.0], (m, 1))
-    k = k + slope * t + curve * (t - peak) ** 2
-    k[::97, 3] = np.inf
-    k[::89, 5] = np.nan
-    for last in (False, True):
-        with np.errstate(all="ignore"):
-            want = _interval_rule(lo, hi, k, 1e-9, last)
-        got = interval_rule(lo, hi, k, 1e-9, last)
-        for name, g, w in zip(("value", "done", "narrow", "x_lo", "x_hi"), got, want):
-            np.testing.assert_allclose(g, w, rtol=1e-12, atol=0, err_msg=name)
-        if not last:  # every outcome is exercised: accepted, narrowed, bisected
-            assert np.any(want[1]) and np.any(want[2]) and np.any(~want[1] & ~want[2])
 
 
 @pytest.mark.parametrize("name", sorted(n for n in COMPILED_LOOP if "original" not in n))

@@ -1,208 +1,239 @@
 """The compiled interval rule of the original-time quadrature (numba; extra ``fast``).
 
-:func:`interval_rule` is :func:`flows.clocks._interval_rule` written as a loop over the
-intervals: the same tests, constants and formulas (the node tables of :mod:`flows.clocks` are
-passed in, not copied), one interval at a time instead of one numpy call per quantity over all
-of them. Only the summation order differs, so values agree to rounding; the tests run the
-quadrature's closed-form cases through both rules. :mod:`flows.clocks` drives the levels
-either way (:func:`~flows.clocks.log_exp_integrals` with ``rule=``).
+:func:`interval_rule` is :func:`flows.clocks._interval_rule` written as loops over the intervals
+and their pieces: the same tests, constants and formulas (the tables of :mod:`flows.clocks` are
+passed in, not copied), one piece at a time instead of one numpy call per quantity over all of
+them. Only the summation order differs, so values agree to rounding; the tests run the
+quadrature's closed-form cases through both rules. :mod:`flows.clocks` drives the levels either
+way (:func:`~flows.clocks.log_exp_integrals` with ``rule=``).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from numba import njit
 
 from .. import clocks
 
-#: The node tables and thresholds of :mod:`flows.clocks`, in the order :func:`_rule` takes them.
-_TABLES = (
-    clocks._NODES,
-    clocks._BARYCENTRIC,
-    clocks._FINE,
-    clocks._SUB,
-    np.ascontiguousarray(clocks._INTERP_FINE),
-    np.ascontiguousarray(clocks._TO_CHEBYSHEV),
-    clocks._GL_X,
-    clocks._GL_LOGW,
-    np.ascontiguousarray(clocks._INTERP_GAUSS),
-)
+#: The tables and thresholds of :mod:`flows.clocks`, in the order :func:`_rule` takes them.
+_TABLES = (np.ascontiguousarray(clocks._TO_CHEBYSHEV), clocks._GL_X, clocks._GL_LOGW)
 _LIMITS = np.array(
     [
         clocks.GL_SPREAD,
         clocks.PEAK_DROP,
         clocks.TRUSTED,
-        clocks.WINDOW_STAGES,
+        clocks.ROOT_STEPS,
         clocks.ATOMIC_ULPS,
         clocks.EPS,
+        clocks.DEGREE,
     ]
 )
 
 
-def interval_rule(
-    lo: np.ndarray, hi: np.ndarray, k: np.ndarray, tol: float, last: bool
-) -> tuple[np.ndarray, ...]:
-    """:func:`flows.clocks._interval_rule`, compiled: ``(value, done, narrow, x_lo, x_hi)``."""
+def interval_rule(*level: Any) -> tuple[np.ndarray, ...]:
+    """:func:`flows.clocks._interval_rule`, compiled: the same arguments
+    ``(lo, hi, k, tol, last, which, a, b)`` and results ``(value, done, narrow, w_lo, w_hi)``."""
+    lo, hi, k, tol, last, which, a, b = level
     return _rule(
         np.ascontiguousarray(lo, dtype=float),
         np.ascontiguousarray(hi, dtype=float),
         np.ascontiguousarray(k, dtype=float),
         float(tol),
         bool(last),
+        np.ascontiguousarray(which, dtype=np.int64),
+        np.ascontiguousarray(a, dtype=float),
+        np.ascontiguousarray(b, dtype=float),
         _TABLES,
         _LIMITS,
     )
 
 
 @njit(cache=True, error_model="numpy")
-def _matvec(matrix, v):
-    """``matrix @ v`` (rows of ``matrix``)."""
-    out = np.zeros(matrix.shape[0])
-    for r in range(matrix.shape[0]):
-        for c in range(v.size):
-            out[r] += matrix[r, c] * v[c]
-    return out
+def _chebyshev(coef, x, out, t, b1, b2):
+    """:func:`flows.clocks._chebyshev` for one row at the points ``x``, into ``out`` (the
+    recurrence runs over all points at once, in the separate buffers ``t``, ``b1``, ``b2`` at
+    least as long as ``x``: independent chains, vectorized)."""
+    n = x.size
+    for q in range(n):
+        t[q], b1[q], b2[q] = 2.0 * (2.0 * x[q] - 1.0), 0.0, 0.0
+    for j in range(coef.size - 1, 0, -1):
+        c = coef[j]
+        for q in range(n):
+            v = c + t[q] * b1[q] - b2[q]
+            b2[q] = b1[q]
+            b1[q] = v
+    for q in range(n):
+        out[q] = coef[0] + 0.5 * t[q] * b1[q] - b2[q]
 
 
 @njit(cache=True, error_model="numpy")
-def _interpolation_error(k, to_chebyshev):
-    """:func:`flows.clocks._interpolation_error` for one row."""
-    a = np.abs(_matvec(to_chebyshev, k))
-    last = a[7] + a[8]
-    r = np.sqrt(last / (a[5] + a[6] + 1e-300))
+def _at(coef, x):
+    """The interpolant with coefficients ``coef`` at one point ``x`` (Clenshaw)."""
+    t, b1, b2 = 2.0 * x - 1.0, 0.0, 0.0
+    for j in range(coef.size - 1, 0, -1):
+        b1, b2 = coef[j] + 2.0 * t * b1 - b2, b1
+    return coef[0] + t * b1 - b2
+
+
+@njit(cache=True, error_model="numpy")
+def _bounds(x):
+    """``(min(x), max(x))`` (a loop: numba's ``np.min`` and ``np.max`` cost compile time)."""
+    low, high = x[0], x[0]
+    for v in x:
+        low, high = min(low, v), max(high, v)
+    return low, high
+
+
+@njit(cache=True, error_model="numpy")
+def _interpolation_error(a):
+    """:func:`flows.clocks._interpolation_error` for one row of coefficients."""
+    n = a.size - 1
+    last = abs(a[n - 1]) + abs(a[n])
+    r = min(1.0, np.sqrt(last / (abs(a[n - 3]) + abs(a[n - 2]) + 1e-300)))
     if not r < 0.5:
         return 4.0 * last
-    return 2.0 * max(a[8], r * a[7]) * r / (1.0 - r)
+    return 2.0 * max(abs(a[n]), r * abs(a[n - 1])) * r / (1.0 - r)
 
 
 @njit(cache=True, error_model="numpy")
-def _interpolate(k, x, nodes, barycentric):
-    """:func:`flows.clocks._interpolate` for one row ``k`` at points ``x``."""
-    out = np.empty(x.size)
-    for q in range(x.size):
-        hit = -1
-        num, den = 0.0, 0.0
-        for j in range(nodes.size):
-            d = x[q] - nodes[j]
-            if d == 0.0:
-                hit = j
-                break
-            w = barycentric[j] / d
-            num += w * k[j]
-            den += w
-        out[q] = k[hit] if hit >= 0 else num / den
+def _log_exp_gauss(length, samples, kg, gl_logw):
+    """:func:`flows.clocks._log_exp_gauss` for one row, from ``asinh K`` at the nodes
+    (``samples``; ``K`` into ``kg``)."""
+    for q in range(kg.size):
+        kg[q] = np.sinh(samples[q])
+    top = _bounds(kg)[1]
+    total = 0.0
+    for q in range(kg.size):
+        total += np.exp(kg[q] - top + gl_logw[q])
+    return top + np.log(total) + np.log(length)
+
+
+@njit(cache=True, error_model="numpy")
+def _window_end(coef, out, inside, floor, steps):
+    """:func:`flows.clocks._window_end` for one row."""
+    target = np.arcsinh(floor)
+    close = 1.0 / (1.0 + abs(floor))
+    f_out = _at(coef, out) - target
+    f_in = _at(coef, inside) - target
+    miss = f_out
+    for _ in range(steps):
+        if not miss < -close:
+            break
+        gap = f_in - f_out
+        x = out - f_out * (inside - out) / gap if gap > 0 else out
+        f = _at(coef, x) - target
+        if f <= 0:
+            f_in, f_out, miss, out = 0.5 * f_in, f, f, x
+        else:
+            f_in, f_out, inside = f, 0.5 * f_out, x
     return out
 
 
 @njit(cache=True, error_model="numpy")
-def _log_exp_gauss(length, kg, gl_logw):
-    """:func:`flows.clocks._log_exp_gauss` for one row."""
-    top = np.max(kg)
-    return top + np.log(np.sum(np.exp(kg - top + gl_logw))) + np.log(length)
-
-
-@njit(cache=True, error_model="numpy")
-def _log_exp_chords(h, k):
-    """:func:`flows.clocks._log_exp_chords` for one row."""
-    pieces = np.empty(k.size - 1)
-    for q in range(k.size - 1):
-        dk = abs(k[q + 1] - k[q])
-        if dk < 1e-12:
-            pieces[q] = 0.5 * (k[q + 1] + k[q])
-        else:
-            pieces[q] = max(k[q + 1], k[q]) + np.log(-np.expm1(-dk)) - np.log(dk)
-    best = np.max(pieces)
-    return best + np.log(np.sum(np.exp(pieces - best))) + np.log(h)
-
-
-@njit(cache=True, error_model="numpy")
-def _first_at_or_above(values, floor):
-    """Index of the first value ``>= floor`` (0 if none, as ``np.argmax`` of all-False)."""
-    for q in range(values.size):
-        if values[q] >= floor:
-            return q
-    return 0
-
-
-@njit(cache=True, error_model="numpy")
-def _last_at_or_above(values, floor):
-    """Index of the last value ``>= floor`` (the last index if none)."""
-    for q in range(values.size - 1, -1, -1):
-        if values[q] >= floor:
-            return q
-    return values.size - 1
-
-
-@njit(cache=True, error_model="numpy")
-def _peak_window(k, fine, floor, tables, stages):
+def _peak_window(coef, x, samples, floor, steps):
     """:func:`flows.clocks._peak_window` for one row: ``(x_lo, x_hi)``."""
-    nodes, barycentric, fine_x, sub = tables[0], tables[1], tables[2], tables[3]
-    n, m = fine_x.size, sub.size
-    first = _first_at_or_above(fine, floor)
-    last = _last_at_or_above(fine, floor)
-    x_lo, x_hi = fine_x[max(first - 1, 0)], fine_x[min(last + 1, n - 1)]
-    low, high = first > 0, last < n - 1
-    cell = fine_x[1]
-    for _ in range(stages):
-        if low:
-            points = x_lo + cell * sub
-            i = _first_at_or_above(_interpolate(k, points, nodes, barycentric), floor) - 1
-            x_lo = points[max(i, 0)]
-        if high:
-            points = (x_hi - cell) + cell * sub
-            i = _last_at_or_above(_interpolate(k, points, nodes, barycentric), floor) + 1
-            x_hi = points[min(i, m - 1)]
-        cell *= sub[1]
+    target = np.arcsinh(floor)
+    n = x.size
+    first, last = 0, n - 1
+    while first < n - 1 and samples[first] < target:
+        first += 1
+    while last > 0 and samples[last] < target:
+        last -= 1
+    x_lo, x_hi = x[0], x[n - 1]
+    if first > 0:
+        x_lo = _window_end(coef, x[first - 1], x[first], floor, steps)
+    if last < n - 1:
+        x_hi = _window_end(coef, x[last + 1], x[last], floor, steps)
     return x_lo, x_hi
 
 
 @njit(cache=True, error_model="numpy")
-def _rule(lo, hi, k, tol, last, tables, limits):
+def _intervals(lo, hi, k, to_chebyshev, eps):
+    """Per interval: Chebyshev coefficients of ``asinh K``, their error estimate, the float
+    resolution of ``asinh K`` (``floor``), the float spacing of its times, and whether ``K`` is
+    not finite at a node (1: somewhere ``+inf``, 2: NaN only)."""
+    count, n = k.shape
+    coef = np.zeros((count, n))
+    error, floor, spacing = np.empty(count), np.empty(count), np.empty(count)
+    broken = np.zeros(count, dtype=np.int64)
+    values = np.empty(n)
+    for i in range(count):
+        for j in range(n):
+            values[j] = np.arcsinh(k[i, j])
+            if not np.isfinite(k[i, j]):
+                broken[i] = 1 if k[i, j] == np.inf or broken[i] == 1 else 2
+        for r in range(n):
+            for j in range(n):
+                coef[i, r] += to_chebyshev[r, j] * values[j]
+        error[i] = _interpolation_error(coef[i])
+        reach = max(abs(lo[i]), abs(hi[i]))
+        spacing[i] = np.nextafter(reach, np.inf) - reach
+        low, high = _bounds(values)
+        floor[i] = 100.0 * eps * (high - low) * reach / (hi[i] - lo[i])
+    return coef, error, floor, spacing, broken
+
+
+@njit(cache=True, error_model="numpy")
+def _rule(lo, hi, k, tol, last, which, a, b, tables, limits):
     """The loop behind :func:`interval_rule` (see :func:`flows.clocks._interval_rule`)."""
-    nodes, barycentric, fine_x = tables[0], tables[1], tables[2]
-    interp_fine, to_chebyshev, gl_x, gl_logw, interp_gauss = (
-        tables[4], tables[5], tables[6], tables[7], tables[8],
+    to_chebyshev, gl_x, gl_logw = tables
+    gl_spread, peak_drop, trusted, steps, atomic_ulps, eps, degree = (
+        limits[0], limits[1], limits[2], int(limits[3]), limits[4], limits[5], limits[6],
     )  # fmt: skip
-    gl_spread, peak_drop, trusted, stages, atomic_ulps, eps = (
-        limits[0], limits[1], limits[2], int(limits[3]), limits[4], limits[5],
-    )  # fmt: skip
-    count = lo.size
+    coef, error, floor, spacing, broken = _intervals(lo, hi, k, to_chebyshev, eps)
+    count, m = a.size, gl_x.size
     value = np.full(count, np.nan)
     done = np.zeros(count, dtype=np.bool_)
     narrow = np.zeros(count, dtype=np.bool_)
-    x_lo = np.zeros(count)
-    x_hi = np.ones(count)
-    for i in range(count):
-        row = k[i]
-        if not np.all(np.isfinite(row)):  # c = 0 somewhere (K = +inf): t is infinite; else NaN
-            value[i] = np.inf if np.any(row == np.inf) else np.nan
-            done[i] = True
+    w_lo, w_hi = a.copy(), b.copy()
+    x, samples, kg = np.empty(m + 2), np.empty(m + 2), np.empty(m)
+    t, b1, b2 = np.empty(m + 2), np.empty(m + 2), np.empty(m + 2)
+    for p in range(count):
+        i = which[p]
+        c, length = coef[i], hi[i] - lo[i]
+        atomic = last or length <= atomic_ulps * spacing[i]
+        whole = a[p] == lo[i] and b[p] == hi[i]
+        if broken[i] > 0:  # c = 0 somewhere (K = +inf): t is infinite; else NaN
+            value[p] = np.inf if broken[i] == 1 else np.nan
+            done[p] = whole or atomic
             continue
-        length = hi[i] - lo[i]
-        error = _interpolation_error(row, to_chebyshev)
-        fine = _matvec(interp_fine, row)
-        top = np.max(fine)
-        spread = top - np.min(fine)
+        x_a, x_b = (a[p] - lo[i]) / length, (b[p] - hi[i]) / length + 1.0
+        x[0], x[m + 1] = x_a, x_b
+        for q in range(m):
+            x[q + 1] = x_a + (x_b - x_a) * gl_x[q]
+        _chebyshev(c, x, samples, t, b1, b2)
+        low, high = _bounds(samples)
+        top = np.sinh(high)
+        spread = top - np.sinh(low)
         scale = max(1.0, abs(top))
-        reach = max(abs(lo[i]), abs(hi[i]))
-        floor = 100.0 * eps * spread * reach / length
-        atomic = length <= atomic_ulps * (np.nextafter(reach, np.inf) - reach)
+        grow = (1.0 + abs(top)) * np.expm1(error[i])
+        resolution = floor[i] * (1.0 + abs(top))
+        span = b[p] - a[p]
         gauss = spread <= gl_spread
-        flat = not gauss and (10.0 + np.log1p(spread) <= tol * scale or atomic or last)
+        bracket = max(0.0, 1.0 + np.log(degree**2 * (high - low) * (1.0 + abs(top))))
+        flat = not gauss and (bracket <= tol * scale or atomic)
         if gauss:
-            value[i] = _log_exp_gauss(length, _matvec(interp_gauss, row), gl_logw)
+            value[p] = _log_exp_gauss(span, samples[1 : m + 1], kg, gl_logw)
         elif flat:
-            value[i] = _log_exp_chords(length * fine_x[1], fine)
-        steep = not gauss and not flat and error <= max(trusted, tol * scale) + floor
+            value[p] = top + np.log(span) - min(bracket, np.log1p(spread))
+        steep = not gauss and not flat and grow <= max(trusted, tol * scale) + resolution
         windowed = False
+        lo_x, hi_x = x_a, x_b
         if steep:
-            a, b = _peak_window(row, fine, top - peak_drop - 2.0 * error, tables, stages)
-            kg = _interpolate(row, a + (b - a) * gl_x, nodes, barycentric)
-            if max(top, np.max(kg)) - np.min(kg) <= gl_spread:
+            lo_x, hi_x = _peak_window(c, x, samples, top - peak_drop - 2.0 * grow, steps)
+            for q in range(m):
+                kg[q] = lo_x + (hi_x - lo_x) * gl_x[q]
+            _chebyshev(c, kg, kg, t, b1, b2)
+            inside_low, inside_high = _bounds(kg)
+            if max(top, np.sinh(inside_high)) - np.sinh(inside_low) <= gl_spread:
                 windowed = True
-                value[i] = _log_exp_gauss(length * (b - a), kg, gl_logw)
-            x_lo[i], x_hi[i] = a, b
-        accurate = error <= tol * max(1.0, abs(value[i])) + floor
-        done[i] = ((gauss or flat or windowed) and accurate) or atomic or last
-        narrow[i] = steep and not done[i] and x_hi[i] - x_lo[i] <= 0.5
-    return value, done, narrow, x_lo, x_hi
+                value[p] = _log_exp_gauss((hi_x - lo_x) * length, kg, kg, gl_logw)
+        accurate = grow <= tol * max(1.0, abs(value[p])) + resolution
+        done[p] = ((gauss or flat or windowed) and accurate) or atomic
+        narrow[p] = steep and not done[p] and hi_x - lo_x <= 0.5 * (x_b - x_a)
+        least = atomic_ulps * spacing[i]  # a window at least this long
+        w_lo[p] = max(a[p], min(lo[i] + lo_x * length, lo[i] + hi_x * length - least))
+        w_hi[p] = min(b[p], max(lo[i] + hi_x * length, w_lo[p] + least))
+    return value, done, narrow, w_lo, w_hi

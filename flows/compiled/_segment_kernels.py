@@ -388,11 +388,13 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
 
 
 @njit(cache=True, error_model="numpy")
-def exponents(s, step, t_old, h, F, y_old, problem):
-    """``K = -log c`` at the perturbed point of the dense output at times ``s`` (in steps
-    ``step``): ``Dop853DenseOutput``'s polynomial as :func:`flows.integrator.segments._dop853_values`, then
-    the float path of ``log c`` (:meth:`flows.fused.FusedField.log_c`); NaN where that path
-    does not hold (the caller takes the numpy path there)."""
+def exponents(s, t_old, h, F, y_old, problem):
+    """``K = -log c`` at the perturbed point of the dense output at times ``s`` (each in the
+    step that covers it, the later one at a shared boundary, as
+    :meth:`flows.integrator.segments.Segment.step_of`): ``Dop853DenseOutput``'s polynomial as
+    :func:`flows.integrator.segments._dop853_values`, then the float path of ``log c``
+    (:meth:`flows.fused.FusedField.log_c`); NaN where that path does not hold (the caller
+    takes the numpy path there)."""
     shape, depth, features, loss_id, limit = (
         problem[0],
         problem[4],
@@ -405,7 +407,13 @@ def exponents(s, step, t_old, h, F, y_old, problem):
     y = np.empty(n)
     work = kernels.workspace(shape, features.shape[0])
     for q in range(s.size):
-        k = step[q]
+        k, last = 0, t_old.size - 1  # the last step starting at or before s[q] (or the first)
+        while k < last:
+            middle = (k + last + 1) // 2
+            if t_old[middle] <= s[q]:
+                k = middle
+            else:
+                last = middle - 1
         x = (s[q] - t_old[k]) / h[k]
         y[:] = 0.0
         for i in range(POWER):

@@ -141,7 +141,7 @@ def exponent(field, segment: Segment, s: np.ndarray) -> np.ndarray | None:
     s = np.ascontiguousarray(s, dtype=float)
     t_old, h, F, y_old = stack
     problem = _problem_tuple(field, segment.mode)
-    return loop.exponents(s, segment.step_of(s), t_old, h, F, y_old, problem)
+    return loop.exponents(s, t_old, h, F, y_old, problem)
 
 
 def advance(

@@ -33,7 +33,8 @@ def assemble(
         log_t = np.full(grid.shape, np.nan)
     else:
         rule = None if run.backend.interval_rule is None else run.backend.interval_rule()
-        log_t = log_original_time(grid, run.path.breakpoints(), exponent(run), rule=rule)
+        steps = [seg.ts for seg in run.path.segments]
+        log_t = log_original_time(grid, steps, exponent(run), rule=rule)
     fused = FusedField(problem)
     beta = fused.product_of_layers(theta.sign, theta.log_abs)
     with np.errstate(over="ignore"):
@@ -82,6 +83,8 @@ def exponent(run: Run):
     (compiled where :func:`flows.compiled.segment.exponent` applies, the numpy field elsewhere)."""
 
     def K(s: np.ndarray, ref: np.ndarray) -> np.ndarray:
+        if len(run.path.segments) == 1:
+            return segment_exponent(run, run.path.segments[0], s)
         which = run.path.segment_of(ref)
         out = np.empty(len(s))
         for i in np.unique(which):
