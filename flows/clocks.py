@@ -174,7 +174,8 @@ def _interval_rule(
     """One level of :func:`log_exp_integrals`: intervals ``[lo, hi]`` with ``K`` at the nodes
     (rows of ``k``) and pieces ``[a, b]`` of them (``which``: the interval of each piece);
     per piece ``log int exp(K)``, whether it is accepted, and for the others whether to
-    narrow them to a window ``[w_lo, w_hi]`` (times) or to refine them.
+    narrow them to a window ``[w_lo, w_hi]`` (times; the piece itself where not narrowed) or
+    to refine them.
 
     ``A = asinh K`` is interpolated (degree :data:`DEGREE`): an error ``e`` of ``A`` moves
     ``K`` by at most ``(1 + |K|) expm1(e)``, relative for large ``K`` as the tolerance is. On a
@@ -245,7 +246,7 @@ def _interval_rule(
     least = ATOMIC_ULPS * np.spacing(reach[which])  # a window at least this long
     w_lo = np.maximum(a, np.minimum(start + w_lo * width, start + w_hi * width - least))
     w_hi = np.minimum(b, np.maximum(start + w_hi * width, w_lo + least))
-    return value, done, narrow, w_lo, w_hi
+    return value, done, narrow, np.where(narrow, w_lo, a), np.where(narrow, w_hi, b)
 
 
 def _first_level(a: np.ndarray, b: np.ndarray, steps: list[np.ndarray] | None):

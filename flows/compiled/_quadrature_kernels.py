@@ -151,9 +151,9 @@ def _peak_window(coef, x, samples, floor, steps):
 
 @njit(cache=True, error_model="numpy")
 def _intervals(lo, hi, k, to_chebyshev, eps):
-    """Per interval: Chebyshev coefficients of ``asinh K``, their error estimate, the float
-    resolution of ``asinh K`` (``floor``), the float spacing of its times, and whether ``K`` is
-    not finite at a node (1: somewhere ``+inf``, 2: NaN only)."""
+    """Per interval: Chebyshev coefficients of ``asinh K``, ``expm1`` of their error estimate,
+    the float resolution of ``asinh K`` (``floor``), the float spacing of its times, and
+    whether ``K`` is not finite at a node (1: somewhere ``+inf``, 2: NaN only)."""
     count, n = k.shape
     coef = np.zeros((count, n))
     error, floor, spacing = np.empty(count), np.empty(count), np.empty(count)
@@ -167,7 +167,7 @@ def _intervals(lo, hi, k, to_chebyshev, eps):
         for r in range(n):
             for j in range(n):
                 coef[i, r] += to_chebyshev[r, j] * values[j]
-        error[i] = _interpolation_error(coef[i])
+        error[i] = np.expm1(_interpolation_error(coef[i]))
         reach = max(abs(lo[i]), abs(hi[i]))
         spacing[i] = np.nextafter(reach, np.inf) - reach
         low, high = _bounds(values)
@@ -208,16 +208,18 @@ def _rule(lo, hi, k, tol, last, which, a, b, tables, limits):
         top = np.sinh(high)
         spread = top - np.sinh(low)
         scale = max(1.0, abs(top))
-        grow = (1.0 + abs(top)) * np.expm1(error[i])
+        grow = (1.0 + abs(top)) * error[i]
         resolution = floor[i] * (1.0 + abs(top))
         span = b[p] - a[p]
         gauss = spread <= gl_spread
-        bracket = max(0.0, 1.0 + np.log(degree**2 * (high - low) * (1.0 + abs(top))))
-        flat = not gauss and (bracket <= tol * scale or atomic)
+        flat = False
         if gauss:
             value[p] = _log_exp_gauss(span, samples[1 : m + 1], kg, gl_logw)
-        elif flat:
-            value[p] = top + np.log(span) - min(bracket, np.log1p(spread))
+        else:
+            bracket = max(0.0, 1.0 + np.log(degree**2 * (high - low) * (1.0 + abs(top))))
+            flat = bracket <= tol * scale or atomic
+            if flat:
+                value[p] = top + np.log(span) - min(bracket, np.log1p(spread))
         steep = not gauss and not flat and grow <= max(trusted, tol * scale) + resolution
         windowed = False
         lo_x, hi_x = x_a, x_b
@@ -233,7 +235,8 @@ def _rule(lo, hi, k, tol, last, which, a, b, tables, limits):
         accurate = grow <= tol * max(1.0, abs(value[p])) + resolution
         done[p] = ((gauss or flat or windowed) and accurate) or atomic
         narrow[p] = steep and not done[p] and hi_x - lo_x <= 0.5 * (x_b - x_a)
-        least = atomic_ulps * spacing[i]  # a window at least this long
-        w_lo[p] = max(a[p], min(lo[i] + lo_x * length, lo[i] + hi_x * length - least))
-        w_hi[p] = min(b[p], max(lo[i] + hi_x * length, w_lo[p] + least))
+        if narrow[p]:
+            least = atomic_ulps * spacing[i]  # a window at least this long
+            w_lo[p] = max(a[p], min(lo[i] + lo_x * length, lo[i] + hi_x * length - least))
+            w_hi[p] = min(b[p], max(lo[i] + hi_x * length, w_lo[p] + least))
     return value, done, narrow, w_lo, w_hi

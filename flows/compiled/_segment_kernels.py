@@ -405,6 +405,7 @@ def exponents(s, t_old, h, F, y_old, problem):
     out = np.empty(s.size)
     n = y_old.shape[1]
     y = np.empty(n)
+    z = y[:-1].reshape(shape)  # a view: the chart coordinates of the state y
     work = kernels.workspace(shape, features.shape[0])
     for q in range(s.size):
         k, last = 0, t_old.size - 1  # the last step starting at or before s[q] (or the first)
@@ -422,7 +423,6 @@ def exponents(s, t_old, h, F, y_old, problem):
                 y[c] *= x if i % 2 == 0 else 1 - x
         for c in range(n):
             y[c] += y_old[k, c]
-        z = y[:-1].reshape(shape)
         if perturbed_into(z, problem, work) and kernels.in_float_range(
             work[8], depth, False, limit
         ):
