@@ -205,10 +205,6 @@ class Path:
         """Last time covered (0 before the first segment)."""
         return self.segments[-1].end if self.segments else 0.0
 
-    def breakpoints(self) -> np.ndarray:
-        """Every step boundary of every segment (where the dense output changes polynomial)."""
-        return np.unique(np.concatenate([seg.ts for seg in self.segments]))
-
     def segment_of(self, s: np.ndarray) -> np.ndarray:
         """Index of the segment covering each time (the earlier one at a shared boundary)."""
         ends = np.array([seg.end for seg in self.segments])
