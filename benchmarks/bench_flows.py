@@ -879,6 +879,11 @@ def part_numba(report: Report) -> None:
     report.add()
 
 
+#: The numpy backend's target: within this factor of the numpy floor (the problem written by
+#: hand for itself in the same scipy DOP853).
+NUMPY_FLOOR_TARGET = 1.5
+
+
 def verdict(met: bool) -> str:
     return "MET" if met else "NOT MET"
 
@@ -896,8 +901,8 @@ def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list
         [
             '1. time(RK45 <= 1e-6) / time(simulate default, backend="numpy")',
             f"{r_np:.2f}x",
-            ">= 10x",
-            verdict(r_np >= 10),
+            "-",
+            "-",
         ],
         [
             f"1. time(RK45 <= 1e-6) / time(cheapest simulate <= 1e-6 with log t, {DEFAULT_BACKEND})",
@@ -938,8 +943,8 @@ def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list
         [
             '1. time(simulate default, backend="numpy") / time(numpy floor, rtol 1e-10, no log t)',
             f"{single['numpy_over_numpy_floor']:.2f}x",
-            "-",
-            "-",
+            f"<= {NUMPY_FLOOR_TARGET}x",
+            verdict(single["numpy_over_numpy_floor"] <= NUMPY_FLOOR_TARGET),
         ],
         [
             "1. time(numpy backend) / time(default backend), default call",
@@ -969,8 +974,18 @@ def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list
             for key, name in (
                 ("l2-sam", f"l2-SAM rho 0.1, {DEFAULT_BACKEND}"),
                 ("gd", f"GD, {DEFAULT_BACKEND}"),
-                ("l2-sam numpy", "l2-SAM rho 0.1, numpy"),
-                ("gd numpy", "GD, numpy"),
+            )
+        ],
+        *[
+            [
+                f"2. {name}, numpy: time(simulate <= 1e-6) / time(numpy floor <= 1e-6)",
+                f"{multi[floor] / multi[key]:.2f}x",
+                f"<= {NUMPY_FLOOR_TARGET}x",
+                verdict(multi[floor] / multi[key] <= NUMPY_FLOOR_TARGET),
+            ]
+            for key, floor, name in (
+                ("l2-sam numpy", "l2-sam floor", "l2-SAM rho 0.1"),
+                ("gd numpy", "gd floor", "GD"),
             )
         ],
         *[
