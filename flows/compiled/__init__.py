@@ -5,6 +5,7 @@
 :mod:`~flows.compiled.segment`             the DOP853 segment loop (:mod:`flows.integrator.solver`)
 :mod:`~flows.compiled.sliding`             l_inf-SAM's sliding combination (:mod:`flows.integrator.filippov`)
 :mod:`~flows.compiled.quadrature`          the original-time interval rule (:mod:`flows.clocks`)
+:mod:`~flows.compiled.warm`                compiles the kernels ahead (``python -m flows.compiled.warm``)
 =========================================  ==================================================
 
 The modules ``_*_kernels`` hold the numba functions themselves; importing them compiles (or
