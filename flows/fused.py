@@ -19,6 +19,8 @@ tests compare them.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .algorithms import GradientSummary, hyperparameters_at, is_scheduled
@@ -47,6 +49,7 @@ class FusedField:
         self.features = np.ascontiguousarray(problem.data.signed_features)  # (n, d)
         self.n = problem.data.n
         self.multiplicity = np.asarray(problem.multiplicity)
+        self.layer_weights = self.multiplicity[:, None].astype(float)  # (G, 1), for norms
         self.groups = len(self.multiplicity)
         self.depth = int(self.multiplicity.sum())
         if self.groups > 1 and np.any(self.multiplicity != 1):
@@ -269,7 +272,7 @@ class FusedField:
         if self.groups == 1:
             m = self.depth
             beta = theta[..., 0, :] ** m
-            loo = theta ** (m - 1)
+            loo = theta if m == 2 else theta ** (m - 1)
         else:
             beta = np.prod(theta, axis=-2)
             loo = theta[..., ::-1, :] if self.groups == 2 else _exclusive(theta, np.multiply, 1.0)
@@ -330,33 +333,70 @@ class FusedField:
     def _float_rhs(
         self, z: np.ndarray, held: np.ndarray, pattern_signs: np.ndarray | None, time: float = 0.0
     ) -> np.ndarray | None:
-        """:meth:`chart_rhs` in plain float64 arithmetic, or None outside its range.
+        """:meth:`chart_rhs` in plain float64 arithmetic at one point, or None outside its range.
 
         The same formulas as the signed-log path: ``eps`` from the algorithm table on the
         gradient summary, ``theta' = theta + eps``, ``F = G(theta') prod_{k != l} theta'``,
-        then the chart velocity; correctly rounded float operations on numbers far from
-        overflow and underflow lose nothing against the signed-log form.
+        then the chart velocity ``dz/ds = (dtau/ds) F / w`` (log chart) or
+        ``(dtau/ds) F / (delta cosh z)`` (asinh chart); correctly rounded float operations on
+        numbers far from overflow and underflow lose nothing against the signed-log form. The
+        range checks of :meth:`_float_rows` are made on Python floats, once per point.
         """
-        problem = self.problem
-        theta = problem.chart.state(z)
-        small_matter = isinstance(problem.chart, LogChart)
-        if not self._float_rows(theta.log_abs, small_matter):
+        problem, chart = self.problem, self.problem.chart
+        small_matter = isinstance(chart, LogChart)
+        sign, log_abs = (chart.sign, z) if isinstance(chart, LogChart) else chart.state(z)
+        bottom = np.minimum.reduce(log_abs, axis=None) if small_matter else 0.0
+        if not self._point_in_range(np.maximum.reduce(log_abs, axis=None), bottom, small_matter):
             return None
-        w = theta.sign * np.exp(theta.log_abs)
-        point = self._float_perturbed(w, pattern_signs, time, small_matter)
+        w = sign * np.exp(log_abs)
+        point = self._point_perturbed(w, pattern_signs, time, small_matter)
         if point is None:
             return None
         direction, log_c, loo = self._float_evaluate(point)
         speed = float(np.exp(problem.clock.log_speed(float(log_c))))
-        field = speed * direction * loo
-        if isinstance(problem.chart, LogChart):
-            dz = field / w
+        field = speed * direction[None] * loo
+        dz = field / w if isinstance(chart, LogChart) else field / (chart.delta * np.cosh(z))
+        dz[held] = 0.0
+        out = np.empty(dz.size + 1)
+        out[:-1] = dz.ravel()
+        out[-1] = speed
+        return out
+
+    def _point_perturbed(
+        self, w: np.ndarray, pattern_signs: np.ndarray | None, time: float, small_matter: bool
+    ) -> np.ndarray | None:
+        """:meth:`_float_perturbed` at one point ``w`` (G, d): ``theta' = w + eps(w)`` with
+        ``||grad L|| = c ||G prod_{k != l} w^(k)||``, or None on a zero gradient or outside
+        the float range."""
+        problem = self.problem
+        if not problem.algorithm.perturbs:
+            return w
+        direction, log_c, loo = self._float_evaluate(w)
+        g = direction[None] * loo  # -grad L / c
+        norm = math.sqrt(np.add.reduce(self.layer_weights * g * g, axis=None))
+        if not norm > 0:
+            return None
+        if pattern_signs is None:  # sign * (|g| / norm) with sign = -sign(g)
+            sign, unit = -np.sign(g), g / -norm
         else:
-            dz = field / (problem.chart.delta * np.cosh(z))
-        return np.append(np.where(held, 0.0, dz).ravel(), speed)
+            sign, unit = pattern_signs, pattern_signs * (np.abs(g) / norm)
+        grad = GradientSummary(unit, sign, float(np.log(norm) + log_c), self.multiplicity)
+        point = w + problem.algorithm.perturb(grad, self.hyperparameters(float(time)))
+        size = np.abs(point)
+        bottom = _log(np.minimum.reduce(size, axis=None)) if small_matter else 0.0
+        top = _log(np.maximum.reduce(size, axis=None))
+        return point if self._point_in_range(top, bottom, small_matter) else None
+
+    def _point_in_range(self, top: float, bottom: float, small_matter: bool) -> bool:
+        """:meth:`_float_rows` of one point from its largest and smallest ``log|w|`` (False
+        for NaN)."""
+        top *= self.depth
+        return -FLOAT_RANGE < top < FLOAT_RANGE and (
+            not small_matter or self.depth * bottom > -4.0 * FLOAT_RANGE
+        )
 
 
-#: See :meth:`FusedField._in_float_range` (float64 spans about ``exp(+-708)``).
+#: See :meth:`FusedField._float_rows` (float64 spans about ``exp(+-708)``).
 FLOAT_RANGE = 150.0
 
 
@@ -373,3 +413,8 @@ def _exclusive(a: np.ndarray, op: np.ufunc, neutral: float) -> np.ndarray:
     prefix[..., 1:, :] = op.accumulate(a[..., :-1, :], axis=-2)
     suffix[..., :-1, :] = op.accumulate(a[..., :0:-1, :], axis=-2)[..., ::-1, :]
     return op(prefix, suffix)
+
+
+def _log(x: float) -> float:
+    """``log x`` of a float ``x >= 0`` (-inf at 0, NaN for NaN)."""
+    return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
