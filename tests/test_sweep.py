@@ -405,6 +405,19 @@ def test_cli_list_and_bad_name():
     assert procs[1].returncode == 2 and err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_cli_list_names_only_the_figures_asked_for(capsys):
+    """``--list NAME`` lists that figure alone; an unknown name is one ``error:`` line and status
+    2, as for a sweep of it."""
+    name = next(iter(FIGURES))
+    assert main(["--list", name]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(name) and all(other not in out for other in list(FIGURES)[1:])
+    assert main(["--list", name, "no_such_figure"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("error: unknown figure(s) no_such_figure")
+
+
 def test_default_paths_are_relative_to_the_current_directory(fake_table, tmp_path, monkeypatch):
     """Defaults ``figures/`` and ``.cache/sweep/`` are taken in the current directory."""
     assert DEFAULT_OUT == Path("figures") and DEFAULT_CACHE == Path(".cache/sweep")

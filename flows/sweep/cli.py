@@ -60,9 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser().parse_args(argv)
     if args.list:
-        for name, fig in FIGURES.items():
-            print(f"{name:24s} {fig.title}\n{'':24s} {fig.caption}")
-        return 0
+        return list_figures(args.names, FIGURES)
     problem = argument_problem(args, FIGURES)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
@@ -127,7 +125,9 @@ def parser() -> argparse.ArgumentParser:
     """The argument parser."""
     p = OneLineParser(prog="python -m flows.sweep", description="Regenerate the paper's figures.")
     p.add_argument("names", nargs="*", help="figures to make (default: all; see --list)")
-    p.add_argument("--list", action="store_true", help="list the figures and exit")
+    p.add_argument(
+        "--list", action="store_true", help="list the figures (or the named ones) and exit"
+    )
     p.add_argument(
         "--out",
         default=str(DEFAULT_OUT),
@@ -168,6 +168,19 @@ def parser() -> argparse.ArgumentParser:
         help="also one line per run (abbreviated to the terminal's width)",
     )
     return p
+
+
+def list_figures(names: list[str], figures: dict) -> int:
+    """Print the name, title and caption of the figures ``names`` (all when empty); status 2
+    with one ``error:`` line if a name is not a figure."""
+    unknown = [n for n in names if n not in figures]
+    if unknown:
+        print(f"error: unknown figure(s) {', '.join(unknown)}; see --list", file=sys.stderr)
+        return 2
+    for name in dict.fromkeys(names or figures):
+        fig = figures[name]
+        print(f"{name:24s} {fig.title}\n{'':24s} {fig.caption}")
+    return 0
 
 
 def argument_problem(args: argparse.Namespace, figures: dict) -> str | None:
