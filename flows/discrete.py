@@ -94,6 +94,7 @@ def iterate(
     for name, value in (("steps", steps), ("record_every", record_every)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    _check_budget(int(steps), int(record_every), init.groups.size)
     problem = Problem(
         data, get_algorithm(algorithm), hp, the_loss, init.multiplicity, CLOCKS["original"]
     )
@@ -113,6 +114,27 @@ def iterate(
         eta=float(eta),
         cause=cause,
     )
+
+
+#: Caps of one ``iterate`` call: the steps (at ~10-100 us each, 1e8 steps are hours) and the
+#: floats its recorded iterates hold (2**28 floats = 2 GiB).
+MAX_STEPS = 10**8
+MAX_RECORDED_FLOATS = 2**28
+
+
+def _check_budget(steps: int, record_every: int, size: int) -> None:
+    """``ValueError`` naming ``steps`` (or ``record_every``) when the run exceeds
+    :data:`MAX_STEPS`, or when its recorded iterates (``steps // record_every + 2`` of ``size``
+    parameters each, plus ``beta``) would exceed :data:`MAX_RECORDED_FLOATS`."""
+    if steps > MAX_STEPS:
+        raise ValueError(f"steps must be at most {MAX_STEPS:.0e} (one iterate call), got {steps}")
+    recorded = (steps // record_every + 2) * 2 * size
+    if recorded > MAX_RECORDED_FLOATS:
+        raise ValueError(
+            f"steps={steps} with record_every={record_every} would record "
+            f"{recorded * 8 / 2**30:.1f} GiB of iterates (at most {MAX_RECORDED_FLOATS * 8 / 2**30:.0f}"
+            " GiB): raise record_every"
+        )
 
 
 def _check_eta(eta) -> float:

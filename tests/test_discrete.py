@@ -248,3 +248,19 @@ def test_iterate_overflow_mid_run_keeps_the_last_finite_iterate():
     np.testing.assert_array_equal(run.steps, [0, 2])
     assert np.all(np.isfinite(run.theta)) and np.all(np.isfinite(run.beta))
     np.testing.assert_allclose(run.beta[-1], [-973.006913802344], rtol=1e-12)
+
+
+def test_iterate_caps_the_steps_and_the_recorded_memory():
+    """A run beyond the step cap, or whose recorded iterates would not fit the memory cap, is a
+    ValueError naming the parameter before any step; within the caps it runs."""
+    from flows.discrete import MAX_RECORDED_FLOATS, MAX_STEPS
+
+    data = single_example([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"steps must be at most"):
+        iterate(data, "gd", 2, 0.5, eta=0.1, steps=10**12)
+    steps = MAX_STEPS  # allowed as a count, but recording every step: 3 * 2 * 2 * 1e8 floats
+    assert (steps + 2) * 2 * 6 > MAX_RECORDED_FLOATS
+    with pytest.raises(ValueError, match=r"record_every"):
+        iterate(data, "gd", 2, 0.5, eta=0.1, steps=steps)
+    run = iterate(data, "gd", 2, 0.5, eta=0.1, steps=50, record_every=10)
+    assert run.steps.tolist() == [0, 10, 20, 30, 40, 50]
