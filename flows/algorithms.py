@@ -9,12 +9,13 @@ field implementations (:mod:`flows.field`, :mod:`flows.fused`) build the summary
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
+
+from .schedules import real_values, schedule_value
 
 
 class GradientSummary(NamedTuple):
@@ -237,23 +238,13 @@ def is_scheduled(hp: Mapping[str, object]) -> bool:
     return any(callable(v) for v in hp.values())
 
 
-def _scheduled_value(key: str, schedule: Callable, time: float) -> float:
-    """``schedule(time)`` as a float, checked finite and >= 0."""
-    value = float(schedule(time))
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(
-            f"the schedule of {key} must return finite numbers >= 0, got {value} at time {time}"
-        )
-    return value
-
-
 def hyperparameters_at(hp: Mapping[str, object], time) -> dict:
     """The values at clock time ``time`` (a float, or an array for a batch of points, shaped
     to broadcast against the parameters, e.g. (B, 1, 1)). A schedule must return finite
     numbers >= 0 (``ValueError`` naming the hyper-parameter otherwise)."""
     if isinstance(time, (int, float)):
         return {
-            key: _scheduled_value(key, value, float(time)) if callable(value) else value
+            key: schedule_value(key, value, float(time)) if callable(value) else value
             for key, value in hp.items()
         }
     out = {}
@@ -263,11 +254,12 @@ def hyperparameters_at(hp: Mapping[str, object], time) -> dict:
             continue
         t = np.asarray(time, dtype=float)
         try:
-            v = np.asarray(value(t), dtype=float)
-            if v.shape != t.shape:
-                raise ValueError
-        except (TypeError, ValueError):  # a scalar-only callable: one call per time
-            v = np.array([float(value(x)) for x in t.ravel()]).reshape(t.shape)
+            v = real_values(value(t))
+        except Exception:  # a scalar-only callable (or a failing one): one call per time
+            v = None
+        if v is None or v.shape != t.shape:
+            v = np.array([schedule_value(key, value, float(x)) for x in t.ravel()])
+            v = v.reshape(t.shape)
         if not (np.all(np.isfinite(v)) and np.all(v >= 0)):
             raise ValueError(
                 f"the schedule of {key} must return finite numbers >= 0, got {v} at time {t}"

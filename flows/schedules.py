@@ -169,8 +169,11 @@ def parse(text: str, name: str = "value") -> float | Schedule:
     kind, _, args = text.partition(":")
     if kind not in SCHEDULES:
         raise ValueError(f"{name}: unknown schedule {kind!r}; one of {sorted(SCHEDULES)}")
+    parts = args.split(",")
+    if any(not part.strip() for part in parts):
+        raise ValueError(f"{name}: an empty argument in schedule {text!r}")
     try:
-        return Schedule(kind, _checked(kind, tuple(a for a in args.split(",") if a.strip())))
+        return Schedule(kind, _checked(kind, tuple(parts)))
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
 
@@ -188,13 +191,47 @@ def kinks_of(values) -> np.ndarray:
     return np.array(sorted(times))
 
 
-def maximum_of(value, t_max: float) -> float:
-    """The largest value of a hyper-parameter over ``[0, t_max]``: itself for a number, the
-    schedule's maximum, or for a plain callable the largest of 257 samples."""
+def real_values(raw: object) -> np.ndarray | None:
+    """``raw`` as a float array if it is a real number or an array of them (not a bool, a
+    string, a complex number or an object), else None."""
+    if isinstance(raw, (bool, np.bool_, str, bytes)):
+        return None
+    values = np.asarray(raw)
+    if values.dtype.kind not in "iuf":
+        return None
+    return values.astype(float)
+
+
+def schedule_value(key: str, schedule: Callable, time: float) -> float:
+    """``schedule(time)`` as a float: a real number, finite and >= 0 (``ValueError`` naming
+    ``key`` and the time otherwise, also when the schedule raises)."""
+    try:
+        raw = schedule(time)
+    except Exception as exc:  # a user's callable: any failure is reported as its own
+        raise ValueError(
+            f"the schedule of {key} raised {type(exc).__name__} ({exc}) at time {time}"
+        ) from exc
+    values = real_values(raw)
+    if values is None or values.ndim != 0:
+        raise ValueError(
+            f"the schedule of {key} must return a real number, got {raw!r} at time {time}"
+        )
+    value = float(values)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(
+            f"the schedule of {key} must return finite numbers >= 0, got {value} at time {time}"
+        )
+    return value
+
+
+def maximum_of(value, t_max: float, key: str = "value") -> float:
+    """The largest value of hyper-parameter ``key`` over ``[0, t_max]``: itself for a number,
+    the schedule's maximum, or for a plain callable the largest of 257 samples (each checked by
+    :func:`schedule_value`)."""
     if isinstance(value, Schedule):
         return value.maximum
     if callable(value):
-        return float(np.max([value(t) for t in np.linspace(0.0, t_max, 257)]))
+        return max(schedule_value(key, value, float(t)) for t in np.linspace(0.0, t_max, 257))
     return float(value)
 
 

@@ -13,7 +13,7 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.special import expit
 
-from flows import simulate, single_example
+from flows import iterate, simulate, single_example
 from flows.schedules import constant, cosine, parse, warmup_cosine
 
 MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
@@ -158,3 +158,41 @@ def test_iterate_with_a_schedule_uses_the_value_at_each_step():
         point = theta + float(rho(k * eta)) * g / np.sqrt(np.sum(g * g))
         theta = theta + eta * expit(-np.sum(MU * point[0] * point[1])) * MU * point[::-1]
     np.testing.assert_allclose(run.theta[-1], theta, rtol=1e-12)
+
+
+BAD_SCHEDULES = {
+    "returns a string": (lambda t: "abc", "must return a real number"),
+    "returns None": (lambda t: None, "must return a real number"),
+    "returns a list": (lambda t: [1.0, 2.0], "must return a real number"),
+    "returns a bool": (lambda t: True, "must return a real number"),
+    "returns a complex": (lambda t: 1j, "must return a real number"),
+    "takes no argument": (lambda: 1.0, "raised TypeError"),
+    "raises": (lambda t: 1 / 0, "raised ZeroDivisionError"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_SCHEDULES))
+def test_a_bad_schedule_callable_is_a_value_error_naming_it(case):
+    """A schedule whose value is not a finite real number, or that raises, is a ValueError
+    naming the hyper-parameter and the time, in simulate, in iterate and at a batch of times."""
+    from flows.algorithms import hyperparameters_at
+
+    schedule, words = BAD_SCHEDULES[case]
+    data = single_example([1.0, 2.0])
+    calls = [
+        lambda: simulate(data, "l2-sam", 2, 0.5, rho=schedule, t_max=0.5, n_points=3),
+        lambda: iterate(data, "l2-sam", 2, 0.5, rho=schedule, eta=0.1, steps=3),
+        lambda: hyperparameters_at({"rho": schedule}, np.array([[[0.0]], [[0.5]]])),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=rf"schedule of rho {words}.* at time"):
+            call()
+
+
+@pytest.mark.parametrize(
+    "text", ["cosine:1,,2", "constant:1,", "constant:", "warmup_cosine:1,2,,4"]
+)
+def test_schedule_strings_with_an_empty_argument_are_refused(text):
+    """``parse`` (the API and ``--rho``) takes no empty argument (it does not drop one)."""
+    with pytest.raises(ValueError, match=r"rho: an empty argument"):
+        parse(text, "rho")

@@ -98,4 +98,4 @@ def _separable_with_signs(data: Dataset, signs: tuple) -> bool:
 def largest_radius(algo, hp: Mapping, t_max: float) -> float:
     """The perturbation size for the collapse threshold: the radius at the largest value of
     every scheduled hyper-parameter over the run."""
-    return float(algo.radius({k: maximum_of(v, t_max) for k, v in hp.items()}))
+    return float(algo.radius({k: maximum_of(v, t_max, k) for k, v in hp.items()}))
