@@ -195,6 +195,8 @@ def _checked(spec: HyperparameterSpec, value):
                 f"{key} must be a number (only {', '.join(schedulable)} may be schedules)"
             )
         return value
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise ValueError(f"{key} must be a number, got {value!r}")
     try:
         value = float(value)
     except (TypeError, ValueError):

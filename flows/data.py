@@ -9,11 +9,18 @@ from scipy.optimize import linprog
 
 
 def finite_array(value, name: str, ndim: int | None = None) -> np.ndarray:
-    """``value`` as a float64 array; ``ValueError`` naming ``name`` if it is not finite or of the wrong rank."""
+    """``value`` as a float64 array; ``ValueError`` naming ``name`` if it is not real numbers
+    (bools, strings, complex numbers and masked arrays are refused, not converted), not finite
+    or of the wrong rank."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise ValueError(f"{name} must not be a masked array (fill or drop the masked entries)")
     try:
-        arr = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be numeric, got {value!r}") from exc
+    if raw.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be real numbers, got {raw.dtype} values: {value!r}"[:300])
+    arr = raw.astype(float)
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if arr.size == 0:

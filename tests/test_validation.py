@@ -348,3 +348,39 @@ def test_cli_happy_npz(cli):
         traj = Trajectory.from_arrays(f)
     assert traj.cause is Cause.REACHED_END and traj.algorithm == "l2-sam"
     assert traj.hyperparameters == {"rho": 1.0}
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        (dict(rho="1.0"), "rho"),
+        (dict(rho=True), "rho"),
+        (dict(alpha=True), "alpha"),
+        (dict(alpha=["0.5", "0.5"]), "alpha"),
+        (dict(t_max=True), "t_max"),
+        (dict(rtol=True), "rtol"),
+        (dict(rtol=0.5), "rtol"),
+    ],
+)
+def test_strict_numbers_in_simulate(kw, name):
+    """Strings and bools are not numbers, and rtol is at most 0.1: a ValueError naming the
+    parameter, never a conversion."""
+    args = dict(rho=1.0, alpha=0.5, t_max=0.5, n_points=3) | kw
+    with pytest.raises(ValueError, match=names(name)):
+        simulate(single_example([1.0, 2.0]), "l2-sam", 2, **args)
+
+
+@pytest.mark.parametrize(
+    "X",
+    [
+        np.array([[1.0 + 1.0j, 2.0], [1.0, 0.0]]),
+        np.ma.masked_array([[1.0, 2.0], [1.0, 0.0]], mask=[[0, 1], [0, 0]]),
+        np.array([[True, False], [False, True]]),
+    ],
+    ids=["complex", "masked", "bool"],
+)
+def test_dataset_refuses_complex_masked_and_bool_features(X):
+    """Complex, masked or boolean ``X``: a ValueError naming X (no imaginary part dropped, no
+    mask ignored)."""
+    with pytest.raises(ValueError, match=names("X")):
+        Dataset(X, np.ones(2))

@@ -36,9 +36,15 @@ def check_count(name: str, value, least: int, most: int | None = None) -> None:
         raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
 
 
+#: The largest ``rtol`` :func:`flows.simulate` takes: at 0.5, log|beta| is off by 1e-2.
+MAX_RTOL = 0.1
+
+
 def check_positive(name: str, value, types: tuple = (int, float)) -> None:
-    """A finite number > 0 of one of ``types``; ``ValueError`` naming ``name`` otherwise."""
-    if not (isinstance(value, types) and finite(value) and value > 0):
+    """A finite number > 0 of one of ``types`` (not a bool); ``ValueError`` naming ``name``
+    otherwise."""
+    is_bool = isinstance(value, (bool, np.bool_))
+    if is_bool or not (isinstance(value, types) and finite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
@@ -66,6 +72,11 @@ def check_options(
         raise ValueError(f"original_time must be True or False, got {options['original_time']!r}")
     check_positive("chart_scale", options["chart_scale"])
     check_positive("rtol", options["rtol"])
+    if options["rtol"] > MAX_RTOL:
+        raise ValueError(
+            f"rtol must be <= {MAX_RTOL} (beyond it the solver's steps leave the path), "
+            f"got {options['rtol']!r}"
+        )
     check_positive("atol", options["atol"])
     check_name("method", options["method"], methods)
     check_name("backend", options["backend"], backends)
