@@ -139,3 +139,18 @@ def test_loss_floor_holding_at_the_start_and_bad_values():
     for bad in (0.0, -1.0, np.nan, np.inf, "1e-3"):
         with pytest.raises(ValueError, match="loss_floor"):
             simulate(single_example([1.0, 2.0]), "gd", 2, 1.0, loss_floor=bad)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("ratio", [1e7, 1e8, 1e12, 1e100])
+def test_a_large_feature_ratio_is_not_a_stationary_point(ratio, backend):
+    """Two examples on two axes, one feature ``ratio`` times the other: the data are separable
+    by positive weights, so the loss goes to 0 at every ratio; the stationary test measures
+    each coordinate's terms against their own sizes, so a large feature does not make the other
+    one's gradient look like 0 (it did from ratio 1e8 on, a silently wrong 'stationary')."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    data = Dataset(np.array([[0.0, ratio], [1.0, 0.0]]), np.ones(2))
+    tr = simulate(data, "gd", 2, 0.5, t_max=5.0, backend=backend)
+    assert tr.cause is Cause.REACHED_END and "stationary" not in [e.kind for e in tr.events]
+    assert tr.loss[-1] < 1e-3

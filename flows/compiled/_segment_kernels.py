@@ -149,10 +149,11 @@ def event_values(y, problem, watch):
     if np.isfinite(thresholds[2]) or watch_directions:
         direction, _, loo = forward(w, depth, features, loss_id)
         if np.isfinite(thresholds[2]):
+            sizes = _example_sizes(w, loo, features, loss_id)
             top_sum, gradient = 0.0, 0.0
             for layer in range(shape[0]):
                 for j in range(shape[1]):
-                    top_sum += mult[layer] * loo[layer, j] ** 2
+                    top_sum += mult[layer] * (sizes[j] * loo[layer, j]) ** 2
                     gradient += mult[layer] * (direction[j] * loo[layer, j]) ** 2
             if top_sum > 0:
                 out[2] = 0.5 * np.log(gradient / top_sum) - thresholds[2]
@@ -162,6 +163,30 @@ def event_values(y, problem, watch):
     if np.isfinite(thresholds[3]):
         out[5] = thresholds[3] - _largest_growth_rate(y, problem)
     return out
+
+
+@njit(cache=True, error_model="numpy")
+def _example_sizes(w, loo, features, loss_id):
+    """``H_j = sum_i p_i |x_ij|`` with the example weights ``p`` at ``beta = w^(1) loo^(1)``
+    (:class:`flows.integrator.threshold_events.Stationary`)."""
+    n, d = features.shape
+    log_p = np.empty(n)
+    top = -np.inf
+    for i in range(n):
+        m = 0.0
+        for j in range(d):
+            m += features[i, j] * (w[0, j] * loo[0, j])
+        log_p[i] = kernels.log_abs_derivative(m, loss_id)
+        top = max(top, log_p[i])
+    total = 0.0
+    for i in range(n):
+        log_p[i] = np.exp(log_p[i] - top)
+        total += log_p[i]
+    sizes = np.zeros(d)
+    for i in range(n):
+        for j in range(d):
+            sizes[j] += log_p[i] / total * abs(features[i, j])
+    return sizes
 
 
 @njit(cache=True, error_model="numpy")

@@ -103,7 +103,7 @@ def _watch(
             thresholds[1] = np.log(radius * ev.NEAR_ZERO)
     data = field.problem.data
     if data.n > 1:
-        thresholds[2] = np.log(ev.STATIONARY_TOL) + np.log(np.max(np.linalg.norm(data.X, axis=1)))
+        thresholds[2] = np.log(ev.STATIONARY_TOL)
     if field.depth >= 3:
         thresholds[3] = np.log(ev.BLOWUP_RATE)
     if loss_floor is not None:

@@ -4,7 +4,6 @@ stationary point and loss floor."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
@@ -118,11 +117,14 @@ class BlowUp(SegmentEvent):
 class Stationary(SegmentEvent):
     """``g = log S - log STATIONARY_TOL`` with the scale-free gradient size
 
-    ``S = ||G * prod_{k != l} w^(k)|| / (max_i ||x_i|| ||prod_{k != l} w^(k)||)``
+    ``S = ||G * prod_{k != l} w^(k)|| / ||H * prod_{k != l} w^(k)||``,
+    ``G = sum_i p_i y_i x_i``, ``H_j = sum_i p_i |x_ij|``
 
-    (norms over all parameters; ``grad L = -c G * prod_{k != l} w``), which is 0 exactly where
-    ``grad L = 0`` at a point with some ``prod_{k != l} w != 0``, and is not small along a
-    collapse or a diverging path of separable data.
+    (norms over all parameters, ``p`` the example weights; ``grad L = -c G * prod_{k != l} w``).
+    ``S <= 1``; it is 0 exactly where ``grad L = 0`` at a point with some ``prod_{k != l} w != 0``
+    (the examples' terms cancel), is not small along a collapse or a diverging path of separable
+    data, and is the same for data whose features (columns) or examples (rows) are scaled by any
+    factors: each coordinate's terms are measured against their own sizes.
     """
 
     direction = -1.0
@@ -132,24 +134,27 @@ class Stationary(SegmentEvent):
         fused = self.fused
         theta = self.theta(y)
         weights = np.asarray(problem.multiplicity, dtype=float)[:, None]
-        log_tol = float(np.log(STATIONARY_TOL)) + self.log_scale
+        log_tol = float(np.log(STATIONARY_TOL))
+        features = np.asarray(problem.data.signed_features, dtype=float)
         if fused._float_rows(theta.log_abs):
-            direction, _, loo = fused._float_evaluate(theta.sign * np.exp(theta.log_abs))
-            top = float(np.sum(weights * loo * loo))
+            w = theta.sign * np.exp(theta.log_abs)
+            direction, _, loo = fused._float_evaluate(w)
+            log_p = problem.loss.log_abs_derivative(features @ (w[0] * loo[0]))
+            p = np.exp(log_p - np.max(log_p))
+            sizes = (p / np.sum(p)) @ np.abs(features)
+            top = float(np.sum(weights * (sizes * loo) ** 2))
             if top == 0:
                 return -log_tol
             gradient = float(np.sum(weights * (direction * loo) ** 2))
             return 0.5 * float(np.log(gradient / top)) - log_tol
         direction_, _, loo_ = fused.evaluate(theta.sign, theta.log_abs)
-        top = log_norm2(loo_.log_abs, weights)
+        p_, _ = fused.weights(fused.product_of_layers(theta.sign, theta.log_abs))
+        with np.errstate(divide="ignore"):
+            log_sizes = np.log(np.asarray(p_) @ np.abs(features))
+        top = log_norm2(log_sizes[None, :] + loo_.log_abs, weights)
         if top == -np.inf:
             return -log_tol
         return float(log_norm2(direction_.log_abs[None, :] + loo_.log_abs, weights) - top - log_tol)
-
-    @cached_property
-    def log_scale(self) -> float:
-        """``log max_i ||x_i||``."""
-        return float(np.log(np.max(np.linalg.norm(self.problem.data.X, axis=1))))
 
     def already(self, y: np.ndarray) -> bool:
         """Stationary from the start."""
