@@ -139,14 +139,16 @@ class Stationary(SegmentEvent):
         if fused._float_rows(theta.log_abs):
             w = theta.sign * np.exp(theta.log_abs)
             direction, _, loo = fused._float_evaluate(w)
-            log_p = problem.loss.log_abs_derivative(features @ (w[0] * loo[0]))
-            p = np.exp(log_p - np.max(log_p))
-            sizes = (p / np.sum(p)) @ np.abs(features)
-            top = float(np.sum(weights * (sizes * loo) ** 2))
-            if top == 0:
-                return -log_tol
-            gradient = float(np.sum(weights * (direction * loo) ** 2))
-            return 0.5 * float(np.log(gradient / top)) - log_tol
+            with np.errstate(over="ignore", invalid="ignore"):
+                log_p = problem.loss.log_abs_derivative(features @ (w[0] * loo[0]))
+                p = np.exp(log_p - np.max(log_p))
+                sizes = (p / np.sum(p)) @ np.abs(features)
+                top = float(np.sum(weights * (sizes * loo) ** 2))
+                gradient = float(np.sum(weights * (direction * loo) ** 2))
+            if np.isfinite(top) and np.isfinite(gradient):  # else the margins left the floats
+                if top == 0:
+                    return -log_tol
+                return 0.5 * float(np.log(gradient / top)) - log_tol
         direction_, _, loo_ = fused.evaluate(theta.sign, theta.log_abs)
         p_, _ = fused.weights(fused.product_of_layers(theta.sign, theta.log_abs))
         with np.errstate(divide="ignore"):
