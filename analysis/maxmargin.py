@@ -6,9 +6,9 @@
   direction to it; on the single example ``D_mu`` it is ``e_d`` (Thm 4.2 claims the same for
   l2-SAM when it does not collapse).
 
-How they are solved: :mod:`analysis.margin_programs` (an NNLS least-distance program for l2,
-a HiGHS LP for l1, each polished on its active set; the KKT residuals are reported in
-:attr:`MaxMargin.kkt`). Angles between directions: :mod:`analysis.angles`.
+How they are solved: :mod:`analysis.margin_programs` (exactly equilibrated data; a lexicographic
+HiGHS LP for l1, exact KKT solves on an active set for l2; the relative KKT residuals are
+reported in :attr:`MaxMargin.kkt`, the certificate in :attr:`MaxMargin.status`). Angles between directions: :mod:`analysis.angles`.
 
 Non-uniqueness (l1)
 -------------------
@@ -31,9 +31,14 @@ import numpy as np
 from flows.data import Dataset, finite_array, is_separable
 
 from .angles import angle, angle_to_set  # re-exported: public names of this module
-from .margin_programs import RELATIVE_ZERO, solve_l1, solve_l2
+from .margin_programs.l1 import solve_l1
+from .margin_programs.l2 import solve_l2
+
+#: Largest KKT residual of a solution reported as optimal (:attr:`MaxMargin.status` 0).
+KKT_TOLERANCE = 1e-8
 
 __all__ = [
+    "KKT_TOLERANCE",
     "MaxMargin",
     "angle",
     "angle_to_set",
@@ -61,8 +66,11 @@ class MaxMargin:
     support : indices i with ``lambda_i > 0`` (the support vectors).
     unique : True / False if (non-)uniqueness is known, None if not determined (see module doc).
     kkt : KKT residuals: 'stationarity', 'dual_feasibility', 'primal_feasibility',
-        'complementary_slackness', 'duality_gap', of the problem normalised to ``max|y_i x_i|
-        = 1`` (so they do not depend on the scale of the data).
+        'complementary_slackness', 'duality_gap', relative (independent of every row and
+        column scale of the data; :mod:`analysis.margin_programs`).
+    status : 0 if the largest KKT residual is at most :data:`KKT_TOLERANCE` (the solution is
+        certified optimal), 1 if not (an approximate solution; :attr:`message` says why).
+    message : what :attr:`status` means for this solution.
     """
 
     beta: np.ndarray
@@ -73,6 +81,8 @@ class MaxMargin:
     support: np.ndarray
     unique: bool | None
     kkt: dict = field(default_factory=dict)
+    status: int = 0
+    message: str = ""
 
     @property
     def norm(self) -> float:
@@ -95,12 +105,13 @@ def max_margin(X, y=None, p=None) -> MaxMargin:
     ValueError
         ``p`` not 1 or 2 (the message names 'p'); bad shapes/labels; data that no linear
         predictor through the origin separates (the message says "not linearly separable");
-        data at a scale where ``beta`` (~ ``1 / max|x|``) or the dual (~ ``1 / max|x|^p``) is
+        data at a scale where ``beta`` (~ ``1 / |x|``) or the dual (~ ``1 / |x|^p``) is
         not representable in float64 (the message names X).
 
-    The problem is solved for ``Z / max|Z|`` (``Z`` the rows ``y_i x_i``) and scaled back
-    (``beta / s``, ``dual / s^p``), so the answer is the same at every scale of ``X``; the KKT
-    residuals are those of the normalised problem.
+    The program is solved with every row and column of ``Z`` (the rows ``y_i x_i``) brought to
+    scale 1 by powers of 2, and mapped back exactly (:mod:`analysis.margin_programs`): the
+    verdict does not depend on the scale of ``X`` or of any of its columns, and
+    ``max_margin(s X) = max_margin(X) / s``.
     """
     X, y, p = _arguments(X, y, p)
     if not is_separable(X, y):
@@ -109,19 +120,33 @@ def max_margin(X, y=None, p=None) -> MaxMargin:
             "has y_i <beta, x_i> >= 1 for all i"
         )
     Z = y[:, None] * X
-    scale = float(np.max(np.abs(Z)))
-    beta_s, lam_s, kkt = solve_l2(Z / scale) if p == 2 else solve_l1(Z / scale)
-    beta, lam = _scaled_back(beta_s, lam_s, scale, p)
-    support = np.flatnonzero(lam_s > RELATIVE_ZERO * max(1.0, float(np.max(lam_s))))
+    solution = solve_l2(Z) if p == 2 else solve_l1(Z)
+    worst = float(max(solution.kkt.values()))
     return MaxMargin(
-        beta=beta,
-        direction=beta_s / np.linalg.norm(beta_s),
-        margin=normalized_margin(beta, X, y, p),
+        beta=solution.beta,
+        direction=solution.direction,
+        margin=normalized_margin(solution.beta, X, y, p),
         p=p,
-        dual=lam,
-        support=support,
+        dual=solution.dual,
+        support=solution.support,
         unique=_known_uniqueness(Z, p),
-        kkt=kkt,
+        kkt=solution.kkt,
+        status=0 if worst <= KKT_TOLERANCE else 1,
+        message=_status_message(worst, X, p),
+    )
+
+
+def _status_message(worst: float, X: np.ndarray, p: int) -> str:
+    """The message of a solution whose largest KKT residual is ``worst``."""
+    if worst <= KKT_TOLERANCE:
+        return f"optimal: largest KKT residual {worst:.2g}"
+    nonzero = np.abs(X[:, np.any(X != 0, axis=0)])
+    columns = np.log10(np.max(nonzero, axis=0))
+    reach = "about 12 decades" if p == 2 else "any spread in exact arithmetic"
+    return (
+        f"not certified: largest KKT residual {worst:.2g} > {KKT_TOLERANCE:g}; the columns of X "
+        f"span {np.ptp(columns):.0f} decades of scale and the l{p} program is certified for "
+        f"{reach}: rescale the columns (the direction is accurate in the large coordinates)"
     )
 
 
@@ -218,26 +243,6 @@ def _check_data(X, y) -> tuple[np.ndarray, np.ndarray]:
     if not np.all(np.abs(y) == 1.0):
         raise ValueError("y must contain only labels -1 and +1")
     return X, y
-
-
-def _scaled_back(
-    beta_s: np.ndarray, lam_s: np.ndarray, scale: float, p: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(beta_s / scale, lam_s / scale^p)``: the solution for the data ``Z`` from the one for
-    ``Z / scale``; ``ValueError`` naming X where either leaves float64."""
-    with np.errstate(over="ignore", under="ignore"):
-        beta = beta_s / scale
-        lam = lam_s / scale if p == 1 else lam_s / scale / scale
-    lost = ~np.isfinite(beta) | ((beta == 0) & (beta_s != 0))
-    lost_dual = ~np.isfinite(lam) | ((lam == 0) & (lam_s != 0))
-    if np.any(lost) or np.any(lost_dual):
-        what = "beta (~ 1 / max|x|)" if np.any(lost) else f"the dual variables (~ 1 / max|x|^{p})"
-        raise ValueError(
-            f"X: at max |x_ij| = {scale:.3g}, {what} of the l{p} max-margin "
-            f"problem are outside float64; rescale X (the direction does not "
-            f"depend on the scale)"
-        )
-    return beta, lam
 
 
 def _known_uniqueness(Z: np.ndarray, p: int) -> bool | None:

@@ -20,10 +20,10 @@ Everything works on ``log|beta|`` and ``sign(beta)``, so it is valid at any scal
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linprog
 
 from ._checks import log_abs_beta_array, numeric_array
 from .amplification import LeaderSequence, leader_sequence, leaders, shares
+from .margin_programs.l1 import solve_l1
 
 __all__ = [
     "accuracy",
@@ -301,8 +301,8 @@ def angles_to(log_abs_beta, sign_beta, reference) -> np.ndarray:
 
 def orthant_l1_max_margin(X, y, signs) -> np.ndarray:
     """The l1 max-margin predictor among the ``beta`` with ``signs_j beta_j >= 0``:
-    ``argmin ||beta||_1`` s.t. ``y_i <beta, x_i> >= 1``, ``signs * beta >= 0`` (an LP, HiGHS),
-    scaled to unit l2 norm.
+    ``argmin ||beta||_1`` s.t. ``y_i <beta, x_i> >= 1``, ``signs * beta >= 0`` (the l1 program
+    of :mod:`analysis.margin_programs` in the orthant), scaled to unit l2 norm.
 
     A flow that keeps ``sign(beta) = signs`` (a balanced init at even depth, or at odd depth
     for GD / l2-SAM / LE-SAM) can only approach predictors in that orthant; GD at L = 2 is
@@ -313,16 +313,8 @@ def orthant_l1_max_margin(X, y, signs) -> np.ndarray:
     s = numeric_array(signs, "signs", ndim=1)
     if s.shape[0] != X.shape[1] or not np.all(np.isin(s, (-1.0, 1.0))):
         raise ValueError(f"signs must be a length-{X.shape[1]} vector of -1 and +1")
-    Z = y[:, None] * X * s
-    scale = float(np.max(np.abs(Z)))
-    res = linprog(
-        np.ones(X.shape[1]),
-        A_ub=-Z / scale,
-        b_ub=-np.ones(X.shape[0]),
-        bounds=[(0.0, None)] * X.shape[1],
-        method="highs",
-    )
-    if res.status != 0:
-        raise ValueError(f"no beta with these signs separates the data ({res.message})")
-    beta = s * res.x
-    return beta / np.linalg.norm(beta)
+    try:
+        solution = solve_l1(y[:, None] * X * s, nonnegative=True)
+    except ValueError as exc:
+        raise ValueError(f"no beta with these signs separates the data ({exc})") from exc
+    return s * solution.direction
