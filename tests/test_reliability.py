@@ -154,3 +154,34 @@ def test_a_large_feature_ratio_is_not_a_stationary_point(ratio, backend):
     tr = simulate(data, "gd", 2, 0.5, t_max=5.0, backend=backend)
     assert tr.cause is Cause.REACHED_END and "stationary" not in [e.kind for e in tr.events]
     assert tr.loss[-1] < 1e-3
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_field_beyond_the_clock_is_named_and_warns_nothing(backend):
+    """Features of size 1e300 make the vector field ~3e300 at the start: no step of the clock
+    resolves a time scale of 1e-300, so the run fails at once, with a message that names the
+    field's size and what to change, and no numerical warning on the way (one escaped from
+    scipy's step-size control)."""
+    X = np.array([[1e300, 2e300], [3e300, -1e300]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tr = simulate(Dataset(X, np.ones(2)), "gd", 2, 0.5, t_max=5.0, backend=backend)
+    assert tr.cause is Cause.SOLVER_FAILED and tr.status == -1
+    assert "vector field is 3e+300" in tr.message and "rescale X" in tr.message
+
+
+@pytest.mark.parametrize(
+    "data,depth",
+    [
+        (single_example([1.0, 2.0, 3.0]), 50),
+        (Dataset(np.array([[1e-300, 2e-300], [3e-300, -1e-300]]), np.ones(2)), 2),
+    ],
+)
+@pytest.mark.parametrize("algorithm,kw", [("gd", {}), ("l2-sam", {"rho": 0.1})])
+def test_extreme_depth_and_tiny_features_warn_nothing(data, depth, algorithm, kw):
+    """Depth 50 (a blow-up) and features of size 1e-300 (a flow that barely moves): no
+    numerical warning escapes, and the status is one of the documented ones."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tr = simulate(data, algorithm, depth, 0.9, t_max=10.0, **kw)
+    assert tr.cause in (Cause.REACHED_END, Cause.BLOW_UP)

@@ -268,7 +268,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     def rhs(s: float, state: np.ndarray) -> np.ndarray:
         return fld.chart_rhs(state[:-1], mode.held, pattern, s)
 
-    with np.errstate(over="ignore", under="ignore"):
+    with np.errstate(all="ignore"):  # a non-finite step is rejected; a failure is reported below
         result = integrate_segment(
             rhs,
             run.s,
@@ -287,13 +287,35 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         run.path.segments.append(Segment(mode, np.array(result.ts), result.interpolants))
         run.s, run.y = result.ts[-1], result.y.copy()
     if result.status == "failed":
-        run.stop(Cause.SOLVER_FAILED, f"solver failed at s={result.ts[-1]:.6g}: {result.message}")
+        run.stop(Cause.SOLVER_FAILED, _failure_message(run, rhs, result.ts[-1], result.message))
     elif result.status == "budget":
         run.stop(Cause.BUDGET_SPENT, _budget_message(run))
     elif result.status == "event":
         assert result.event is not None
         return watched[result.event]
     return None
+
+
+def _failure_message(run: Run, rhs, s: float, message: str) -> str:
+    """The message of a solver failure at ``s``, naming the field's overflow or size when that is
+    what stopped the steps (time scale ``1 / |F|`` below the resolution of ``s``)."""
+    text = f"solver failed at s={s:.6g}: {message}"
+    with np.errstate(all="ignore"):
+        field = np.asarray(rhs(s, run.y), dtype=float)
+    largest = float(np.max(np.abs(field))) if field.size else 0.0
+    scale = float(np.max(np.abs(run.problem.data.X)))
+    if not np.isfinite(largest):
+        return (
+            f"{text}; the vector field overflows float64 there (max |x_ij| = {scale:.3g}): "
+            "rescale X"
+        )
+    if largest * max(abs(s), 1.0) * np.finfo(float).eps > 1e-3:
+        return (
+            f"{text}; the vector field is {largest:.3g} there, so the flow moves on a time "
+            f"scale ~{1 / largest:.3g} that the clock cannot resolve (max |x_ij| = {scale:.3g}): "
+            "rescale X"
+        )
+    return text
 
 
 def _undecided_message(surfaces: list[str], tau: float) -> str:
