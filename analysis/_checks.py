@@ -1,63 +1,18 @@
-"""Input checks shared by :mod:`analysis` (each raises ``ValueError`` naming the parameter)."""
+"""Input checks of :mod:`analysis` beyond :mod:`flows.checks` (arrays of ``log|beta|``, time
+axes, trajectories); each raises ``ValueError`` naming the parameter."""
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from flows.checks import integer, real_array
 from flows.results import Trajectory
 
 
-def real(
-    value,
-    name: str,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    low_open: bool = False,
-    high_open: bool = False,
-    finite: bool = True,
-) -> float:
-    """``value`` as a float: a real number (not a bool, str or None; a 0-d array is fine), not
-    NaN, finite unless ``finite=False``, and within ``[low, high]`` (open ends as asked)."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
-    if np.isnan(v) or (finite and not np.isfinite(v)):
-        raise ValueError(
-            f"{name} must be {'finite' if finite else 'a number (not NaN)'}, got {value!r}"
-        )
-    if low is not None and (v < low or (low_open and v == low)):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low:g}, got {value!r}")
-    if high is not None and (v > high or (high_open and v == high)):
-        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high:g}, got {value!r}")
-    return v
-
-
-def integer(value, name: str, low: int, high: int | None = None) -> int:
-    """``value`` as an int in ``[low, high]`` (Python or numpy integer, not a bool)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    if value < low or (high is not None and value > high):
-        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
-    return int(value)
-
-
 def numeric_array(value, name: str, ndim: int | None = None) -> np.ndarray:
-    """``value`` as a float64 array of rank ``ndim`` (NaN / inf allowed: the caller decides)."""
-    if isinstance(value, (str, bytes)) or value is None:
-        raise ValueError(f"{name} must be a numeric array, got {value!r}")
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a numeric array, got {value!r}") from exc
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
-    return arr
+    """``value`` as a float64 array of rank ``ndim``, possibly empty, NaN and inf allowed (the
+    caller decides): :func:`flows.checks.real_array`."""
+    return real_array(value, name, ndim, finite=False, nonempty=False)
 
 
 def log_abs_beta_array(value, name: str = "log_abs_beta") -> np.ndarray:

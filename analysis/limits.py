@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flows.data import finite_array
+from flows.checks import integer, real, real_array
 from flows.results import BLOWUP, Trajectory
 
-from ._checks import integer, real, trajectory
+from ._checks import trajectory
 from .maxmargin import angle
 
 __all__ = [
@@ -89,7 +89,7 @@ def angle_series(traj: Trajectory, reference) -> np.ndarray:
     beyond float64. ``ValueError`` naming 'traj' or 'reference' for bad input.
     """
     traj = trajectory(traj)
-    ref = finite_array(reference, "reference", ndim=1)
+    ref = real_array(reference, "reference", ndim=1)
     dirs = traj.direction
     if ref.shape[0] != dirs.shape[1]:
         raise ValueError(f"reference must have length d = {dirs.shape[1]}, got {ref.shape[0]}")
@@ -165,10 +165,10 @@ def final_direction(
 
 
 def _check_linf_inputs(mu, alpha, rho, depth):
-    mu = finite_array(mu, "mu", ndim=1)
+    mu = real_array(mu, "mu", ndim=1)
     if np.any(mu <= 0):
         raise ValueError("mu must be > 0 entrywise (the setting of Cor 3.5: 0 < mu_1 < ... < mu_d)")
-    alpha = finite_array(alpha, "alpha")
+    alpha = real_array(alpha, "alpha")
     if alpha.ndim == 0:
         alpha = np.full(mu.shape, float(alpha))
     if alpha.shape[-1:] != mu.shape:
@@ -233,7 +233,7 @@ def predict_linf_limit(mu, alpha, rho, depth: int, rtol: float = 1e-12) -> int |
         (> 0, scalar or shape of mu), ``rho`` (>= 0), ``depth`` or ``rtol`` (a number in
         ``[0, 1)``); the message names the parameter.
     """
-    alpha = finite_array(alpha, "alpha")
+    alpha = real_array(alpha, "alpha")
     if alpha.ndim > 1:
         raise ValueError(
             f"alpha must be a scalar or have the shape of mu, got {alpha.shape} "

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flows.data import Dataset, finite_array, is_separable
+from flows.checks import real_array
+from flows.data import Dataset, is_separable
 
 from .angles import angle, angle_to_set  # re-exported: public names of this module
 from .margin_programs.l1 import solve_l1
@@ -166,7 +167,7 @@ def normalized_margin(beta, X, y, p: int) -> float:
     """
     p = _check_p(p)
     X, y = _check_data(X, y)
-    beta = finite_array(beta, "beta", ndim=1)
+    beta = real_array(beta, "beta", ndim=1)
     if beta.shape[0] != X.shape[1]:
         raise ValueError(f"beta must have length d = {X.shape[1]}, got {beta.shape[0]}")
     top = np.max(np.abs(beta))
@@ -187,7 +188,7 @@ def l1_solution_set_single_example(mu) -> np.ndarray:
     ``|mu_j| = max_k |mu_k|`` (exact ties). One row (``e_d / mu_d`` in the paper's setting
     ``0 < mu_1 < ... < mu_d``) means the solution is unique.
     """
-    mu = finite_array(mu, "mu", ndim=1)
+    mu = real_array(mu, "mu", ndim=1)
     top = np.max(np.abs(mu))
     if top == 0:
         raise ValueError("mu must have a non-zero entry (otherwise D_mu is not separable)")
@@ -234,8 +235,8 @@ def _check_p(p) -> int:
 
 def _check_data(X, y) -> tuple[np.ndarray, np.ndarray]:
     """Finite ``X`` (n, d) and labels ``y`` (n,) in {-1, +1}."""
-    X = finite_array(X, "X", ndim=2)
-    y = finite_array(y, "y", ndim=1)
+    X = real_array(X, "X", ndim=2)
+    y = real_array(y, "y", ndim=1)
     if y.shape[0] != X.shape[0]:
         raise ValueError(
             f"y must have one label per row of X: got {y.shape[0]} labels for {X.shape[0]} rows"

@@ -28,7 +28,8 @@ from analysis.regimes.boundaries import (
     regime3_boundary,
 )
 from analysis.regimes.classification import classify
-from analysis.regimes.inputs import check_mu, check_positive
+from analysis.regimes.inputs import check_mu
+from flows.checks import positive
 from flows.run import OneLineParser, check_output_path
 from flows.sweep.registry import Result, Task, compute, register
 
@@ -241,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             raise ValueError(f"--mu must be comma-separated numbers, got {args.mu!r}") from None
         mu = check_mu(values)
-        rho = check_positive(args.rho, "rho")
+        rho = positive(args.rho, "rho")
         if not 1 <= args.n_alpha <= MAX_ROWS:
             raise ValueError(f"--n-alpha must be in [1, {MAX_ROWS}], got {args.n_alpha}")
         check_output_path(args.plot, "--plot", (".png", ".pdf", ".svg"))

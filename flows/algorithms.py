@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .checks import choice, real
 from .schedules import real_values, schedule_value
 
 
@@ -167,10 +168,7 @@ ALGORITHMS: dict[str, Algorithm] = {
 
 def get_algorithm(name: str) -> Algorithm:
     """Look ``name`` up in :data:`ALGORITHMS`; ``ValueError`` naming 'algorithm' if unknown."""
-    try:
-        return ALGORITHMS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {name!r}") from None
+    return ALGORITHMS[choice(name, "algorithm", ALGORITHMS)]
 
 
 def known_hyperparameters() -> dict[str, HyperparameterSpec]:
@@ -186,7 +184,8 @@ def known_hyperparameters() -> dict[str, HyperparameterSpec]:
 
 
 def _checked(spec: HyperparameterSpec, value):
-    """A finite number >= ``spec.minimum``, or (where ``spec.schedulable``) a callable."""
+    """A finite real number >= ``spec.minimum`` (:func:`flows.checks.real`), or (where
+    ``spec.schedulable``) a callable."""
     key = spec.name
     if callable(value):
         if not spec.schedulable:
@@ -195,16 +194,7 @@ def _checked(spec: HyperparameterSpec, value):
                 f"{key} must be a number (only {', '.join(schedulable)} may be schedules)"
             )
         return value
-    if isinstance(value, (bool, np.bool_, str, bytes)):
-        raise ValueError(f"{key} must be a number, got {value!r}")
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{key} must be a number, got {value!r}") from None
-    if not np.isfinite(value) or (spec.minimum is not None and value < spec.minimum):
-        bound = "" if spec.minimum is None else f" and >= {spec.minimum:g}"
-        raise ValueError(f"{key} must be finite{bound}, got {value}")
-    return value
+    return real(value, key, low=spec.minimum)
 
 
 def resolve_hyperparameters(name: str, given: Mapping[str, object]) -> dict:

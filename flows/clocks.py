@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from .checks import choice
+
 #: Beyond ``log t > LOG_T_LIMIT`` (margins near 1e100) ``log t`` is reported as ``+inf``.
 LOG_T_LIMIT = 1e100
 EPS = np.finfo(float).eps
@@ -43,10 +45,7 @@ CLOCKS: dict[str, Clock] = {
 
 def get_clock(name: str) -> Clock:
     """Look ``name`` up in :data:`CLOCKS`; ``ValueError`` naming 'clock' if unknown."""
-    try:
-        return CLOCKS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {name!r}") from None
+    return CLOCKS[choice(name, "clock", CLOCKS)]
 
 
 #: Degree of the interpolant of ``asinh K`` on an interval; its Chebyshev–Lobatto nodes on

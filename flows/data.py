@@ -7,27 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linprog
 
-
-def finite_array(value, name: str, ndim: int | None = None) -> np.ndarray:
-    """``value`` as a float64 array; ``ValueError`` naming ``name`` if it is not real numbers
-    (bools, strings, complex numbers and masked arrays are refused, not converted), not finite
-    or of the wrong rank."""
-    if isinstance(value, np.ma.MaskedArray):
-        raise ValueError(f"{name} must not be a masked array (fill or drop the masked entries)")
-    try:
-        raw = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric, got {value!r}") from exc
-    if raw.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must be real numbers, got {raw.dtype} values: {value!r}"[:300])
-    arr = raw.astype(float)
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite (found NaN or inf)")
-    return arr
+from .checks import real_array
 
 
 def _equilibrated(Z: np.ndarray) -> np.ndarray | None:
@@ -75,8 +55,8 @@ def is_separable(X: np.ndarray, y: np.ndarray) -> bool:
 
     ``ValueError`` naming X or y for non-finite values or mismatched shapes.
     """
-    X = finite_array(X, "X", ndim=2)
-    y = finite_array(y, "y", ndim=1)
+    X = real_array(X, "X", ndim=2)
+    y = real_array(y, "y", ndim=1)
     if y.shape[0] != X.shape[0]:
         raise ValueError(
             f"y must have one label per row of X: got {y.shape[0]} labels for {X.shape[0]} rows"
@@ -104,8 +84,8 @@ class Dataset:
     y: np.ndarray
 
     def __post_init__(self) -> None:
-        X = finite_array(self.X, "X", ndim=2)
-        y = finite_array(self.y, "y", ndim=1)
+        X = real_array(self.X, "X", ndim=2)
+        y = real_array(self.y, "y", ndim=1)
         if y.shape[0] != X.shape[0]:
             raise ValueError(
                 f"y must have one label per row of X: got {y.shape[0]} labels for {X.shape[0]} rows"
@@ -146,7 +126,7 @@ def single_example(mu) -> Dataset:
 
     Any finite non-zero ``mu`` is accepted; the paper's setting is ``0 < mu_1 < ... < mu_d``.
     """
-    mu = finite_array(mu, "mu", ndim=1)
+    mu = real_array(mu, "mu", ndim=1)
     if not np.any(mu != 0):
         raise ValueError("mu must have a non-zero entry (otherwise D_mu is not separable)")
     return Dataset(mu[None, :], np.ones(1))
@@ -175,7 +155,7 @@ def sign_constrained_separable(data: Dataset, signs) -> bool:
     """
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
-    s = finite_array(signs, "signs")
+    s = real_array(signs, "signs")
     if s.ndim == 0:
         s = np.full(data.d, float(s))
     if s.shape != (data.d,):

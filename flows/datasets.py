@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import linprog
 
+from .checks import integer, real
 from .data import Dataset, is_separable, single_example
 
 __all__ = [
@@ -181,26 +182,16 @@ def _digits_arrays() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_classes(a, b) -> tuple[int, int]:
-    for name, c in (("a", a), ("b", b)):
-        if (
-            isinstance(c, (bool, np.bool_))
-            or not isinstance(c, (int, np.integer))
-            or not 0 <= c <= 9
-        ):
-            raise ValueError(f"{name} must be a digit class, an integer in 0..9, got {c!r}")
+    """Two different digit classes in 0..9."""
+    a, b = integer(a, "a", 0, 9), integer(b, "b", 0, 9)
     if a == b:
         raise ValueError(f"a and b must be different classes, got a = b = {a}")
-    return int(a), int(b)
+    return a, b
 
 
 def _check_fraction(test_fraction) -> float:
-    if (
-        isinstance(test_fraction, (bool, np.bool_))
-        or not isinstance(test_fraction, (int, float, np.integer, np.floating))
-        or not 0.0 < float(test_fraction) < 1.0
-    ):
-        raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
-    return float(test_fraction)
+    """A fraction in (0, 1)."""
+    return real(test_fraction, "test_fraction", low=0.0, high=1.0, low_open=True, high_open=True)
 
 
 def digit_indices(a: int, b: int, test_fraction: float = 0.25, seed: int = 0) -> DigitSplit:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .algorithms import get_algorithm, hyperparameters_at, is_scheduled, resolve_hyperparameters
+from .checks import integer, positive
 from .clocks import CLOCKS
 from .data import Dataset
 from .field import Problem, perturbed_point
@@ -90,11 +91,9 @@ def iterate(
     hp = resolve_hyperparameters(algorithm, hyperparameters)
     the_loss = get_loss(loss)
     init = initialization(alpha, depth, data.d, reduced=False)
-    eta = _check_eta(eta)
-    for name, value in (("steps", steps), ("record_every", record_every)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    _check_budget(int(steps), int(record_every), init.groups.size)
+    eta = positive(eta, "eta")
+    steps, record_every = integer(steps, "steps", 1), integer(record_every, "record_every", 1)
+    _check_budget(steps, record_every, init.groups.size)
     problem = Problem(
         data, get_algorithm(algorithm), hp, the_loss, init.multiplicity, CLOCKS["original"]
     )
@@ -135,17 +134,6 @@ def _check_budget(steps: int, record_every: int, size: int) -> None:
             f"{recorded * 8 / 2**30:.1f} GiB of iterates (at most {MAX_RECORDED_FLOATS * 8 / 2**30:.0f}"
             " GiB): raise record_every"
         )
-
-
-def _check_eta(eta) -> float:
-    """``eta`` as a finite float ``> 0`` (not a bool or a string)."""
-    try:
-        eta_f = float(eta)
-    except (TypeError, ValueError):
-        raise ValueError(f"eta must be a number, got {eta!r}") from None
-    if isinstance(eta, (bool, np.bool_, str)) or not (np.isfinite(eta_f) and eta_f > 0):
-        raise ValueError(f"eta must be finite and > 0, got {eta!r}")
-    return eta_f
 
 
 def _run(

@@ -7,7 +7,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .algorithms import ALGORITHMS
-from .data import finite_array
+from .checks import integer, real_array
 
 #: The deepest network accepted (the full system holds a (depth, d) array).
 MAX_DEPTH = 100_000
@@ -15,14 +15,7 @@ MAX_DEPTH = 100_000
 
 def check_depth(depth) -> int:
     """``depth`` as an int in ``[1, MAX_DEPTH]``; ``ValueError`` naming 'depth' otherwise."""
-    if (
-        isinstance(depth, bool)
-        or not isinstance(depth, (int, np.integer))
-        or depth < 1
-        or depth > MAX_DEPTH
-    ):
-        raise ValueError(f"depth must be an integer in [1, {MAX_DEPTH}], got {depth!r}")
-    return int(depth)
+    return integer(depth, "depth", 1, MAX_DEPTH)
 
 
 class Initialization(NamedTuple):
@@ -67,7 +60,7 @@ def initialization(alpha, depth: int, d: int, reduced: bool | None = None) -> In
         raise ValueError(f"d must be an integer >= 1, got {d!r}")
     if reduced is not None and not isinstance(reduced, (bool, np.bool_)):
         raise ValueError(f"reduced must be None, True or False, got {reduced!r}")
-    a = finite_array(alpha, "alpha")
+    a = real_array(alpha, "alpha")
     shapes = (
         f"alpha must be a scalar, a length-{d} vector or a ({depth}, {d}) array, "
         f"got shape {a.shape}"
@@ -136,7 +129,7 @@ def kept_sign_pattern(
     (d,) array of -1.0 / +1.0, or None.
     """
     depth = check_depth(depth)
-    a = finite_array(alpha, "alpha")
+    a = real_array(alpha, "alpha")
     if d is None:
         if a.ndim == 0:
             raise ValueError("d must be given for a scalar alpha (the number of features)")

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .checks import choice
 from .data import Dataset
 from .signedlog import SignedLog, leave_one_out, product_of_layers
 
@@ -71,9 +72,7 @@ DEFAULT_LOSS = "logistic"
 
 def get_loss(name: str) -> Loss:
     """Look ``name`` up in :data:`LOSSES`; ``ValueError`` naming 'loss' if unknown."""
-    if not isinstance(name, str) or name not in LOSSES:
-        raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {name!r}")
-    return LOSSES[name]
+    return LOSSES[choice(name, "loss", LOSSES)]
 
 
 def logsumexp(a: np.ndarray) -> float:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .checks import real
+
 #: What ``rho``, ``sigma`` and ``rho_max`` may be: a number, or a schedule of the clock time.
 Hyperparameter = float | Callable[[float], float]
 
@@ -113,17 +115,12 @@ _KINKS: dict[str, Callable[..., tuple[float, ...]]] = {
 
 def _checked(name: str, args: tuple) -> tuple[float, ...]:
     """Validated arguments of schedule ``name``: finite, value >= 0, times ordered."""
-    try:
-        values = tuple(float(a) for a in args)
-    except (TypeError, ValueError):
-        raise ValueError(f"schedule {name!r}: arguments must be numbers, got {args!r}") from None
+    values = tuple(real(a, f"schedule {name!r}: argument") for a in args)
     arity = {"constant": 1, "cosine": 2, "warmup_cosine": 4}[name]
     if len(values) != arity:
         raise ValueError(f"schedule {name!r} takes {arity} argument(s), got {len(values)}")
-    if not all(math.isfinite(v) for v in values) or values[0] < 0:
-        raise ValueError(
-            f"schedule {name!r}: arguments must be finite and the value >= 0, got {values}"
-        )
+    if values[0] < 0:
+        raise ValueError(f"schedule {name!r}: the value must be >= 0, got {values}")
     times = values[1:]
     if any(t < 0 for t in times) or list(times) != sorted(times) or (times and times[-1] <= 0):
         raise ValueError(
@@ -173,7 +170,11 @@ def parse(text: str, name: str = "value") -> float | Schedule:
     if any(not part.strip() for part in parts):
         raise ValueError(f"{name}: an empty argument in schedule {text!r}")
     try:
-        return Schedule(kind, _checked(kind, tuple(parts)))
+        numbers = tuple(float(part) for part in parts)
+    except ValueError:
+        raise ValueError(f"{name}: schedule arguments must be numbers, got {text!r}") from None
+    try:
+        return Schedule(kind, _checked(kind, numbers))
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
 

@@ -275,8 +275,8 @@ def test_compiled_exponent_equals_numpy_log_c(name, monkeypatch):
     at 400 random times of every segment it applies to (rtol 1e-12); it defers (NaN) only
     where the float path does not hold."""
     pytest.importorskip("numba")
-    from flows.integrator import assemble
     from flows.compiled import segment as fast_segment
+    from flows.integrator import assemble
 
     runs, exponent = [], assemble.exponent
     monkeypatch.setattr(assemble, "exponent", lambda run: runs.append(run) or exponent(run))
@@ -308,9 +308,9 @@ def test_compiled_blowup_event_equals_python_event(name, monkeypatch):
     grows, e.g. on the blobs run), so the compiled loop hands back on the step where the
     Python loop sees the event."""
     pytest.importorskip("numba")
-    from flows.integrator import assemble
     from flows.compiled import _segment_kernels as _numba_dop853
     from flows.compiled import segment as fast_segment
+    from flows.integrator import assemble
     from flows.integrator.events import BLOWUP_RATE
     from flows.integrator.threshold_events import BlowUp
 

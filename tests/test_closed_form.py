@@ -545,12 +545,12 @@ BAD = [
 @pytest.mark.parametrize("name,value", BAD)
 def test_invalid_input_linf(name, value):
     kwargs = {**GOOD, name: value}
-    with pytest.raises(ValueError, match=f"'{name}'"):
+    with pytest.raises(ValueError, match=rf"^{name}\b"):
         linf_sam(**kwargs)
 
 
 @pytest.mark.parametrize("name,value", [(n, v) for n, v in BAD if n != "rho"])
 def test_invalid_input_gd(name, value):
     kwargs = {k: v for k, v in {**GOOD, name: value}.items() if k != "rho"}
-    with pytest.raises(ValueError, match=f"'{name}'"):
+    with pytest.raises(ValueError, match=rf"^{name}\b"):
         gd(**kwargs)

@@ -36,9 +36,9 @@ from analysis.regimes.boundaries import (
     regime3_boundary_from_field,
 )
 from analysis.regimes.classification import RegimeResult, classify, log_gradient_norm
-from analysis.regimes.inputs import check_positive
 from analysis.regimes.leaders import leader_phase_diagram, leader_sequence_at_depth
 from flows import simulate, single_example
+from flows.checks import positive
 
 MU5 = (1.0, 2.0, 3.0, 4.0, 5.0)
 MUS = [MU5, (1.0, 1.5, 4.0), (1.0, 2.0, 4.0, 7.0), (0.5, 2.0, 2.5, 7.0)]
@@ -346,8 +346,8 @@ BAD_CALLS = {  # name: (call, parameter the ValueError must name)
         lambda: log_gradient_norm(np.array([[np.nan, 0.0]]), np.array(MU2)),
         "log_abs_beta",
     ),
-    "check_positive text": (lambda: check_positive("a", "rho"), "rho"),
-    "check_positive None": (lambda: check_positive(None, "rho"), "rho"),
+    "check_positive text": (lambda: positive("a", "rho"), "rho"),
+    "check_positive None": (lambda: positive(None, "rho"), "rho"),
     "leader_phase_diagram ratios": (lambda: leader_phase_diagram(MU2, [0.5, -1.0], 1.0), "ratios"),
     "leader_phase_diagram ratios empty": (lambda: leader_phase_diagram(MU2, [], 1.0), "ratios"),
     "leader_phase_diagram tau_max": (lambda: leader_phase_diagram(MU2, [0.5], 0.0), "tau_max"),
@@ -373,8 +373,8 @@ def test_regime_functions_validate_up_front(case, monkeypatch):
     parameter, before any flow is simulated (also max_extensions = -1, rho = -1, rho = -0.5,
     rho = 0 and rtol = 0, which would otherwise fail late, return a negative boundary or loop
     without end)."""
-    import analysis.regimes.leaders as regimes
     import analysis.regimes.classification as classification
+    import analysis.regimes.leaders as regimes
 
     def no_simulation(*args, **kwargs):
         raise AssertionError("simulate called before the input was validated")

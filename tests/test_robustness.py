@@ -30,6 +30,7 @@ from hypothesis.extra import numpy as hnp
 from analysis import amplification, limits, maxmargin
 from analysis.regimes import boundaries, classification, inputs, leaders
 from flows import Dataset, Trajectory, iterate, single_example
+from flows.checks import positive
 from flows.data import is_separable, sign_constrained_separable
 from flows.initialization import initialization, kept_sign_pattern
 from flows.results import Cause
@@ -360,7 +361,7 @@ def test_regime_formulas(mu, value, rho):
     m = outcome(lambda: inputs.check_mu(mu), "mu")
     if m is not ERROR:
         assert np.all(m > 0) and np.all(np.diff(m) > 0)
-    c = outcome(lambda: inputs.check_positive(value, "the_value"), "the_value")
+    c = outcome(lambda: positive(value, "the_value"), "the_value")
     if c is not ERROR:
         assert np.isfinite(c) and c > 0
     n0 = outcome(lambda: boundaries.initial_norm(mu, value), ("mu", "alpha"))

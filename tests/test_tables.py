@@ -78,7 +78,7 @@ def test_toy_algorithm_through_simulate(toy):
     np.testing.assert_allclose(scheduled.log_abs_beta, ref.log_abs_beta, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="tilt is required"):
         simulate(data, "tilted-sam", 2, 0.6, rho=0.7)
-    with pytest.raises(ValueError, match="tilt must be finite and >= 0"):
+    with pytest.raises(ValueError, match="tilt must be >= 0"):
         simulate(data, "tilted-sam", 2, 0.6, tilt=-1.0)
 
 

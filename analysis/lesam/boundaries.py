@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import integer, numeric_array, real
+from flows.checks import integer, real
+
+from .._checks import numeric_array
 from .regimes import LESAMRegime, classify_lesam
 
 __all__ = ["LESAMBoundary", "RegimeScan", "lesam_boundary", "scan_regimes"]

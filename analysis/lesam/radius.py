@@ -14,10 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from flows.algorithms import hyperparameters_at
+from flows.checks import integer, real
 from flows.data import Dataset
 from flows.model import DEFAULT_LOSS, LOSSES, as_theta, loss_gradient
 
-from .._checks import integer, numeric_array, real
+from .._checks import numeric_array
 
 __all__ = ["VARRHO", "initial_gradient_norm", "lesam_radius", "schedule_values"]
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from flows.checks import integer, real
 from flows.data import single_example
 from flows.integrator.driver import simulate
 from flows.results import Trajectory
 
-from .._checks import integer, real
 from ..amplification import LeaderSequence, leader_sequence, leaders
 from ..regimes.classification import log_gradient_norm
 from ..regimes.inputs import check_mu

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from .._checks import real
+from flows.checks import real
+
 from ..regimes.inputs import check_mu
 from .radius import VARRHO
 

@@ -24,22 +24,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from flows.algorithms import ALGORITHMS
+from flows.checks import integer, positive, real
 from flows.clocks import CLOCKS
 from flows.data import single_example
 from flows.field import Problem, log_growth_rates
 from flows.model import LOSSES
 from flows.signedlog import SignedLog
 
-from .._checks import integer, real
 from .classification import classify
-from .inputs import check_mu, check_positive, check_rtol, scaled_mu, times_rho, unit_mu
+from .inputs import check_mu, check_rtol, scaled_mu, times_rho, unit_mu
 
 
 def initial_norm(mu, alpha: float) -> float:
     """``N0 = alpha sqrt(2 sum_k mu_k^2)``: ``||grad m||`` at the uniform init, L = 2
     (computed without intermediate overflow; ``inf`` only if ``N0`` itself exceeds float64)."""
     mu = check_mu(mu)
-    alpha = check_positive(alpha, "alpha")
+    alpha = positive(alpha, "alpha")
     with np.errstate(over="ignore"):
         return float(alpha * mu[-1] * np.sqrt(2.0 * np.sum(unit_mu(mu) ** 2)))
 
@@ -47,7 +47,7 @@ def initial_norm(mu, alpha: float) -> float:
 def regime3_boundary(mu, rho: float = 1.0) -> float:
     """Analytic ``alpha_3 = rho (mu_d + mu_{d-1}) / sqrt(2 sum mu^2)``: regime 3 iff alpha >= alpha_3."""
     mu = check_mu(mu)
-    rho = check_positive(rho, "rho")
+    rho = positive(rho, "rho")
     m = unit_mu(mu)
     return times_rho(float((m[-1] + m[-2]) / np.sqrt(2.0 * np.sum(m**2))), rho)
 
@@ -55,7 +55,7 @@ def regime3_boundary(mu, rho: float = 1.0) -> float:
 def collapse_certificate_boundary(mu, rho: float = 1.0) -> float:
     """``alpha_c = rho mu_1 / sqrt(2 sum mu^2)``: below it collapse is certain (N0 <= rho mu_1)."""
     mu = check_mu(mu)
-    rho = check_positive(rho, "rho")
+    rho = positive(rho, "rho")
     m = unit_mu(mu)
     return times_rho(float(m[0] / np.sqrt(2.0 * np.sum(m**2))), rho)
 
@@ -67,7 +67,7 @@ def initial_rates_from_field(mu, alpha: float, rho: float = 1.0) -> np.ndarray:
     only where the true rate is below ``-1.8e308``.
     """
     mu = check_mu(mu)
-    alpha = check_positive(alpha, "alpha")
+    alpha = positive(alpha, "alpha")
     rho = real(rho, "rho", low=0.0)
     problem = Problem(
         single_example(mu),
@@ -102,7 +102,7 @@ def regime3_boundary_from_field(
         reach ``rtol`` (the message names max_iter and gives the bracket).
     """
     mu = check_mu(mu)
-    rho = check_positive(rho, "rho")
+    rho = positive(rho, "rho")
     rtol = check_rtol(rtol)
     max_iter = integer(max_iter, "max_iter", 1)
     regime3_boundary(mu, rho)  # the answer is representable at this rho, before any work
@@ -166,7 +166,7 @@ def collapse_boundary_search(
         (int >= 1).
     """
     mu = check_mu(mu)
-    rho = check_positive(rho, "rho")
+    rho = positive(rho, "rho")
     rtol = check_rtol(rtol)
     max_iter = integer(max_iter, "max_iter", 1)
     scaled_mu(mu)  # mu_d / mu_1 representable, before any run

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flows.data import finite_array, single_example
+from flows.checks import integer, positive, real_array
+from flows.data import single_example
 from flows.integrator.driver import simulate
 from flows.results import Trajectory
 
-from .._checks import integer, log_abs_beta_array
+from .._checks import log_abs_beta_array
 from ..amplification import LeaderSequence, leader_sequence, leaders
-from .inputs import check_mu, check_positive, horizon, scaled_mu, unit_mu
+from .inputs import check_mu, horizon, scaled_mu, unit_mu
 
 REGIME_NAMES = {1: "collapse", 2: "sequential amplification", 3: "major from the start"}
 
@@ -71,8 +72,8 @@ def classify(
         [0, 60]); or a horizon that is not representable.
     """
     mu = check_mu(mu)
-    alpha = check_positive(alpha, "alpha")
-    rho = check_positive(rho, "rho")
+    alpha = positive(alpha, "alpha")
+    rho = positive(rho, "rho")
     with np.errstate(over="ignore", under="ignore"):
         ratio = alpha / rho
     if not (np.isfinite(ratio) and ratio > 0):
@@ -114,7 +115,7 @@ def log_gradient_norm(log_abs_beta: np.ndarray, mu: np.ndarray) -> np.ndarray:
     and > 0; ``ValueError`` naming the parameter otherwise.
     """
     log_abs_beta = log_abs_beta_array(log_abs_beta)
-    mu = finite_array(mu, "mu", ndim=1)
+    mu = real_array(mu, "mu", ndim=1)
     if np.any(mu <= 0):
         raise ValueError("mu must be > 0")
     if log_abs_beta.shape[1] != mu.size:

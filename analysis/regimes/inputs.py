@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flows.data import finite_array
-
-from .._checks import real
+from flows.checks import positive, real, real_array
 
 #: Smallest relative tolerance of the bisections (below it the bracket cannot shrink in float64).
 MIN_RTOL = 1e-15
@@ -20,16 +18,10 @@ MIN_RTOL = 1e-15
 
 def check_mu(mu) -> np.ndarray:
     """``mu`` as an increasing positive vector of length >= 2 (the paper's setting)."""
-    mu = finite_array(mu, "mu", ndim=1)
+    mu = real_array(mu, "mu", ndim=1)
     if mu.size < 2 or np.any(mu <= 0) or np.any(np.diff(mu) <= 0):
         raise ValueError("mu must be positive and strictly increasing, with at least 2 entries")
     return mu
-
-
-def check_positive(value, name: str) -> float:
-    """A finite real number > 0 (``ValueError`` naming ``name`` otherwise, also for text or
-    None)."""
-    return real(value, name, low=0.0, low_open=True)
 
 
 def check_rtol(rtol) -> float:
@@ -74,7 +66,7 @@ def horizon(t_max, mu: np.ndarray, s: float, name: str, doublings: int = 0) -> f
     if t_max is None:
         horizon_hat, name = 12.0 / (mu[0] / s), "mu"
     else:
-        horizon_hat = check_positive(t_max, name) * s
+        horizon_hat = positive(t_max, name) * s
     longest = horizon_hat * 2.0**doublings
     if not (0 < horizon_hat and np.isfinite(longest) and np.isfinite(longest / s)):
         what = "the default horizon 12 / mu_1" if name == "mu" else name

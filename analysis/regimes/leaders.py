@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from flows.checks import integer, positive, real
 from flows.data import single_example
 from flows.initialization import check_depth, initialization
 from flows.integrator.driver import simulate
 from flows.results import Trajectory
 
-from .._checks import integer, numeric_array, real
+from .._checks import numeric_array
 from ..amplification import LeaderSequence, leader_sequence, leaders
-from .inputs import check_mu, check_positive, horizon, scaled_mu
+from .inputs import check_mu, horizon, scaled_mu
 
 
 def leader_phase_diagram(
@@ -36,7 +37,7 @@ def leader_phase_diagram(
     mu_hat, s = scaled_mu(mu)
     tau_max_hat = horizon(tau_max, mu, s, "tau_max")
     data = single_example(mu_hat)
-    tau = np.linspace(0.0, check_positive(tau_max, "tau_max"), n_tau)
+    tau = np.linspace(0.0, positive(tau_max, "tau_max"), n_tau)
     lead = np.empty((r.size, n_tau), dtype=int)
     for i, ratio in enumerate(r):
         traj = simulate(
@@ -70,7 +71,7 @@ def leader_sequence_at_depth(
     depth = check_depth(depth)
     initialization(alpha, depth, mu.size)
     rho = real(rho, "rho", low=0.0)
-    t_max = check_positive(t_max, "t_max")
+    t_max = positive(t_max, "t_max")
     n_points = integer(n_points, "n_points", 2)
     traj = simulate(
         single_example(mu),

@@ -163,7 +163,7 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
     algo = get_algorithm(algorithm)
     hp = resolve_hyperparameters(algorithm, given)
     init = initialization(alpha, depth, data.d, options["reduced"])
-    check_options(options, MAX_POINTS, METHODS, ("auto", *BACKENDS))
+    options = check_options(options, MAX_POINTS, METHODS, ("auto", *BACKENDS))
     depth_total = int(init.multiplicity.sum())
     warn_if_signs_cannot_separate(data, alpha, depth_total, algorithm)
     the_chart = choose_chart(
