@@ -52,6 +52,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import expit
 
+from flows.checks import choice
 from flows.data import Dataset
 from flows.model import DEFAULT_LOSS
 from flows.results import Trajectory
@@ -99,15 +100,22 @@ def _check_data(data) -> Dataset:
 
 
 def _check_loss(loss) -> str:
-    if not isinstance(loss, str) or loss not in LOSS_DERIVATIVES:
-        raise ValueError(f"loss must be one of {sorted(LOSS_DERIVATIVES)}, got {loss!r}")
-    return loss
+    return choice(loss, "loss", LOSS_DERIVATIVES)
+
+
+#: Largest number of parameters ``L * d`` whose Hessian is built (dense, float64).
+MAX_PARAMETERS = 4096
 
 
 def _check_theta(theta, data: Dataset) -> np.ndarray:
     arr = numeric_array(theta, "theta", ndim=2)
     if arr.shape[0] < 1 or arr.shape[1] != data.d:
         raise ValueError(f"theta must have shape (L, d) = (L >= 1, {data.d}), got {arr.shape}")
+    if arr.size > MAX_PARAMETERS:
+        raise ValueError(
+            f"theta: the Hessian of L * d = {arr.size} parameters is too large to build "
+            f"(at most {MAX_PARAMETERS}, a {MAX_PARAMETERS**2 * 8 / 2**20:.0f} MiB matrix)"
+        )
     if not np.all(np.isfinite(arr)):
         raise ValueError("theta must be finite (found NaN or inf)")
     return arr
@@ -393,6 +401,11 @@ def sharpness_along(
         )
     if d != data.d:
         raise ValueError(f"data must have d = {d} features like traj, got d = {data.d}")
+    if L * d > MAX_PARAMETERS:
+        raise ValueError(
+            f"traj: the Hessian of L * d = {L * d} parameters is too large to build (at most "
+            f"{MAX_PARAMETERS})"
+        )
     theta = traj.theta
     ok = np.all(np.isfinite(theta), axis=(1, 2))
     trace = np.full(T, np.nan)

@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import linprog
 
-from .checks import integer, real
+from .checks import integer, real, real_array
 from .data import Dataset, is_separable, single_example
 
 __all__ = [
@@ -44,6 +44,11 @@ __all__ = [
     "single_example_mu5",
     "teacher_data",
 ]
+
+#: Caps of the synthetic builders: examples (and features) of one set, and random draws (of a
+#: whole set for :func:`gaussian_blobs`, of ``n`` candidate points for :func:`teacher_data`).
+MAX_EXAMPLES = 10**6
+MAX_DRAWS = 100
 
 #: the paper's running examples of ``D_mu``
 MU2 = (1.0, 2.0)
@@ -82,13 +87,19 @@ def gaussian_blobs(seed: int = 5, n: int = 40, std: float = 0.6, mean=(1.0, 2.0)
     The defaults are figure 7's data: means ``+-(1, 2)``, n = 40, std 0.6, seed 5 (the first
     draw is separable; l1 max-margin ``e_2``, l2 max-margin 16 deg away from it).
     """
-    mean = np.asarray(mean, dtype=float)
+    mean = real_array(mean, "mean", ndim=1)
+    n = integer(n, "n", 2, MAX_EXAMPLES)
+    std = real(std, "std", low=0.0)
     rng = np.random.default_rng(seed)
     y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
-    while True:
+    for _ in range(MAX_DRAWS):
         X = y[:, None] * mean + std * rng.normal(size=(n, mean.size))
         if is_separable(X, y):
             return Dataset(X, y)
+    raise ValueError(
+        f"std: no separable draw in {MAX_DRAWS} draws of n = {n} points at std = {std:g} around "
+        f"+-{mean.tolist()}; lower std or n"
+    )
 
 
 def teacher_data(seed: int = 90, n: int = 12, d: int = 3, margin: float = 0.2) -> Dataset:
@@ -100,15 +111,23 @@ def teacher_data(seed: int = 90, n: int = 12, d: int = 3, margin: float = 0.2) -
     l1 max-margin direction (flipping a column is a symmetry of the whole problem). Seed 90
     gives a large angle, 30 deg, between the l1 and l2 max-margin directions.
     """
+    n, d = integer(n, "n", 1, MAX_EXAMPLES), integer(d, "d", 1, MAX_EXAMPLES)
+    margin = real(margin, "margin", low=0.0)
     rng = np.random.default_rng(seed)
     w = rng.normal(size=d)
     w /= np.linalg.norm(w)
     rows: list[np.ndarray] = []
-    while len(rows) < n:
-        x = rng.normal(size=d)
-        if abs(x @ w) >= margin:
-            rows.append(x)
-    X = np.array(rows)
+    for _ in range(MAX_DRAWS):
+        x = rng.normal(size=(n, d))
+        rows.extend(x[np.abs(x @ w) >= margin])
+        if len(rows) >= n:
+            break
+    else:
+        raise ValueError(
+            f"margin: {MAX_DRAWS} batches of {n} Gaussian points gave {len(rows)} of the {n} "
+            f"points with |<w, x>| >= {margin:g}; lower margin"
+        )
+    X = np.array(rows[:n])
     y = np.sign(X @ w)
     beta = _l1_max_margin(y[:, None] * X)
     flips = np.where(beta < -1e-9 * np.max(np.abs(beta)), -1.0, 1.0)

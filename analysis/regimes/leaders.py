@@ -15,6 +15,9 @@ from .._checks import numeric_array
 from ..amplification import LeaderSequence, leader_sequence, leaders
 from .inputs import check_mu, horizon, scaled_mu
 
+#: Most rows (flows) of one :func:`leader_phase_diagram`.
+MAX_RATIOS = 10_000
+
 
 def leader_phase_diagram(
     mu, ratios, tau_max: float, n_tau: int = 200
@@ -29,9 +32,10 @@ def leader_phase_diagram(
     """
     mu = check_mu(mu)
     r = numeric_array(ratios, "ratios", ndim=1)
-    if r.size == 0 or not np.all(np.isfinite(r)) or np.any(r <= 0):
+    if r.size == 0 or r.size > MAX_RATIOS or not np.all(np.isfinite(r)) or np.any(r <= 0):
         raise ValueError(
-            f"ratios must be a non-empty 1-D array of finite numbers > 0, got {ratios!r}"
+            f"ratios must be a 1-D array of 1 to {MAX_RATIOS} finite numbers > 0 (one flow "
+            f"each), got {ratios!r}"[:300]
         )
     n_tau = integer(n_tau, "n_tau", 2)
     mu_hat, s = scaled_mu(mu)
