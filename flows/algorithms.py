@@ -31,12 +31,16 @@ class GradientSummary(NamedTuple):
     log_norm : ``log ||grad L||_2`` (shape (..., 1, 1) or a float; -inf where ``grad L = 0``).
     multiplicity : (G,) how many identical layers each row stands for (rows of the balanced
         reduced system stand for L layers).
+    log_abs_theta : ``log|theta|`` at the point (shape of ``unit``; ``-inf`` at zeros), for the
+        perturbations that scale by the parameters (ASAM, adaptive LE-SAM: those whose
+        :attr:`Algorithm.reads_theta`; None for the others).
     """
 
     unit: np.ndarray
     sign: np.ndarray
     log_norm: np.ndarray | float
     multiplicity: np.ndarray
+    log_abs_theta: np.ndarray | None = None
 
 
 Perturbation = Callable[[GradientSummary, Mapping[str, float]], np.ndarray]
@@ -70,6 +74,77 @@ def loss_equilibrated_perturbation(grad: GradientSummary, hp: Mapping[str, float
     return np.minimum(hp["sigma"] / (grad_norm + hp["varrho"]), hp["rho_max"]) * grad.unit
 
 
+def _norm(values: np.ndarray, multiplicity: np.ndarray) -> np.ndarray:
+    """``||values||_2`` over the last two axes, each row counted ``multiplicity`` times (shape
+    (..., 1, 1)); ``values`` are of modulus at most 1 here (no overflow)."""
+    weights = np.asarray(multiplicity, dtype=float)[:, None]
+    return np.sqrt(np.sum(weights * values * values, axis=(-2, -1), keepdims=True))
+
+
+def _scale(grad: GradientSummary, offset: float) -> tuple[np.ndarray, np.ndarray]:
+    """``|theta| + offset = exp(top) * scaled`` with ``scaled`` of largest entry 1 per point
+    (``top`` of shape (..., 1, 1)): the scalings of ASAM and adaptive LE-SAM, computed without
+    overflow whatever ``|theta|``."""
+    with np.errstate(divide="ignore"):
+        log_t = (
+            np.logaddexp(grad.log_abs_theta, np.log(offset)) if offset > 0 else grad.log_abs_theta
+        )
+    top = np.max(log_t, axis=(-2, -1), keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return np.exp(log_t - top), top
+
+
+def official_lesam_perturbation(grad: GradientSummary, hp: Mapping[str, float]) -> np.ndarray:
+    """LE-SAM as its authors' optimizer computes it (``lesam.py`` of
+    smithgun2005/LE-SAM-ICML2026 at 2b3ecd9: ``LESAM._grad_norm``, lines 52-67, and
+    ``LESAM.ascent_step``, lines 73-107):
+
+    ``eps = s * grad L * rho_t / (N + e)``, ``N = sqrt(||s * grad L||^2 + e)``,
+    ``rho_t = sigma / (N + e)``, then ``rho_t = min(rho_t, rho_max)`` only if ``rho_max > 0``,
+
+    with ``e`` = ``eps`` (1e-12) and ``s = |theta|`` if ``adaptive`` else 1. Since
+    ``N >= sqrt(e)``, the perturbation vanishes with the gradient (the step becomes gradient
+    descent once ``||grad L|| << sqrt(e) = 1e-6``), unlike the paper's formula
+    (:func:`loss_equilibrated_perturbation`, which tends to ``rho_max`` there). Computed from
+    ``log ||grad L||`` and ``log|theta|``, so neither a tiny nor a huge gradient or parameter is
+    rounded away.
+    """
+    e = hp["eps"]
+    if hp["adaptive"]:  # then grad.log_abs_theta is given (reads_theta)
+        s, log_s = _scale(grad, 0.0)
+        scaled = s * grad.unit
+    else:
+        scaled, log_s = grad.unit, np.zeros(np.shape(grad.log_norm))
+    with np.errstate(divide="ignore", over="ignore"):
+        log_sg = np.asarray(grad.log_norm) + log_s + np.log(_norm(scaled, grad.multiplicity))
+        log_n = 0.5 * np.logaddexp(2.0 * log_sg, np.log(e))
+        log_shifted = np.logaddexp(log_n, np.log(e))  # log(N + e)
+        rho_t = hp["sigma"] * np.exp(-log_shifted)
+        if hp["rho_max"] > 0:
+            rho_t = np.minimum(rho_t, hp["rho_max"])
+        factor = rho_t * np.exp(np.asarray(grad.log_norm) + log_s - log_shifted)
+    return factor * scaled
+
+
+#: The constant ASAM's code adds to ``||T grad L||`` (``asam.py`` of SamsungLabs/ASAM, line 27).
+ASAM_STABILISER = 1e-16
+
+
+def asam_perturbation(grad: GradientSummary, hp: Mapping[str, float]) -> np.ndarray:
+    """ASAM (Kwon et al. 2021, ``asam.py`` of SamsungLabs/ASAM at dc9b513, ``ASAM.ascent_step``,
+    lines 12-38): ``eps = rho T^2 grad L / (||T grad L|| + 1e-16)``, ``T = |theta| + eta_asam``
+    elementwise (every layer of the network is a weight), so ``||T^-1 eps|| = rho`` up to the
+    stabiliser. With ``T = exp(top) T'`` (largest entry of ``T'`` 1):
+    ``eps = rho exp(top) T'^2 u / (||T' u|| + 1e-16 exp(-top) / ||grad L||)``, ``u`` the unit
+    gradient."""
+    T, top = _scale(grad, hp["eta_asam"])
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        damping = ASAM_STABILISER * np.exp(-top - np.asarray(grad.log_norm))
+        denominator = _norm(T * grad.unit, grad.multiplicity) + damping
+        factor = np.where(denominator > 0, hp["rho"] * np.exp(top) / denominator, 0.0)
+    return factor * T * T * grad.unit
+
+
 @dataclass(frozen=True)
 class HyperparameterSpec:
     """One hyper-parameter an algorithm reads, as :func:`flows.simulate`, :func:`flows.iterate`
@@ -84,6 +159,7 @@ class HyperparameterSpec:
     cli_default : the value ``python -m flows.run`` uses when its flag is absent (None: not
         given, so ``default`` applies).
     help : what it is, for the command line's help.
+    flag : a switch: True or False (stored as 1.0 / 0.0; ``--name`` on the command line).
     """
 
     name: str
@@ -92,6 +168,7 @@ class HyperparameterSpec:
     minimum: float | None = 0.0
     cli_default: float | None = None
     help: str = ""
+    flag: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,6 +189,8 @@ class Algorithm:
     compiled_id : the id of its compiled perturbation in
         :func:`flows.compiled._segment_kernels.perturbed_into` (None: the compiled segment loop
         does not apply and the run takes the Python loop, on any backend).
+    reads_theta : ``perturb`` reads :attr:`GradientSummary.log_abs_theta` (the fields compute
+        it only then).
     """
 
     perturb: Perturbation
@@ -120,6 +199,7 @@ class Algorithm:
     sign_discontinuous: bool = False
     zero_invariant: bool = False
     compiled_id: int | None = None
+    reads_theta: bool = False
 
     @property
     def perturbs(self) -> bool:
@@ -139,6 +219,17 @@ RHO = HyperparameterSpec(
 SIGMA = HyperparameterSpec("sigma", schedulable=True, help=f"LE-SAM loss budget: {_SCHEDULE}")
 RHO_MAX = HyperparameterSpec("rho_max", schedulable=True, help=f"LE-SAM radius cap: {_SCHEDULE}")
 VARRHO = HyperparameterSpec("varrho", default=1e-12, help="LE-SAM stabiliser (default 1e-12)")
+OFFICIAL_SIGMA = HyperparameterSpec(
+    "sigma", default=0.35, schedulable=True, help=f"LE-SAM loss budget: {_SCHEDULE}"
+)
+OFFICIAL_RHO_MAX = HyperparameterSpec(
+    "rho_max", default=0.3, schedulable=True, minimum=None, help="official LE-SAM cap (<= 0: none)"
+)
+EPS = HyperparameterSpec("eps", default=1e-12, help="official LE-SAM stabiliser (default 1e-12)")
+ADAPTIVE = HyperparameterSpec(
+    "adaptive", default=0.0, flag=True, help="official LE-SAM scaled by |theta| (a switch)"
+)
+ETA_ASAM = HyperparameterSpec("eta_asam", default=0.01, help="ASAM's offset of |theta| (0.01)")
 
 
 def _rho(hp: Mapping[str, float]) -> float:
@@ -149,6 +240,17 @@ def _rho(hp: Mapping[str, float]) -> float:
 def _rho_max(hp: Mapping[str, float]) -> float:
     """LE-SAM's largest radius, ``rho_max``."""
     return hp["rho_max"]
+
+
+def _official_radius(hp: Mapping[str, float]) -> float:
+    """The official LE-SAM's largest radius: ``rho_max`` if it caps, else ``sigma / sqrt(eps)``
+    (``rho_t <= sigma / N`` and ``N >= sqrt(eps)``)."""
+    return hp["rho_max"] if hp["rho_max"] > 0 else hp["sigma"] / np.sqrt(hp["eps"])
+
+
+def _asam_radius(hp: Mapping[str, float]) -> float:
+    """ASAM's radius near 0, where ``T = eta_asam``: ``rho eta_asam``."""
+    return hp["rho"] * hp["eta_asam"]
 
 
 ALGORITHMS: dict[str, Algorithm] = {
@@ -162,6 +264,16 @@ ALGORITHMS: dict[str, Algorithm] = {
         _rho_max,
         zero_invariant=True,
         compiled_id=3,
+    ),
+    "le-sam-official": Algorithm(
+        official_lesam_perturbation,
+        (OFFICIAL_SIGMA, OFFICIAL_RHO_MAX, EPS, ADAPTIVE),
+        _official_radius,
+        zero_invariant=True,
+        reads_theta=True,
+    ),
+    "asam": Algorithm(
+        asam_perturbation, (RHO, ETA_ASAM), _asam_radius, zero_invariant=True, reads_theta=True
     ),
 }
 
@@ -187,6 +299,10 @@ def _checked(spec: HyperparameterSpec, value):
     """A finite real number >= ``spec.minimum`` (:func:`flows.checks.real`), or (where
     ``spec.schedulable``) a callable."""
     key = spec.name
+    if spec.flag:
+        if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):
+            raise ValueError(f"{key} must be True or False, got {value!r}")
+        return float(bool(value))
     if callable(value):
         if not spec.schedulable:
             schedulable = [s.name for s in known_hyperparameters().values() if s.schedulable]

@@ -12,14 +12,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .algorithms import get_algorithm, hyperparameters_at, is_scheduled, resolve_hyperparameters
-from .checks import integer, positive
+from .checks import integer, positive, real
 from .clocks import CLOCKS
 from .data import Dataset
 from .field import Problem, perturbed_point
 from .initialization import initialization
 from .model import DEFAULT_LOSS, Loss, evaluate, get_loss, loss_gradient_signed
 from .results import Cause
-from .schedules import Hyperparameter
+from .schedules import Hyperparameter, Schedule, schedule_value
 from .signedlog import SignedLog
 
 
@@ -29,7 +29,8 @@ class DiscreteRun:
 
     Attributes
     ----------
-    steps : (K,) iteration numbers recorded; ``t = steps * eta`` the original time.
+    steps : (K,) iteration numbers recorded; ``t = steps * eta`` the original time (``eta``
+        the step size, or the peak of its schedule).
     theta : (K, L, d) parameters; ``beta`` (K, d); ``loss`` (K,).
     status : 0 finished; -1 an iterate (theta, beta or the margins) left float64 at some step:
         the run stops there, ``message`` says at which step and why, and the iterates recorded
@@ -49,6 +50,8 @@ class DiscreteRun:
     algorithm: str
     eta: float
     cause: Cause = Cause.REACHED_END
+    momentum: float = 0.0
+    weight_decay: float = 0.0
 
     @property
     def log_abs_beta(self) -> np.ndarray:
@@ -57,16 +60,55 @@ class DiscreteRun:
             return np.log(np.abs(self.beta))
 
 
-def sam_step(theta: np.ndarray, problem: Problem, eta: float, time: float = 0.0) -> np.ndarray:
-    """One step ``theta - eta grad L(theta + eps(theta))`` on the full (L, d) parameters, with
-    scheduled hyper-parameters evaluated at ``time`` (``k * eta`` at step ``k``)."""
+def perturbed_gradient(theta: np.ndarray, problem: Problem, time: float = 0.0) -> np.ndarray:
+    """``grad L(theta + eps(theta))`` on the full (L, d) parameters, with scheduled
+    hyper-parameters evaluated at ``time``."""
     if is_scheduled(problem.hyperparameters):
         problem = replace(
             problem, hyperparameters=hyperparameters_at(problem.hyperparameters, time)
         )
     theta_p = perturbed_point(SignedLog.from_float(theta), problem)
     ev = evaluate(theta_p, problem.multiplicity, problem.data, problem.loss)
-    return theta - eta * loss_gradient_signed(ev).to_float()
+    return loss_gradient_signed(ev).to_float()
+
+
+def sam_step(theta: np.ndarray, problem: Problem, eta: float, time: float = 0.0) -> np.ndarray:
+    """One step ``theta - eta grad L(theta + eps(theta))`` (no momentum, no weight decay)."""
+    return theta - eta * perturbed_gradient(theta, problem, time)
+
+
+@dataclass(frozen=True)
+class BaseOptimizer:
+    """The step the perturbed gradient ``g_k`` drives, with PyTorch SGD's semantics
+    (``torch.optim.SGD``, dampening 0, no Nesterov): ``d_k = g_k + weight_decay theta_k``,
+    ``b_0 = d_0``, ``b_k = momentum b_{k-1} + d_k``, ``theta_{k+1} = theta_k - eta_k b_k``.
+
+    ``eta`` a number, or a named schedule (:mod:`flows.schedules`) of the step time
+    ``t_k = k * unit`` with ``unit`` its peak value (so that a schedule written in epochs of
+    ``steps_per_epoch * unit`` lines up with the steps).
+    """
+
+    eta: float | Schedule
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+
+    @property
+    def unit(self) -> float:
+        """The time of one step: ``eta``, or a schedule's peak value."""
+        return self.eta.maximum if isinstance(self.eta, Schedule) else float(self.eta)
+
+    def rate(self, k: int) -> float:
+        """``eta_k``."""
+        if isinstance(self.eta, Schedule):
+            return schedule_value("eta", self.eta, k * self.unit)
+        return float(self.eta)
+
+    def direction(self, g: np.ndarray, theta: np.ndarray, buffer: np.ndarray | None) -> np.ndarray:
+        """``b_k`` from ``g_k``, ``theta_k`` and ``b_{k-1}`` (None at the first step)."""
+        d = g + self.weight_decay * theta if self.weight_decay else g
+        if not self.momentum or buffer is None:
+            return d
+        return self.momentum * buffer + d
 
 
 def iterate(
@@ -75,43 +117,51 @@ def iterate(
     depth: int = 2,
     alpha=1.0,
     *,
-    eta: float = 1e-3,
+    eta: float | Schedule = 1e-3,
     steps: int = 1000,
     record_every: int = 1,
     loss: str = DEFAULT_LOSS,
+    momentum: float = 0.0,
+    weight_decay: float = 0.0,
     **hyperparameters: Hyperparameter | None,
 ) -> DiscreteRun:
     """Run ``steps`` iterations of GD / SAM with step size ``eta`` (see :func:`flows.simulate`
     for the other parameters, the hyper-parameters among them); every ``record_every``-th
-    iterate is kept. Hyper-parameters declared schedulable may be schedules of the time
-    ``k * eta`` (:mod:`flows.schedules`): step ``k`` (from ``theta_k`` to ``theta_{k+1}``)
-    uses their values at ``k * eta``."""
+    iterate is kept.
+
+    The base optimizer is SGD as PyTorch runs it (:class:`BaseOptimizer`): ``momentum`` and
+    ``weight_decay`` (both 0: plain gradient steps), and ``eta`` a number or a named schedule.
+    Step ``k`` (from ``theta_k`` to ``theta_{k+1}``) is at the time ``t_k = k * eta`` (``eta``'s
+    peak value for a schedule), where every schedule (``eta``'s and the hyper-parameters') is
+    evaluated."""
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
     hp = resolve_hyperparameters(algorithm, hyperparameters)
     the_loss = get_loss(loss)
     init = initialization(alpha, depth, data.d, reduced=False)
-    eta = positive(eta, "eta")
+    base = _base_optimizer(eta, momentum, weight_decay)
     steps, record_every = integer(steps, "steps", 1), integer(record_every, "record_every", 1)
     _check_budget(steps, record_every, init.groups.size)
     problem = Problem(
         data, get_algorithm(algorithm), hp, the_loss, init.multiplicity, CLOCKS["original"]
     )
-    kept_steps, kept, cause, message = _run(init.groups.copy(), problem, eta, steps, record_every)
+    kept_steps, kept, cause, message = _run(init.groups.copy(), problem, base, steps, record_every)
     thetas = np.array(kept)
     betas = np.prod(thetas, axis=1)
     steps_arr = np.array(kept_steps)
     return DiscreteRun(
         steps=steps_arr,
-        t=steps_arr * eta,
+        t=steps_arr * base.unit,
         theta=thetas,
         beta=betas,
         loss=_losses(betas, data.signed_features, the_loss),
         status=cause.status,
         message=message,
         algorithm=algorithm,
-        eta=float(eta),
+        eta=base.unit,
         cause=cause,
+        momentum=base.momentum,
+        weight_decay=base.weight_decay,
     )
 
 
@@ -136,8 +186,25 @@ def _check_budget(steps: int, record_every: int, size: int) -> None:
         )
 
 
+def _base_optimizer(eta, momentum, weight_decay) -> BaseOptimizer:
+    """The checked :class:`BaseOptimizer` of :func:`iterate`'s arguments."""
+    if isinstance(eta, Schedule):
+        if not eta.maximum > 0:
+            raise ValueError(f"eta: a schedule of the step size must have a peak > 0, got {eta}")
+    elif callable(eta):
+        raise ValueError(
+            "eta must be a number or a named schedule of flows.schedules (its peak value sets "
+            "the time of a step), not a plain callable"
+        )
+    else:
+        eta = positive(eta, "eta")
+    return BaseOptimizer(
+        eta, real(momentum, "momentum", low=0.0), real(weight_decay, "weight_decay", low=0.0)
+    )
+
+
 def _run(
-    theta: np.ndarray, problem: Problem, eta: float, steps: int, record_every: int
+    theta: np.ndarray, problem: Problem, base: BaseOptimizer, steps: int, record_every: int
 ) -> tuple[list[int], list[np.ndarray], Cause, str]:
     """The recorded ``(steps, thetas)`` from ``theta`` (L, d), the cause and the message.
 
@@ -153,10 +220,12 @@ def _run(
             Cause.OVERFLOW,
             (f"iterate not representable at step 0: {why}; only the initial theta is returned"),
         )
-    last_k, last = 0, theta
+    last_k, last, buffer = 0, theta, None
     for k in range(1, steps + 1):
         with np.errstate(over="ignore", invalid="ignore"):
-            theta = sam_step(theta, problem, eta, (k - 1) * eta)
+            g = perturbed_gradient(theta, problem, (k - 1) * base.unit)
+            buffer = base.direction(g, theta, buffer)
+            theta = theta - base.rate(k - 1) * buffer
         why = _not_representable(theta, signed)
         if why:
             if kept_steps[-1] != last_k:

@@ -105,8 +105,11 @@ class VectorField(Protocol):
     ) -> np.ndarray: ...
 
 
-def gradient_summary(scaled: SignedLog, log_c, multiplicity: np.ndarray) -> GradientSummary:
-    """The :class:`~flows.algorithms.GradientSummary` of ``grad L = exp(log_c) * scaled``.
+def gradient_summary(
+    scaled: SignedLog, log_c, multiplicity: np.ndarray, log_abs_theta: np.ndarray
+) -> GradientSummary:
+    """The :class:`~flows.algorithms.GradientSummary` of ``grad L = exp(log_c) * scaled`` at
+    the parameters of magnitudes ``exp(log_abs_theta)``.
 
     ``scaled`` (signed-log, shape (..., G, d)) is ``-G * prod_{k != l} w^(k)`` with the signs
     of ``grad L``; ``log_c`` a float or an array of shape (..., 1, 1). The norm runs over the
@@ -119,7 +122,9 @@ def gradient_summary(scaled: SignedLog, log_c, multiplicity: np.ndarray) -> Grad
     log_grad_norm = log_norm + log_c
     if np.ndim(scaled.log_abs) == 2:
         log_grad_norm = float(log_grad_norm.reshape(()))
-    return GradientSummary(unit, scaled.sign, log_grad_norm, np.asarray(multiplicity))
+    return GradientSummary(
+        unit, scaled.sign, log_grad_norm, np.asarray(multiplicity), np.asarray(log_abs_theta)
+    )
 
 
 def perturbed_point(
@@ -137,7 +142,9 @@ def perturbed_point(
     ev = evaluate(theta, problem.multiplicity, problem.data, problem.loss)
     mg = margin_gradient(ev)
     sign = -mg.sign if grad_signs is None else grad_signs
-    grad = gradient_summary(SignedLog(sign, mg.log_abs), ev.log_c, problem.multiplicity)
+    grad = gradient_summary(
+        SignedLog(sign, mg.log_abs), ev.log_c, problem.multiplicity, theta.log_abs
+    )
     eps = problem.algorithm.perturb(grad, problem.hyperparameters)
     if not np.all(np.isfinite(eps)):
         # a non-finite perturbation makes the field NaN: the solver rejects the step (and

@@ -175,6 +175,7 @@ class FusedField:
             SignedLog(grad_sign, direction.log_abs[..., None, :] + loo.log_abs),
             np.asarray(log_c)[..., None, None],
             self.multiplicity,
+            log_abs,
         )
         eps = algorithm.perturb(grad, self.hyperparameters(_batch_time(time, sign)))
         finite = np.all(np.isfinite(eps), axis=(-2, -1), keepdims=True)
@@ -302,8 +303,11 @@ class FusedField:
         log_norm = np.log(norm) + np.asarray(log_c)[..., None, None]
         if np.ndim(w) == 2:
             log_norm = float(log_norm.reshape(()))
+        log_abs_w = log_magnitudes(w) if problem.algorithm.reads_theta else None
         eps = problem.algorithm.perturb(
-            GradientSummary(sign * (np.abs(g) / norm), sign, log_norm, self.multiplicity),
+            GradientSummary(
+                sign * (np.abs(g) / norm), sign, log_norm, self.multiplicity, log_abs_w
+            ),
             self.hyperparameters(_batch_time(time, w)),
         )
         point = w + eps
@@ -380,7 +384,10 @@ class FusedField:
             sign, unit = -np.sign(g), g / -norm
         else:
             sign, unit = pattern_signs, pattern_signs * (np.abs(g) / norm)
-        grad = GradientSummary(unit, sign, float(np.log(norm) + log_c), self.multiplicity)
+        log_abs_w = log_magnitudes(w) if problem.algorithm.reads_theta else None
+        grad = GradientSummary(
+            unit, sign, float(np.log(norm) + log_c), self.multiplicity, log_abs_w
+        )
         point = w + problem.algorithm.perturb(grad, self.hyperparameters(float(time)))
         size = np.abs(point)
         bottom = _log(np.minimum.reduce(size, axis=None)) if small_matter else 0.0
@@ -418,3 +425,9 @@ def _exclusive(a: np.ndarray, op: np.ufunc, neutral: float) -> np.ndarray:
 def _log(x: float) -> float:
     """``log x`` of a float ``x >= 0`` (-inf at 0, NaN for NaN)."""
     return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
+
+
+def log_magnitudes(w: np.ndarray) -> np.ndarray:
+    """``log|w|`` elementwise (-inf at zeros, without a warning)."""
+    with np.errstate(divide="ignore"):
+        return np.log(np.abs(w))

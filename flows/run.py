@@ -202,9 +202,14 @@ def parser() -> argparse.ArgumentParser:
 
 def add_hyperparameter(p: argparse.ArgumentParser, spec: HyperparameterSpec) -> None:
     """The flag ``--name`` (``_`` as ``-``) of one hyper-parameter of the algorithm table: a
-    number, or where ``spec.schedulable`` a schedule too; absent, ``spec.cli_default``."""
+    number, or where ``spec.schedulable`` a schedule too; absent, ``spec.cli_default``; a
+    switch (``spec.flag``) takes no value."""
+    flag = "--" + spec.name.replace("_", "-")
+    if spec.flag:
+        p.add_argument(flag, dest=spec.name, action="store_true", default=None, help=spec.help)
+        return
     p.add_argument(
-        "--" + spec.name.replace("_", "-"),
+        flag,
         dest=spec.name,
         type=schedule_or_number(spec.name) if spec.schedulable else float,
         default=spec.cli_default,

@@ -8,8 +8,9 @@ below are hashable values with their kink times (where the integrator restarts i
 so that a kink costs no accuracy), their maximum (the perturbation size the collapse threshold
 uses) and a JSON spec (cache keys, the command line ``name:arg,arg,...``).
 
-LE-SAM's official training schedule for its loss budget is :func:`warmup_cosine`: a linear
-warm-up over the first 10 of 200 epochs, constant to epoch 160, cosine decay to 0 at 200.
+LE-SAM's official training schedule of its loss budget is :func:`lesam_official`, a staircase
+in epochs (one value per epoch, from its authors' training script); :func:`warmup_cosine` is
+the continuous curve of the same shape.
 """
 
 from __future__ import annotations
@@ -92,17 +93,57 @@ def _warmup_cosine_scalar(
     return value * min(max(t / t_warmup, 0.0), 1.0) if t_warmup > 0 else value
 
 
+#: Nudge of ``t / epoch length`` before it is floored: ``(k eta) / (n eta)`` may round just
+#: below the integer ``k / n`` at an epoch boundary.
+_EPOCH_NUDGE = 1e-9
+
+
+def _official_epoch_value(
+    epoch: int, sigma: float, warmup: float, decay_start: float, epochs: float
+) -> float:
+    """LE-SAM's per-epoch loss budget (``schedule_lesam_sigma`` in ``lesam.py`` of
+    smithgun2005/LE-SAM-ICML2026, with its training script's choices: linear warm-up from 0,
+    cosine decay to 0): ``sigma epoch / (W - 1)`` for ``epoch < W`` (``sigma`` if ``W = 1``),
+    ``sigma`` until ``D = max(decay_start, W)``, then
+    ``sigma (1 + cos(pi (epoch - D) / (E - D - 1))) / 2``, reaching 0 at epoch ``E - 1``
+    (0 throughout the decay if ``E - D <= 1``)."""
+    w, e = int(warmup), int(epochs)
+    if w > 0 and epoch < w:
+        return sigma if w == 1 else sigma * min(max(epoch / (w - 1), 0.0), 1.0)
+    start = max(int(decay_start), w)
+    if epoch < start:
+        return sigma
+    length = e - start
+    if length <= 1:
+        return 0.0
+    phase = min(max((epoch - start) / max(1, length - 1), 0.0), 1.0)
+    return 0.5 * sigma * (1.0 + math.cos(math.pi * phase))
+
+
+def _lesam_official_scalar(
+    t: float, sigma: float, warmup: float, decay_start: float, epochs: float, steps: float, eta
+) -> float:
+    epoch = math.floor(t / (steps * eta) + _EPOCH_NUDGE)
+    return _official_epoch_value(max(epoch, 0), sigma, warmup, decay_start, epochs)
+
+
+def _lesam_official(t: np.ndarray, *args: float) -> np.ndarray:
+    return np.array([_lesam_official_scalar(float(x), *args) for x in t.ravel()]).reshape(t.shape)
+
+
 #: The same formulas for one time in plain floats (the arrays' versions above define them).
 _SCALAR_FORMULAS: dict[str, Callable[..., float]] = {
     "constant": lambda t, value: value,
     "cosine": _cosine_scalar,
     "warmup_cosine": _warmup_cosine_scalar,
+    "lesam_official": _lesam_official_scalar,
 }
 
 _FORMULAS: dict[str, Callable] = {
     "constant": _constant,
     "cosine": _cosine,
     "warmup_cosine": _warmup_cosine,
+    "lesam_official": _lesam_official,
 }
 _KINKS: dict[str, Callable[..., tuple[float, ...]]] = {
     "constant": lambda value: (),
@@ -110,23 +151,47 @@ _KINKS: dict[str, Callable[..., tuple[float, ...]]] = {
     "warmup_cosine": lambda value, t_warmup, t_hold, t_end: tuple(
         sorted({t for t in (t_warmup, t_hold, t_end) if t > 0})
     ),
+    "lesam_official": lambda sigma, warmup, decay_start, epochs, steps, eta: tuple(
+        m * steps * eta for m in range(1, int(epochs) + 1)
+    ),
 }
 
 
 def _checked(name: str, args: tuple) -> tuple[float, ...]:
-    """Validated arguments of schedule ``name``: finite, value >= 0, times ordered."""
+    """Validated arguments of schedule ``name``: finite, value >= 0, and the times ordered (or,
+    for :func:`lesam_official`, epoch counts that are whole numbers)."""
     values = tuple(real(a, f"schedule {name!r}: argument") for a in args)
-    arity = {"constant": 1, "cosine": 2, "warmup_cosine": 4}[name]
+    arity = {"constant": 1, "cosine": 2, "warmup_cosine": 4, "lesam_official": 6}[name]
     if len(values) != arity:
         raise ValueError(f"schedule {name!r} takes {arity} argument(s), got {len(values)}")
     if values[0] < 0:
         raise ValueError(f"schedule {name!r}: the value must be >= 0, got {values}")
+    if name == "lesam_official":
+        _check_epochs(values)
+        return values
     times = values[1:]
     if any(t < 0 for t in times) or list(times) != sorted(times) or (times and times[-1] <= 0):
         raise ValueError(
             f"schedule {name!r}: times must be >= 0, increasing, and end > 0, got {times}"
         )
     return values
+
+
+def _check_epochs(values: tuple[float, ...]) -> None:
+    """``warmup_epochs, decay_start >= 0``, ``epochs, steps_per_epoch >= 1`` whole numbers
+    (at most 10^6 epochs: one kink each), ``eta > 0``."""
+    warmup, decay_start, epochs, steps, eta = values[1:]
+    names = ("warmup_epochs", "decay_start", "epochs", "steps_per_epoch")
+    for key, value, least in zip(
+        names, (warmup, decay_start, epochs, steps), (0, 0, 1, 1), strict=True
+    ):
+        if value != int(value) or not least <= value <= 10**6:
+            raise ValueError(
+                f"schedule 'lesam_official': {key} must be a whole number in [{least}, 1e6], "
+                f"got {value:g}"
+            )
+    if not eta > 0:
+        raise ValueError(f"schedule 'lesam_official': eta must be > 0, got {eta:g}")
 
 
 def constant(value: float) -> Schedule:
@@ -141,14 +206,42 @@ def cosine(value: float, t_end: float) -> Schedule:
 
 def warmup_cosine(value: float, t_warmup: float, t_hold: float, t_end: float) -> Schedule:
     """Linear warm-up from 0 over ``[0, t_warmup]``, hold ``value`` until ``t_hold``, cosine
-    decay to 0 at ``t_end``, 0 afterwards (LE-SAM's schedule of its loss budget)."""
+    decay to 0 at ``t_end``, 0 afterwards: a continuous curve. It reaches ``value`` at
+    ``t_warmup`` and 0 at ``t_end``; LE-SAM's training script instead holds one value per epoch,
+    reaching ``value`` at epoch ``W - 1`` and 0 at epoch ``E - 1`` (:func:`lesam_official`)."""
     return Schedule("warmup_cosine", _checked("warmup_cosine", (value, t_warmup, t_hold, t_end)))
+
+
+def lesam_official(
+    sigma: float,
+    warmup_epochs: int,
+    decay_start: int,
+    epochs: int,
+    steps_per_epoch: int,
+    eta: float = 1.0,
+) -> Schedule:
+    """LE-SAM's loss budget as its authors' training script sets it, once per epoch
+    (``schedule_lesam_sigma`` of ``lesam.py``, smithgun2005/LE-SAM-ICML2026, called at the start
+    of every epoch with warm-up from 0 and cosine decay to 0; their defaults: sigma 0.35,
+    warm-up 10 epochs, decay from epoch 160, 200 epochs):
+
+    ``sigma e / (W - 1)`` in epoch ``e < W``; ``sigma`` until epoch ``max(decay_start, W)``;
+    then a cosine over the epochs that reaches 0 at epoch ``epochs - 1``.
+
+    An epoch is ``steps_per_epoch`` steps of size ``eta``: the value at step ``k`` of
+    :func:`flows.iterate` (time ``k eta``) is the one of epoch ``k // steps_per_epoch``, and in
+    the flows an epoch lasts ``steps_per_epoch * eta`` of time. A staircase: its kinks are
+    the epoch boundaries.
+    """
+    args = (sigma, warmup_epochs, decay_start, epochs, steps_per_epoch, eta)
+    return Schedule("lesam_official", _checked("lesam_official", args))
 
 
 SCHEDULES: dict[str, Callable[..., Schedule]] = {
     "constant": constant,
     "cosine": cosine,
     "warmup_cosine": warmup_cosine,
+    "lesam_official": lesam_official,
 }
 
 

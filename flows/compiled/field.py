@@ -20,7 +20,7 @@ import numpy as np
 from ..algorithms import GradientSummary
 from ..charts import LogChart
 from ..field import Problem
-from ..fused import FLOAT_RANGE, FusedField
+from ..fused import FLOAT_RANGE, FusedField, log_magnitudes
 from ..signedlog import SignedLog
 from . import announce_compiles, require
 
@@ -87,8 +87,9 @@ class CompiledField(FusedField):
             )
             if not ok:
                 return None
+            log_abs_w = log_magnitudes(w) if problem.algorithm.reads_theta else None
             eps = problem.algorithm.perturb(
-                GradientSummary(unit, sign, float(log_norm), self.multiplicity),
+                GradientSummary(unit, sign, float(log_norm), self.multiplicity, log_abs_w),
                 self.hyperparameters(time),
             )
             point = w + eps
