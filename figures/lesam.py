@@ -6,9 +6,11 @@ against l2-SAM; the figures are in :mod:`figures.lesam_radius`, :mod:`figures.le
 ``rho = 1`` at ``alpha = 0.4`` (figure 4); LE-SAM with ``sigma = rho ||grad L(theta(0))|| =
 0.3489`` and USAM with ``rho / ||grad L(theta(0))|| = 2.866`` perturb by exactly l2-SAM's
 ``eps`` at ``theta(0)`` (:func:`analysis.lesam.initial_gradient_norm`; :func:`compared`). The
-matched budget happens to be LE-SAM's official ``sigma = 0.35``. The official schedule (warm-up
-over the first 10 of 200 epochs, hold to 160, cosine to 0 at 200) is mapped onto the horizon
-``[0, T]``: :func:`warmup` = ``warmup_cosine(sigma, 0.05 T, 0.8 T, T)``. On multi-sample data
+matched budget happens to be LE-SAM's official ``sigma = 0.35``. The shape of the official
+schedule (warm-up over the first 10 of 200 epochs, hold to 160, cosine to 0 at 200) is mapped
+onto the horizon ``[0, T]`` as a continuous curve: :func:`warmup` =
+``warmup_cosine(sigma, 0.05 T, 0.8 T, T)``; these runs use the paper's formula ``le-sam`` with
+the official values (the authors' optimizer itself, ``le-sam-official``, is figure 15's). On multi-sample data
 the runs are matched in the same way (:func:`matched`).
 
 The task kinds registered here: ``'lesam-run'`` (a flow with the perturbation along it,
@@ -44,7 +46,9 @@ OFFICIAL = {"sigma": 0.35, "rho_max": 0.3}
 
 
 def warmup(sigma: float, t_end: float) -> Schedule:
-    """LE-SAM's official budget schedule on ``[0, t_end]`` (10 / 200 warm-up, hold to 160 / 200)."""
+    """The shape of LE-SAM's official budget schedule on ``[0, t_end]`` as a continuous curve
+    (10 / 200 warm-up, hold to 160 / 200, cosine to 0); the per-epoch staircase itself is
+    :func:`flows.schedules.lesam_official`."""
     return warmup_cosine(sigma, 0.05 * t_end, 0.8 * t_end, t_end)
 
 
@@ -76,7 +80,7 @@ def compared(t_end: float) -> list[tuple[str, str, dict, str]]:
             "official",
             "le-sam",
             {"sigma": warmup(OFFICIAL["sigma"], t_end), "rho_max": OFFICIAL["rho_max"]},
-            "official: LE-SAM σ = 0.35 warm-up+cosine, ρ_max = 0.3",
+            "official values: LE-SAM (paper) σ = 0.35 warm-up+cosine, ρ_max = 0.3",
         ),
     ]
 
@@ -215,6 +219,6 @@ def matched(X, y, alpha: float, depth: int, t_end: float) -> list[tuple[str, str
             "official",
             "le-sam",
             {"sigma": warmup(OFFICIAL["sigma"], t_end), "rho_max": OFFICIAL["rho_max"]},
-            "official: LE-SAM σ = 0.35 warm-up+cosine, ρ_max = 0.3",
+            "official values: LE-SAM (paper) σ = 0.35 warm-up+cosine, ρ_max = 0.3",
         ),
     ]

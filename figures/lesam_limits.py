@@ -6,7 +6,7 @@ blobs of figure 7 (:func:`figures.blobs.gaussian_blobs`) and on the n = 12, d = 
 of figure 6 (:func:`figures.maxmargin_angles.teacher_data`), alpha = 1. Matched settings per
 data set: l2-SAM's ``rho = 1``, LE-SAM ``sigma = ||grad L(theta(0))||``, USAM
 ``rho = 1 / ||grad L(theta(0))||`` (:func:`figures.lesam.matched`); LE-SAM caps
-``rho_max = 1.5`` and 3, and the official warm-up + cosine budget ending with the run.
+``rho_max = 1.5`` and 3, and the shape of the official warm-up + cosine budget ending with the run.
 """
 
 from __future__ import annotations

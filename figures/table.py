@@ -16,6 +16,7 @@ from . import (
     digits_saliency,
     discrete_vs_flow,
     lesam_amplification,
+    lesam_conventions,
     lesam_limits,
     lesam_radius,
     lesam_regimes,
@@ -23,6 +24,7 @@ from . import (
     linf_coordinates,
     linf_limit_map,
     maxmargin_angles,
+    official_loop,
     regimes,
 )
 from .common import Figure
@@ -44,6 +46,8 @@ FIGURES: dict[str, Figure] = {
         lesam_regimes.REGIMES,  # fig12
         lesam_sharpness.SHARPNESS,  # fig13
         lesam_limits.LIMITS,  # fig14
+        lesam_conventions.CONVENTIONS,  # fig15: LE-SAM's stabiliser, paper vs official code
+        official_loop.OFFICIAL_LOOP,  # fig16: LE-SAM's official training loop vs its flow
         digits_saliency.SALIENCY_0V1,  # digits study: pixel shares as 8x8 maps
         digits_saliency.SALIENCY_3V8,
         digits_saliency.SALIENCY_4V9,

@@ -84,11 +84,12 @@ def _norm(values: np.ndarray, multiplicity: np.ndarray) -> np.ndarray:
 def _scale(grad: GradientSummary, offset: float) -> tuple[np.ndarray, np.ndarray]:
     """``|theta| + offset = exp(top) * scaled`` with ``scaled`` of largest entry 1 per point
     (``top`` of shape (..., 1, 1)): the scalings of ASAM and adaptive LE-SAM, computed without
-    overflow whatever ``|theta|``."""
-    with np.errstate(divide="ignore"):
-        log_t = (
-            np.logaddexp(grad.log_abs_theta, np.log(offset)) if offset > 0 else grad.log_abs_theta
-        )
+    overflow whatever ``|theta|`` (the algorithms that call it declare ``reads_theta``)."""
+    if grad.log_abs_theta is None:
+        raise ValueError("this perturbation reads theta: its Algorithm must set reads_theta")
+    log_t = grad.log_abs_theta
+    if offset > 0:
+        log_t = np.logaddexp(log_t, np.log(offset))
     top = np.max(log_t, axis=(-2, -1), keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
     return np.exp(log_t - top), top

@@ -20,10 +20,19 @@ from flows.model import DEFAULT_LOSS, LOSSES, as_theta, loss_gradient
 
 from .._checks import numeric_array
 
-__all__ = ["VARRHO", "initial_gradient_norm", "lesam_radius", "schedule_values"]
+__all__ = [
+    "OFFICIAL_EPS",
+    "VARRHO",
+    "initial_gradient_norm",
+    "lesam_radius",
+    "official_lesam_size",
+    "schedule_values",
+]
 
 #: LE-SAM's default stabiliser ``varrho``.
 VARRHO = 1e-12
+#: The official optimizer's ``eps`` (inside and outside its square root).
+OFFICIAL_EPS = 1e-12
 
 
 def _nonnegative(value, name: str) -> np.ndarray:
@@ -50,6 +59,33 @@ def lesam_radius(log_grad_norm, sigma, rho_max, varrho: float = VARRHO) -> np.nd
         denominator = np.exp(lg) + varrho
         ratio = np.where(sigma == 0, 0.0, sigma / denominator)
     return np.minimum(ratio, rho_max)
+
+
+def official_lesam_size(log_grad_norm, sigma, rho_max, eps: float = OFFICIAL_EPS) -> np.ndarray:
+    """``||eps||`` of the official LE-SAM step (non-adaptive, ``flows.algorithms.
+    official_lesam_perturbation``) from ``log ||grad L||``:
+
+    ``rho_t ||grad L|| / (N + e)``, ``N = sqrt(||grad L||^2 + e)``, ``rho_t = sigma / (N + e)``
+    capped at ``rho_max`` only if ``rho_max > 0``.
+
+    ``rho_max`` as it is while ``||grad L|| >> sqrt(e) = 1e-6`` (when the cap binds), then
+    ``~ rho_max ||grad L|| / sqrt(e)``: 0 with the gradient. Inputs as :func:`lesam_radius`
+    (``rho_max`` any finite number; ``<= 0`` means no cap); ``eps`` finite > 0.
+    """
+    lg = numeric_array(log_grad_norm, "log_grad_norm")
+    if np.any(np.isnan(lg)):
+        raise ValueError("log_grad_norm must not contain NaN")
+    sigma = _nonnegative(sigma, "sigma")
+    cap = numeric_array(rho_max, "rho_max")
+    if not np.all(np.isfinite(cap)):
+        raise ValueError(f"rho_max must be finite, got {rho_max!r}")
+    log_e = np.log(real(eps, "eps", low=0.0, low_open=True))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        log_n = 0.5 * np.logaddexp(2.0 * lg, log_e)
+        log_shifted = np.logaddexp(log_n, log_e)
+        rho_t = sigma * np.exp(-log_shifted)
+        rho_t = np.where(cap > 0, np.minimum(rho_t, cap), rho_t)
+        return rho_t * np.exp(lg - log_shifted)
 
 
 def schedule_values(value, times, name: str = "value") -> np.ndarray:
