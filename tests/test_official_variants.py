@@ -349,3 +349,18 @@ def test_flows_are_the_small_step_limit_of_the_iterates(algorithm, kw):
     t_end = float(np.exp(rescaled.log_t_original[-1]))
     original = simulate(BLOBS, algorithm, 2, 0.5, t_max=t_end, clock="original", rtol=1e-11, **kw)
     np.testing.assert_allclose(rescaled.beta[-1], original.beta[-1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("rho_max", [0.3, 0.0])
+def test_official_size_along_a_run_is_the_transcribed_norm(rho_max):
+    """analysis.lesam.radius.official_lesam_size(log ||g||) equals ||e|| of the transcribed
+    ascent step (non-adaptive) for gradients of norm 1e2 .. 1e-14, capped and uncapped."""
+    from analysis.lesam.radius import official_lesam_size
+
+    rng = np.random.default_rng(5)
+    for log10 in np.linspace(2, -14, 17):
+        g = rng.normal(size=(2, 3))
+        g *= 10.0**log10 / np.linalg.norm(g)
+        e = official_lesam_perturbation(np.ones((2, 3)), g, 0.35, rho_max, 1e-12, False)
+        size = official_lesam_size(np.log(np.linalg.norm(g)), 0.35, rho_max)
+        assert float(size) == pytest.approx(np.linalg.norm(e), rel=1e-12)
