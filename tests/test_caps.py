@@ -63,3 +63,24 @@ def test_hessian_size_is_capped():
         hessian(data, np.full((2, d), 0.1))
     small = single_example(np.ones(4))
     assert hessian(small, np.full((2, 4), 0.1)).shape == (8, 8)
+
+
+def test_sweep_jobs_are_capped(tmp_path, capsys):
+    """``python -m flows.sweep --jobs 100000`` would start that many processes: refused with one
+    error line and status 2 before any work (no output folder, no cache written)."""
+    from flows.sweep.cli import MAX_JOBS, main
+
+    out, cache = tmp_path / "figs", tmp_path / "cache"
+    argv = [
+        "fig4_amplification",
+        "--jobs",
+        str(MAX_JOBS + 1),
+        "--out",
+        str(out),
+        "--cache",
+        str(cache),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--jobs must be in [1," in err[0]
+    assert not out.exists() and not cache.exists()

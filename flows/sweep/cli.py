@@ -183,13 +183,17 @@ def list_figures(names: list[str], figures: dict) -> int:
     return 0
 
 
+#: Most processes (or dask workers) one sweep starts: beyond a few per core they only contend.
+MAX_JOBS = max(64, 4 * multiprocessing.cpu_count())
+
+
 def argument_problem(args: argparse.Namespace, figures: dict) -> str | None:
     """What is wrong with the parsed arguments (checked before any work), or None."""
     unknown = [n for n in args.names if n not in figures]
     if unknown:
         return f"unknown figure(s) {', '.join(unknown)}; see --list"
-    if args.jobs < 1:
-        return "--jobs must be >= 1"
+    if not 1 <= args.jobs <= MAX_JOBS:
+        return f"--jobs must be in [1, {MAX_JOBS}] (processes or workers), got {args.jobs}"
     scheduler = None if args.scheduler is None else address_problem(args.scheduler)
     if scheduler:
         return scheduler
