@@ -28,15 +28,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flows.checks import real_array
+from flows.checks import real, real_array
 from flows.data import Dataset, is_separable
 
 from .angles import angle, angle_to_set  # re-exported: public names of this module
 from .margin_programs.l1 import solve_l1
 from .margin_programs.l2 import solve_l2
+from .margin_programs.scaling import CERTIFIED_TOLERANCE
 
 #: Largest KKT residual of a solution reported as optimal (:attr:`MaxMargin.status` 0).
-KKT_TOLERANCE = 1e-8
+KKT_TOLERANCE = CERTIFIED_TOLERANCE
 
 __all__ = [
     "KKT_TOLERANCE",
@@ -63,7 +64,8 @@ class MaxMargin:
         at the optimum).
     p : 1 or 2.
     dual : (n,) dual variables ``lambda >= 0`` (``beta = Z^T lambda`` for p = 2;
-        ``Z^T lambda`` is a subgradient of ``||.||_1`` at ``beta`` for p = 1).
+        ``Z^T lambda`` is a subgradient of ``||.||_1`` at ``beta`` for p = 1); NaN where an
+        uncertified solution's (``status`` 1) are not representable.
     support : indices i with ``lambda_i > 0`` (the support vectors).
     unique : True / False if (non-)uniqueness is known, None if not determined (see module doc).
     kkt : KKT residuals: 'stationarity', 'dual_feasibility', 'primal_feasibility',
@@ -223,14 +225,14 @@ def _arguments(X, y, p) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def _check_p(p) -> int:
-    """``p`` as the int 1 or 2 (a number, not a bool)."""
-    if (
-        isinstance(p, (bool, np.bool_))
-        or not isinstance(p, (int, float, np.integer, np.floating))
-        or p not in (1, 2)
-    ):
+    """``p`` as the int 1 or 2 (a real number, a 0-d array of one, not a bool)."""
+    try:
+        value = real(p, "p")
+    except ValueError:
+        raise ValueError(f"p must be 1 or 2, got {p!r}") from None
+    if value not in (1.0, 2.0):
         raise ValueError(f"p must be 1 or 2, got {p!r}")
-    return int(p)
+    return int(value)
 
 
 def _check_data(X, y) -> tuple[np.ndarray, np.ndarray]:

@@ -121,8 +121,8 @@ def official_lesam_perturbation(grad: GradientSummary, hp: Mapping[str, float]) 
         log_n = 0.5 * np.logaddexp(2.0 * log_sg, np.log(e))
         log_shifted = np.logaddexp(log_n, np.log(e))  # log(N + e)
         rho_t = hp["sigma"] * np.exp(-log_shifted)
-        if hp["rho_max"] > 0:
-            rho_t = np.minimum(rho_t, hp["rho_max"])
+        cap = np.asarray(hp["rho_max"])  # one value per point of a batch when scheduled
+        rho_t = np.where(cap > 0, np.minimum(rho_t, cap), rho_t)
         factor = rho_t * np.exp(np.asarray(grad.log_norm) + log_s - log_shifted)
     return factor * scaled
 
@@ -301,9 +301,15 @@ def _checked(spec: HyperparameterSpec, value):
     ``spec.schedulable``) a callable."""
     key = spec.name
     if spec.flag:
-        if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):
+        if isinstance(value, (bool, np.bool_)):
+            return float(value)
+        try:
+            number = real(value, key)
+        except ValueError:
+            raise ValueError(f"{key} must be True or False, got {value!r}") from None
+        if number not in (0.0, 1.0):
             raise ValueError(f"{key} must be True or False, got {value!r}")
-        return float(bool(value))
+        return number
     if callable(value):
         if not spec.schedulable:
             schedulable = [s.name for s in known_hyperparameters().values() if s.schedulable]

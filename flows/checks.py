@@ -58,7 +58,9 @@ def positive(value, name: str) -> float:
 
 def integer(value, name: str, low: int, high: int | None = None) -> int:
     """``value`` as an int in ``[low, high]``: a Python or numpy integer or a 0-d integer
-    array (not a bool, not a float even if integral)."""
+    array (not a bool, not a float even if integral, not a masked array)."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise ValueError(f"{name} must be an integer, not a masked array, got {value!r}")
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
         value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):

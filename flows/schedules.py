@@ -66,8 +66,12 @@ def _constant(t: np.ndarray, value: float) -> np.ndarray:
 
 
 def _cosine(t: np.ndarray, value: float, t_end: float) -> np.ndarray:
-    """``value (1 + cos(pi t / t_end)) / 2`` on ``[0, t_end]``, 0 afterwards."""
-    phase = np.clip(t / t_end, 0.0, 1.0)
+    """``value (1 + cos(pi t / t_end)) / 2`` on ``[0, t_end]``, 0 afterwards (0 from ``t = 0`` on
+    for a decay of length 0, as :func:`warmup_cosine` with ``t_hold = t_end`` has)."""
+    if t_end <= 0:
+        return np.where(t < 0, value, 0.0)
+    with np.errstate(over="ignore"):  # t_end subnormal: the phase is 0 or 1
+        phase = np.clip(t / t_end, 0.0, 1.0)
     return 0.5 * value * (1.0 + np.cos(np.pi * phase))
 
 
@@ -76,13 +80,21 @@ def _warmup_cosine(
 ) -> np.ndarray:
     """Linear from 0 to ``value`` on ``[0, t_warmup]``, ``value`` until ``t_hold``, cosine decay
     to 0 at ``t_end``, 0 afterwards."""
-    warm = value * np.clip(t / t_warmup, 0.0, 1.0) if t_warmup > 0 else np.full(t.shape, value)
+    with np.errstate(over="ignore"):  # t_warmup subnormal: the ramp is a step
+        ramp = np.clip(t / t_warmup, 0.0, 1.0) if t_warmup > 0 else np.ones(t.shape)
+    warm = value * ramp
     decay = _cosine(t - t_hold, value, t_end - t_hold)
     return np.where(t < t_hold, warm, decay)
 
 
 def _cosine_scalar(t: float, value: float, t_end: float) -> float:
-    return 0.5 * value * (1.0 + math.cos(math.pi * min(max(t / t_end, 0.0), 1.0)))
+    if t_end <= 0:
+        return value if t < 0 else 0.0
+    try:
+        phase = min(max(t / t_end, 0.0), 1.0)
+    except OverflowError:  # t_end subnormal
+        phase = 1.0 if t > 0 else 0.0
+    return 0.5 * value * (1.0 + math.cos(math.pi * phase))
 
 
 def _warmup_cosine_scalar(
@@ -90,7 +102,12 @@ def _warmup_cosine_scalar(
 ) -> float:
     if t >= t_hold:
         return _cosine_scalar(t - t_hold, value, t_end - t_hold)
-    return value * min(max(t / t_warmup, 0.0), 1.0) if t_warmup > 0 else value
+    if t_warmup <= 0:
+        return value
+    try:
+        return value * min(max(t / t_warmup, 0.0), 1.0)
+    except OverflowError:  # t_warmup subnormal
+        return value if t > 0 else 0.0
 
 
 #: Nudge of ``t / epoch length`` before it is floored: ``(k eta) / (n eta)`` may round just
@@ -157,23 +174,36 @@ _KINKS: dict[str, Callable[..., tuple[float, ...]]] = {
 }
 
 
+#: The arguments of each named schedule, in order (for the messages that name them).
+_ARGUMENT_NAMES: dict[str, tuple[str, ...]] = {
+    "constant": ("value",),
+    "cosine": ("value", "t_end"),
+    "warmup_cosine": ("value", "t_warmup", "t_hold", "t_end"),
+    "lesam_official": ("sigma", "warmup_epochs", "decay_start", "epochs", "steps_per_epoch", "eta"),
+}
+
+
 def _checked(name: str, args: tuple) -> tuple[float, ...]:
     """Validated arguments of schedule ``name``: finite, value >= 0, and the times ordered (or,
     for :func:`lesam_official`, epoch counts that are whole numbers)."""
-    values = tuple(real(a, f"schedule {name!r}: argument") for a in args)
-    arity = {"constant": 1, "cosine": 2, "warmup_cosine": 4, "lesam_official": 6}[name]
-    if len(values) != arity:
-        raise ValueError(f"schedule {name!r} takes {arity} argument(s), got {len(values)}")
+    names = _ARGUMENT_NAMES[name]
+    if len(args) != len(names):
+        raise ValueError(f"schedule {name!r} takes {len(names)} argument(s), got {len(args)}")
+    values = tuple(real(a, f"schedule {name!r}: {key}") for key, a in zip(names, args, strict=True))
     if values[0] < 0:
-        raise ValueError(f"schedule {name!r}: the value must be >= 0, got {values}")
+        raise ValueError(f"schedule {name!r}: {names[0]} must be >= 0, got {values[0]}")
     if name == "lesam_official":
         _check_epochs(values)
         return values
-    times = values[1:]
-    if any(t < 0 for t in times) or list(times) != sorted(times) or (times and times[-1] <= 0):
-        raise ValueError(
-            f"schedule {name!r}: times must be >= 0, increasing, and end > 0, got {times}"
-        )
+    previous = 0.0
+    for key, t in zip(names[1:], values[1:], strict=True):
+        if t < previous:
+            raise ValueError(
+                f"schedule {name!r}: {key} must be >= {previous:g} (times increase), got {t:g}"
+            )
+        previous = t
+    if len(values) > 1 and values[-1] <= 0:
+        raise ValueError(f"schedule {name!r}: {names[-1]} must be > 0, got {values[-1]:g}")
     return values
 
 
@@ -251,11 +281,12 @@ def parse(text: str, name: str = "value") -> float | Schedule:
     text = str(text).strip()
     if ":" not in text:
         try:
-            return float(text)
+            number = float(text)
         except ValueError:
             raise ValueError(
                 f"{name} must be a number or a schedule ({'|'.join(SCHEDULES)}:args), got {text!r}"
             ) from None
+        return real(number, name)
     kind, _, args = text.partition(":")
     if kind not in SCHEDULES:
         raise ValueError(f"{name}: unknown schedule {kind!r}; one of {sorted(SCHEDULES)}")

@@ -42,6 +42,19 @@ def _nonnegative(value, name: str) -> np.ndarray:
     return arr
 
 
+def _broadcastable(log_grad_norm: np.ndarray, **arrays: np.ndarray) -> None:
+    """``ValueError`` naming the first of ``arrays`` whose shape does not broadcast against
+    ``log_grad_norm``'s."""
+    for name, arr in arrays.items():
+        try:
+            np.broadcast_shapes(log_grad_norm.shape, arr.shape)
+        except ValueError:
+            raise ValueError(
+                f"{name} must broadcast against log_grad_norm: shapes {arr.shape} and "
+                f"{log_grad_norm.shape}"
+            ) from None
+
+
 def lesam_radius(log_grad_norm, sigma, rho_max, varrho: float = VARRHO) -> np.ndarray:
     """``rho_t = min(sigma / (||grad L|| + varrho), rho_max)`` from ``log ||grad L||``.
 
@@ -54,6 +67,7 @@ def lesam_radius(log_grad_norm, sigma, rho_max, varrho: float = VARRHO) -> np.nd
         raise ValueError("log_grad_norm must not contain NaN")
     sigma = _nonnegative(sigma, "sigma")
     rho_max = _nonnegative(rho_max, "rho_max")
+    _broadcastable(lg, sigma=sigma, rho_max=rho_max)
     varrho = real(varrho, "varrho", low=0.0)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         denominator = np.exp(lg) + varrho
@@ -79,6 +93,7 @@ def official_lesam_size(log_grad_norm, sigma, rho_max, eps: float = OFFICIAL_EPS
     cap = numeric_array(rho_max, "rho_max")
     if not np.all(np.isfinite(cap)):
         raise ValueError(f"rho_max must be finite, got {rho_max!r}")
+    _broadcastable(lg, sigma=sigma, rho_max=cap)
     log_e = np.log(real(eps, "eps", low=0.0, low_open=True))
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         log_n = 0.5 * np.logaddexp(2.0 * lg, log_e)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
+from scipy.special import expit
 
 from flows.checks import real
 
@@ -67,7 +68,7 @@ def stall_point(mu, sigma, rho_max=np.inf, varrho: float = VARRHO) -> StallPoint
     varrho = real(varrho, "varrho", low=0.0)
 
     def excess(m: float) -> float:
-        return 2.0 * m / (1.0 + np.exp(m)) + varrho * np.sqrt(2.0 * m / mu[0]) - sigma
+        return 2.0 * m * expit(-m) + varrho * np.sqrt(2.0 * m / mu[0]) - sigma
 
     if sigma == 0 or excess(M_PEAK) <= 0:
         return None

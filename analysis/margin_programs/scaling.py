@@ -14,6 +14,9 @@ from scipy.linalg import LinAlgWarning, lu_factor, lu_solve
 RELATIVE_ZERO = 1e-12
 #: Largest KKT residual of a solution taken as certified without a second method.
 CERTIFIED = 1e-12
+#: Largest KKT residual of a solution that counts as certified (``analysis.maxmargin`` reports
+#: the same bound as ``KKT_TOLERANCE``).
+CERTIFIED_TOLERANCE = 1e-8
 #: Binary exponent standing for that of 0 (below every float's).
 NO_EXPONENT = -(2**30)
 #: Steps of iterative refinement of the exact solves.
@@ -91,8 +94,9 @@ def in_data_units(
     program: Scaled, columns: np.ndarray, d: int, v: np.ndarray, mu: np.ndarray, kkt: dict, p: int
 ) -> Solution:
     """The scaled solution ``(v, mu)`` as ``beta`` (on ``columns`` of a length-``d`` vector) and
-    ``lambda`` (exact binary rescalings); ``ValueError`` naming X where either is outside
-    float64."""
+    ``lambda`` (exact binary rescalings); ``ValueError`` naming X where ``beta``, or the
+    multipliers of a certified solution, are outside float64 (an uncertified solution's
+    multipliers that are not representable are NaN)."""
     terms = mu * program.h
     support = np.flatnonzero(terms > RELATIVE_ZERO * np.max(terms))
     exponents = np.where(v != 0, np.frexp(v)[1].astype(np.int64) + program.beta_exp, NO_EXPONENT)
@@ -102,12 +106,14 @@ def in_data_units(
         dual = np.ldexp(terms, program.dual_exp)
     lost = ~np.isfinite(beta_c) | ((beta_c == 0) & (v != 0))
     lost_dual = ~np.isfinite(dual) | ((dual == 0) & (terms != 0))
-    if np.any(lost) or np.any(lost_dual):
+    certified = max(kkt.values()) <= CERTIFIED_TOLERANCE
+    if np.any(lost) or (np.any(lost_dual) and certified):
         what = "beta" if np.any(lost) else "the dual variables"
         raise ValueError(
             f"X: {what} of the l{p} max-margin problem are outside float64 at this scale of "
             "X; rescale X (or its columns that are far from the others in scale)"
         )
+    dual = np.where(lost_dual, np.nan, dual)  # an uncertified solution's unusable multipliers
     beta = np.zeros(d)
     beta[columns] = beta_c
     direction = np.zeros(d)

@@ -42,7 +42,7 @@ class _Smallness(SegmentEvent):
     direction = -1.0
 
     def __call__(self, s: float, y: np.ndarray) -> float:
-        return float(np.max(self.theta(y).log_abs) - np.log(self.radius * self.fraction))
+        return float(np.max(self.theta(y).log_abs) - _log_size(self.radius, self.fraction))
 
     def already(self, y: np.ndarray) -> bool:
         """Below the threshold from the start (e.g. ``alpha = 1e-300``)."""
@@ -204,3 +204,9 @@ class LossFloor(SegmentEvent):
             cause=Cause.LOSS_FLOOR,
             message=f"training loss reached loss_floor={self.floor:g} at tau={tau:.10g}",
         )
+
+
+def _log_size(radius: float, fraction: float) -> float:
+    """``log(radius * fraction)`` without underflow (``-inf`` for radius 0: never reached)."""
+    with np.errstate(divide="ignore"):
+        return float(np.log(radius) + np.log(fraction))
