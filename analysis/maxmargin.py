@@ -145,11 +145,11 @@ def _status_message(worst: float, X: np.ndarray, p: int) -> str:
         return f"optimal: largest KKT residual {worst:.2g}"
     nonzero = np.abs(X[:, np.any(X != 0, axis=0)])
     columns = np.log10(np.max(nonzero, axis=0))
-    reach = "about 12 decades" if p == 2 else "any spread in exact arithmetic"
     return (
         f"not certified: largest KKT residual {worst:.2g} > {KKT_TOLERANCE:g}; the columns of X "
-        f"span {np.ptp(columns):.0f} decades of scale and the l{p} program is certified for "
-        f"{reach}: rescale the columns (the direction is accurate in the large coordinates)"
+        f"span {np.ptp(columns):.0f} decades of scale (the l{p} program's residuals lose the "
+        "smallest weights where their squares leave float64): rescale the columns (the "
+        "direction is accurate in the large coordinates)"
     )
 
 

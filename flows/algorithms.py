@@ -226,7 +226,12 @@ OFFICIAL_SIGMA = HyperparameterSpec(
 OFFICIAL_RHO_MAX = HyperparameterSpec(
     "rho_max", default=0.3, schedulable=True, minimum=None, help="official LE-SAM cap (<= 0: none)"
 )
-EPS = HyperparameterSpec("eps", default=1e-12, help="official LE-SAM stabiliser (default 1e-12)")
+EPS = HyperparameterSpec(
+    "eps",
+    default=1e-12,
+    minimum=float(np.finfo(float).tiny),  # > 0: without it the uncapped radius is unbounded
+    help="official LE-SAM stabiliser (> 0, default 1e-12)",
+)
 ADAPTIVE = HyperparameterSpec(
     "adaptive", default=0.0, flag=True, help="official LE-SAM scaled by |theta| (a switch)"
 )
@@ -244,9 +249,10 @@ def _rho_max(hp: Mapping[str, float]) -> float:
 
 
 def _official_radius(hp: Mapping[str, float]) -> float:
-    """The official LE-SAM's largest radius: ``rho_max`` if it caps, else ``sigma / sqrt(eps)``
-    (``rho_t <= sigma / N`` and ``N >= sqrt(eps)``)."""
-    return hp["rho_max"] if hp["rho_max"] > 0 else hp["sigma"] / np.sqrt(hp["eps"])
+    """0: the official LE-SAM never collapses. Near ``theta = 0`` its gradient vanishes (as the
+    product of the other layers), and with it the perturbation, ``~ sigma grad L / eps`` once
+    ``||grad L|| << sqrt(eps)``, capped or not: no fixed-size push through 0 as in l2-SAM."""
+    return 0.0
 
 
 def _asam_radius(hp: Mapping[str, float]) -> float:

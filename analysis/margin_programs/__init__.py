@@ -21,15 +21,17 @@ objective is ``sum_j w_j |v_j|`` (l1) or ``sum_j w_j^2 v_j^2 / 2`` (l2) with ``w
   is the weighted LP solved to the precision the costs allow. The vertex is *polished*: the
   square system of its active constraints on its support, and the multipliers from the
   transposed system, solved exactly.
-* l2 (:func:`solve_l2`): a guess of the active set from the *least-distance program* (Lawson &
-  Hanson, *Solving Least Squares Problems*, ch. 23) on the rows of ``Z`` normalised by their
-  largest entry, ``u = argmin_{u >= 0} ||[G^T; t h^T] u - e_{d+1}||`` (scipy's NNLS); the scale
-  ``t ~ 1 / ||beta||`` keeps ``1 - t h^T u`` near 1/2 (at ``t = 1`` it cancels to nothing at
-  small geometric margins). On that set the KKT system ``[[W^2, A_S^T], [A_S, 0]]`` is solved
-  by LU with iterative refinement; if the result is not certified, a primal active-set method
+* l2 (:func:`solve_l2`): candidates from the *least-distance program* (Lawson & Hanson,
+  *Solving Least Squares Problems*, ch. 23) on the rows of ``Z`` normalised by their largest
+  entry, ``u = argmin_{u >= 0} ||[G^T; t h^T] u - e_{d+1}||`` (scipy's NNLS; the scale
+  ``t ~ 1 / ||beta||`` keeps ``1 - t h^T u`` near 1/2, at ``t = 1`` it cancels to nothing at
+  small geometric margins): its own solution, and the exact solution of the KKT system
+  ``[[W^2, A_S^T], [A_S, 0]]`` on its active set (LU with iterative refinement); where none is
+  certified or the column scales span more than 2^20, also a primal active-set method
   (Nocedal & Wright, Alg. 16.3) from the l1 solution, a feasible point of the same variables.
-  Certified for column scales spanning up to about 1e12; beyond, the tiny weights of the large
-  columns leave ``W^2`` below the refinement's reach and the result is reported uncertified.
+  The certified candidate with the smallest residual is returned, else the feasible one of
+  smallest norm. Where the weights' squares underflow (column scales ~1e150 apart and more)
+  the residuals cannot certify a solution and the result is reported uncertified.
 
 KKT residuals (:attr:`Solution.kkt`) are relative and so independent of every scale: the
 constraint slacks are those of the original margins (``y_i <beta, x_i> - 1``), stationarity is

@@ -69,6 +69,13 @@ def _cost_groups(w_exp: np.ndarray) -> list[np.ndarray]:
     return groups
 
 
+def _relative_weights(w_exp: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """The weights ``2^w_exp`` of the columns of ``group`` divided by their largest, 0 off it
+    (computed on the group only: the others may be beyond float64 relative to it)."""
+    top = int(np.max(w_exp[group]))
+    return np.where(group, np.ldexp(1.0, np.where(group, w_exp - top, 0)), 0.0)
+
+
 def _l1_stage(
     program: Scaled, group: np.ndarray, fixed: list[tuple[np.ndarray, float]], nonnegative: bool
 ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -79,15 +86,14 @@ def _l1_stage(
     n, d = A.shape
     blocks = 1 if nonnegative else 2
     scale = np.ldexp(1.0, int(np.max(program.w_exp[group])))
-    cost = np.where(group, np.ldexp(1.0, program.w_exp - int(np.max(program.w_exp[group]))), 0.0)
+    cost = _relative_weights(program.w_exp, group)
     rows, bounds_ub = [-np.hstack([A, -A][:blocks])], [-h]
     upper = np.full(d, np.inf)
     for mask, optimum in fixed:
         if optimum == 0:
             upper[mask] = 0.0
         else:
-            top = int(np.max(program.w_exp[mask]))
-            weights = np.where(mask, np.ldexp(1.0, program.w_exp - top), 0.0)
+            weights = _relative_weights(program.w_exp, mask)
             rows.append(np.tile(weights, blocks)[None, :])
             bounds_ub.append(np.array([optimum]))
     res = linprog(

@@ -11,7 +11,7 @@ from scipy.optimize import nnls
 from .l1 import solve_scaled_l1
 from .scaling import (
     CERTIFIED,
-    RELATIVE_ZERO,
+    CERTIFIED_TOLERANCE,
     Candidate,
     Scaled,
     Solution,
@@ -22,28 +22,70 @@ from .scaling import (
     worst,
 )
 
+#: log2 of the spread of the column weights beyond which the active-set candidate is always
+#: computed (2^20 ~ 1e6).
+_SPREAD_BITS = 20
 #: ``1 - t h^T u`` below this after the first least-distance solve: solve again at a better t.
 _CANCELLATION = 0.25
 
 
 def solve_l2(Z: np.ndarray) -> Solution:
-    """``min ||beta||_2`` s.t. ``Z beta >= 1`` (module doc): the exact KKT solution on the
-    active set guessed by NNLS on the least-distance program; where that is not certified, a
-    primal active-set method from the l1 solution. ``ValueError`` if the program is
-    infeasible or its solution is outside float64 (naming X)."""
+    """``min ||beta||_2`` s.t. ``Z beta >= 1`` (module doc): candidates are the exact KKT
+    solution on the active set guessed by NNLS on the least-distance program, that program's own
+    solution, and, where neither is certified, a primal active-set method from the l1 solution;
+    the certified one with the smallest residual, else the feasible one of smallest norm
+    (:func:`_choose`). ``ValueError`` if the program is infeasible or its solution is outside
+    float64 (naming X)."""
     program, columns = equilibrated(Z, p=2)
-    best: Candidate | None = None
-    mu = _least_distance_dual(Z[:, columns])
-    if mu is not None and np.any(mu > 0):
-        v, dual = _l2_equality(program, np.flatnonzero(mu > RELATIVE_ZERO * np.max(mu)))
-        best = (v, dual, l2_residuals(program, v, dual))
-    if best is None or worst(best[2]) > CERTIFIED:
+    candidates: list[Candidate] = []
+    guess = _least_distance_guess(Z[:, columns])
+    if guess is not None:
+        for v, dual in (
+            _l2_equality(program, np.flatnonzero(guess[1] > 0)),
+            _in_scaled(program, *guess),
+        ):
+            candidates.append(_candidate(program, v, dual))
+    spread = int(np.max(program.w_exp) - np.min(program.w_exp))
+    if spread > _SPREAD_BITS or not any(worst(c[2]) <= CERTIFIED for c in candidates):
+        # far apart column scales: the residuals of the tiny-weight coordinates are weak
+        # evidence (their stationarity is rounding against the others' terms), so the
+        # active-set method's exact solves are always added
         start = solve_scaled_l1(program, nonnegative=False)[0]  # same variables, feasible
-        found = _active_set_l2(program, start)
-        if best is None or worst(found[2]) < worst(best[2]):
-            best = found
-    v, mu, kkt = best
+        candidates.append(_active_set_l2(program, start))
+    v, mu, kkt = _choose(program, candidates)
     return in_data_units(program, columns, Z.shape[1], v, mu, kkt, p=2)
+
+
+def _candidate(program: Scaled, v: np.ndarray, mu: np.ndarray) -> Candidate:
+    """``(v, mu, kkt)`` with the residuals of :func:`l2_residuals` (NaN ones count as inf)."""
+    with np.errstate(all="ignore"):
+        kkt = l2_residuals(program, v, mu)
+    return v, mu, {k: (x if np.isfinite(x) else np.inf) for k, x in kkt.items()}
+
+
+def _choose(program: Scaled, candidates: list[Candidate]) -> Candidate:
+    """The candidate with the smallest largest KKT residual when one is certified (at most
+    :data:`~analysis.margin_programs.scaling.CERTIFIED_TOLERANCE`); otherwise the
+    feasible one (margins >= 1 - 1e-9) of smallest objective ``||w * v||`` (compared in
+    logarithms: where the weights' squares underflow the residuals cannot certify a solution, but
+    the objective still orders them); otherwise the smallest residual."""
+    certified = [c for c in candidates if worst(c[2]) <= CERTIFIED_TOLERANCE]
+    if certified:
+        return min(certified, key=lambda c: worst(c[2]))
+    feasible = [c for c in candidates if c[2]["primal_feasibility"] <= 1e-9]
+    if feasible:
+        return min(feasible, key=lambda c: _log_objective(program, c[0]))
+    return min(candidates, key=lambda c: worst(c[2]))
+
+
+def _log_objective(program: Scaled, v: np.ndarray) -> float:
+    """``log ||w * v||_2`` without under- or overflow."""
+    with np.errstate(divide="ignore"):
+        terms = np.log(program.w) + _log_abs(v)
+    top = float(np.max(terms))
+    if not np.isfinite(top):
+        return top
+    return top + 0.5 * float(np.log(np.sum(np.exp(2.0 * (terms - top)))))
 
 
 def l2_residuals(program: Scaled, v: np.ndarray, mu: np.ndarray) -> dict:
@@ -63,23 +105,44 @@ def l2_residuals(program: Scaled, v: np.ndarray, mu: np.ndarray) -> dict:
     return out
 
 
-def _least_distance_dual(Z: np.ndarray) -> np.ndarray | None:
-    """Multipliers of ``min ||beta||`` s.t. ``Z beta >= 1`` from the least-distance program on
-    the rows of ``Z`` divided by their largest entry, at ``t = 1`` and again at
-    ``t = 1 / ||beta||`` when ``1 - t h^T u`` cancels (module doc); None if both cancel.
-    Only their support is used (an active-set guess)."""
+def _least_distance_guess(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """``(x, u, log_scale)`` of the least-distance program on the rows of ``Z`` divided by their
+    largest entry ``m_i`` (``G x >= h``, ``h_i = min(m) / m_i``): ``beta = x exp(-log_scale)``
+    and ``lambda_i = u_i exp(-log m_i - log_scale)``, ``log_scale = log min(m)``; at ``t = 1``
+    and again at ``t = 1 / ||x||`` when ``1 - t h^T u`` cancels (module doc); None if both
+    cancel. Its support guesses the active set; the solution itself is a candidate."""
     logs = _log_abs(Z)
     log_m = np.max(logs, axis=1)
     G = np.sign(Z) * np.exp(logs - log_m[:, None])
     h = np.exp(np.min(log_m) - log_m)
     first = _least_distance(G, h, 1.0)
     if first is None or first[2] >= _CANCELLATION:
-        return None if first is None else first[1]
-    norm = float(np.linalg.norm(first[0]))
-    if not 0 < norm < np.inf:
+        found = first
+    else:
+        norm = float(np.linalg.norm(first[0]))
+        found = _least_distance(G, h, 1.0 / norm) if 0 < norm < np.inf else None
+    if found is None or not np.any(found[1] > 0):
         return None
-    again = _least_distance(G, h, 1.0 / norm)
-    return None if again is None else again[1]
+    x, u, _ = found
+    return x, u * np.exp(np.min(log_m) - log_m), float(np.min(log_m))
+
+
+def _in_scaled(
+    program: Scaled, x: np.ndarray, lam_scaled: np.ndarray, log_scale: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The least-distance solution (:func:`_least_distance_guess`) in the program's variables:
+    ``v = beta 2^-beta_exp``, ``mu_i = lambda_i / (h_i 2^dual_exp)``, in logarithms."""
+    with np.errstate(divide="ignore", over="ignore", under="ignore"):
+        log_v = _log_abs(x) - log_scale - program.beta_exp * np.log(2.0)
+        v = np.sign(x) * np.exp(log_v)
+        log_mu = (
+            _log_abs(lam_scaled)
+            - 2.0 * log_scale
+            - np.log(program.h)
+            - program.dual_exp * np.log(2.0)
+        )
+        mu = np.exp(log_mu)
+    return v, mu
 
 
 def _least_distance(

@@ -155,7 +155,10 @@ def refined_solve(M: np.ndarray, rhs: np.ndarray) -> np.ndarray:
             factors = lu_factor(M, check_finite=False)
         except LinAlgWarning:
             return np.linalg.lstsq(M, rhs, rcond=None)[0]
-    x = lu_solve(factors, rhs)
-    for _ in range(REFINEMENTS):
-        x = x + lu_solve(factors, rhs - M @ x)
+    with np.errstate(all="ignore"):  # a pivot of a near-singular M may overflow the solution
+        x = lu_solve(factors, rhs)
+        for _ in range(REFINEMENTS):
+            if not np.all(np.isfinite(x)):
+                break
+            x = x + lu_solve(factors, rhs - M @ x)
     return x if np.all(np.isfinite(x)) else np.linalg.lstsq(M, rhs, rcond=None)[0]
