@@ -21,7 +21,7 @@ from flows import Dataset
 from flows.data import is_separable, sign_constrained_separable
 
 EXPONENTS = st.integers(min_value=-150, max_value=150)
-SETTINGS = settings(max_examples=40, deadline=None)
+SETTINGS = settings(max_examples=25, deadline=None)
 
 
 def random_data(seed: int) -> tuple[np.ndarray, np.ndarray]:
