@@ -3,6 +3,7 @@ stationary point and loss floor."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -207,6 +208,6 @@ class LossFloor(SegmentEvent):
 
 
 def _log_size(radius: float, fraction: float) -> float:
-    """``log(radius * fraction)`` without underflow (``-inf`` for radius 0: never reached)."""
-    with np.errstate(divide="ignore"):
-        return float(np.log(radius) + np.log(fraction))
+    """``log(radius * fraction)`` without underflow (``-inf`` for radius 0: never reached; plain
+    floats, as it is evaluated at every step)."""
+    return math.log(radius) + math.log(fraction) if radius > 0 else -math.inf
