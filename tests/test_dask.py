@@ -103,6 +103,7 @@ def assert_same_arrays(a: dict, b: dict) -> None:
 # --------------------------------------------------------------------------- results
 
 
+@pytest.mark.slow  # 3 s: a whole quick figure on the cluster (the task path is tested below)
 def test_quick_figure_on_dask_matches_process_pool(cluster, tmp_path, capsys):
     """fig4 (quick) on the cluster and on the local process pool (a separate process: no fork
     under the cluster's threads): the same cache files, array for array, bit for bit."""
@@ -185,7 +186,11 @@ def kill_when_started(marks: Path, x: float, cache: Path, killed: list, cached: 
         time.sleep(0.01)
 
 
-@pytest.mark.parametrize("allowed_failures", [0, 3], ids=["task-fails", "task-retried"])
+@pytest.mark.parametrize(
+    "allowed_failures",
+    [0, pytest.param(3, marks=pytest.mark.slow)],  # the retried case: 2 s, a second worker
+    ids=["task-fails", "task-retried"],
+)
 def test_worker_killed_mid_task_loses_nothing_else(cluster, executor, tmp_path, allowed_failures):
     """A worker is SIGKILLed while it computes one of six slow tasks. The others are cached;
     the killed one is either retried by dask on another worker (allowed failures left) or

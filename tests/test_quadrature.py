@@ -318,8 +318,25 @@ def reference_log_t(run, grid: np.ndarray, panels: int) -> np.ndarray:
     return at_edges[np.searchsorted(edges, grid)]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("name", sorted(RUNS))
+#: runs whose numpy twin is checked only with ``-m slow`` (1-2 s each; the numba run of the same
+#: name, the other runs and the numba-vs-numpy comparison stay in the default suite)
+SLOW_ON_NUMPY = {"linf-sam sliding", "l2-sam LSODA", "l2-sam RK45"}
+
+
+@pytest.mark.parametrize(
+    "name,backend",
+    [
+        pytest.param(
+            n,
+            b,
+            marks=pytest.mark.slow
+            if b == "numpy" and n in SLOW_ON_NUMPY and len(BACKENDS) > 1
+            else (),
+        )
+        for n in sorted(RUNS)
+        for b in BACKENDS
+    ],
+)
 def test_recorded_runs_against_reference(name, backend, monkeypatch):
     """``log_t_original`` of the run equals the reference quadrature of its own exponent to
     1e-9 relative (self-checked: 32 and 64 panels agree to 1e-12); the numba backend's log t
