@@ -171,9 +171,12 @@ def l1_residuals(program: Scaled, v: np.ndarray, mu: np.ndarray) -> dict:
     size = w + np.abs(program.A).T @ np.abs(mu)
     weighted = w * np.abs(v)
     on = np.abs(v) > 1e-9 * np.max(np.abs(v))
-    stat_on = np.abs(g - w * np.sign(v)) / size
-    stat_off = (np.abs(g) - w) / size
-    out["stationarity"] = float(max(np.max(np.where(on, stat_on, stat_off)), 0.0))
+    with np.errstate(invalid="ignore", divide="ignore"):  # size 0: both sides exactly 0
+        stat_on = np.abs(g - w * np.sign(v)) / size
+        stat_off = (np.abs(g) - w) / size
+    stat = np.where(size > 0, np.where(on, stat_on, stat_off), 0.0)
+    out["stationarity"] = float(max(np.max(stat), 0.0))
     objective = float(np.sum(weighted))
-    out["duality_gap"] = abs(objective - float(program.h @ mu)) / objective
+    gap = abs(objective - float(program.h @ mu))
+    out["duality_gap"] = gap / objective if objective > 0 else np.inf
     return out
