@@ -37,13 +37,18 @@ def log_norm(result: Result) -> np.ndarray:
         return safe + 0.5 * np.log(np.sum(np.exp(2 * (lb - safe[:, None])), axis=1))
 
 
+def row_angles_deg(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Angle (degrees) between unit rows ``u`` (T, d) and unit ``v`` (d,) or (T, d), as
+    ``2 atan2(||u - v||, ||u + v||)`` (accurate near 0 and 180 degrees)."""
+    return np.degrees(2 * np.arctan2(np.linalg.norm(u - v, axis=1), np.linalg.norm(u + v, axis=1)))
+
+
 def angles_deg(result: Result, reference) -> np.ndarray:
     """Angle (degrees) between ``beta(tau)`` and ``reference`` at every sample."""
     ref = np.asarray(reference, dtype=float)
-    ref = ref / np.linalg.norm(ref)
     u = directions(result)
-    a = 2 * np.arctan2(np.linalg.norm(u - ref, axis=1), np.linalg.norm(u + ref, axis=1))
-    return np.where(np.linalg.norm(u, axis=1) > 0, np.degrees(a), np.nan)
+    a = row_angles_deg(u, ref / np.linalg.norm(ref))
+    return np.where(np.linalg.norm(u, axis=1) > 0, a, np.nan)
 
 
 def references(X, y) -> dict[int, np.ndarray]:

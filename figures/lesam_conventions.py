@@ -29,7 +29,7 @@ from flows.sweep.registry import Result, Task
 
 from .blobs import gaussian_blobs
 from .common import MU5, OKABE_ITO, Figure, plt, save
-from .directions import angles_deg, directions, references
+from .directions import angles_deg, directions, references, row_angles_deg
 from .multi_sample import data_task
 
 ALPHA15, DEPTH15 = 0.4, 2
@@ -115,8 +115,7 @@ def fig15_series(results: list[Result]) -> list[dict]:
 
 def angles_between(a: Result, b: Result) -> np.ndarray:
     """Angle (degrees) between the directions of two runs on the same time grid."""
-    u, v = directions(a), directions(b)
-    return np.degrees(2 * np.arctan2(np.linalg.norm(u - v, axis=1), np.linalg.norm(u + v, axis=1)))
+    return row_angles_deg(directions(a), directions(b))
 
 
 def official_turning_point(series: dict) -> float:

@@ -22,7 +22,7 @@ from flows.sweep.registry import Result, Task
 
 from .blobs import gaussian_blobs
 from .common import OKABE_ITO, Figure, plt, save
-from .directions import references
+from .directions import references, row_angles_deg
 from .multi_sample import data_task
 
 ALPHA16, DEPTH16 = 0.4, 2
@@ -100,10 +100,7 @@ def _beta_norm(beta: np.ndarray) -> np.ndarray:
 
 def _angle_to(beta: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """Angle (degrees) of each row of ``beta`` to the unit ``reference``."""
-    u = beta / np.linalg.norm(beta, axis=1, keepdims=True)
-    return np.degrees(
-        2 * np.arctan2(np.linalg.norm(u - reference, axis=1), np.linalg.norm(u + reference, axis=1))
-    )
+    return row_angles_deg(beta / np.linalg.norm(beta, axis=1, keepdims=True), reference)
 
 
 def draw_fig16(results: list[Result], quick: bool, path: Path) -> None:

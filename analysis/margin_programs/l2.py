@@ -8,6 +8,8 @@ import numpy as np
 from scipy.linalg import qr
 from scipy.optimize import nnls
 
+from flows.fused import log_magnitudes
+
 from .l1 import solve_scaled_l1
 from .scaling import (
     CERTIFIED,
@@ -81,7 +83,7 @@ def _choose(program: Scaled, candidates: list[Candidate]) -> Candidate:
 def _log_objective(program: Scaled, v: np.ndarray) -> float:
     """``log ||w * v||_2`` without under- or overflow."""
     with np.errstate(divide="ignore"):
-        terms = np.log(program.w) + _log_abs(v)
+        terms = np.log(program.w) + log_magnitudes(v)
     top = float(np.max(terms))
     if not np.isfinite(top):
         return top
@@ -111,7 +113,7 @@ def _least_distance_guess(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]
     and ``lambda_i = u_i exp(-log m_i - log_scale)``, ``log_scale = log min(m)``; at ``t = 1``
     and again at ``t = 1 / ||x||`` when ``1 - t h^T u`` cancels (module doc); None if both
     cancel. Its support guesses the active set; the solution itself is a candidate."""
-    logs = _log_abs(Z)
+    logs = log_magnitudes(Z)
     log_m = np.max(logs, axis=1)
     G = np.sign(Z) * np.exp(logs - log_m[:, None])
     h = np.exp(np.min(log_m) - log_m)
@@ -133,10 +135,10 @@ def _in_scaled(
     """The least-distance solution (:func:`_least_distance_guess`) in the program's variables:
     ``v = beta 2^-beta_exp``, ``mu_i = lambda_i / (h_i 2^dual_exp)``, in logarithms."""
     with np.errstate(divide="ignore", over="ignore", under="ignore"):
-        log_v = _log_abs(x) - log_scale - program.beta_exp * np.log(2.0)
+        log_v = log_magnitudes(x) - log_scale - program.beta_exp * np.log(2.0)
         v = np.sign(x) * np.exp(log_v)
         log_mu = (
-            _log_abs(lam_scaled)
+            log_magnitudes(lam_scaled)
             - 2.0 * log_scale
             - np.log(program.h)
             - program.dual_exp * np.log(2.0)
@@ -224,9 +226,3 @@ def _l2_equality(program: Scaled, S: np.ndarray) -> tuple[np.ndarray, np.ndarray
     mu = np.zeros(A.shape[0])
     mu[S] = -solution[d:]
     return solution[:d], mu
-
-
-def _log_abs(Z: np.ndarray) -> np.ndarray:
-    """``log|Z|`` (``-inf`` at zeros, without a warning)."""
-    with np.errstate(divide="ignore"):
-        return np.log(np.abs(Z))
