@@ -192,6 +192,13 @@ class Algorithm:
         does not apply and the run takes the Python loop, on any backend).
     reads_theta : ``perturb`` reads :attr:`GradientSummary.log_abs_theta` (the fields compute
         it only then).
+    per_example : m-sharpness with m = 1 (:mod:`flows.per_example`): ``perturb`` acts on each
+        example's own gradient ``grad l_i`` and the field averages ``grad l_i`` at the n
+        perturbed points.
+    residual_switch : the perturbation jumps where an example's ``l'(u_i)`` changes sign, as a
+        normalised per-example gradient ``rho sign(r_i) z_i * ... / ||...||`` does at a zero
+        residual ``r_i`` in regression (the flow would slide on ``r_i = 0``): the integrator
+        ends the run there (:class:`flows.integrator.threshold_events.ResidualSwitch`).
     """
 
     perturb: Perturbation
@@ -201,6 +208,8 @@ class Algorithm:
     zero_invariant: bool = False
     compiled_id: int | None = None
     reads_theta: bool = False
+    per_example: bool = False
+    residual_switch: bool = False
 
     @property
     def perturbs(self) -> bool:
@@ -281,6 +290,12 @@ ALGORITHMS: dict[str, Algorithm] = {
     ),
     "asam": Algorithm(
         asam_perturbation, (RHO, ETA_ASAM), _asam_radius, zero_invariant=True, reads_theta=True
+    ),
+    "1-sam": Algorithm(
+        l2_perturbation, (RHO,), _rho, zero_invariant=True, per_example=True, residual_switch=True
+    ),
+    "1-usam": Algorithm(
+        unnormalized_perturbation, (RHO,), _rho, zero_invariant=True, per_example=True
     ),
 }
 

@@ -48,6 +48,28 @@ def get_clock(name: str) -> Clock:
     return CLOCKS[choice(name, "clock", CLOCKS)]
 
 
+def clock_for(name: str | None, data) -> str:
+    """The clock name for ``data`` (a :class:`~flows.data.Dataset`): ``name`` checked, or for
+    None 'rescaled' in classification and 'original' in regression.
+
+    The rescaled clock ``dtau = c dt``, ``c = (1/n) sum_i |l'(u_i)|``, is refused in regression
+    (``ValueError`` naming 'clock'): there ``c`` is the mean absolute residual, which tends to 0
+    exponentially fast as the flow interpolates, so ``tau`` has a finite limit and a horizon in
+    ``tau`` may never be reached (for margin losses ``c -> 0`` only as the margins grow, and
+    ``tau -> inf``).
+    """
+    if name is None:
+        return "original" if data.regression else "rescaled"
+    choice(name, "clock", CLOCKS)
+    if data.regression and not CLOCKS[name].original:
+        raise ValueError(
+            "clock: the rescaled clock (dtau = c dt with c the mean |l'|) is not defined for "
+            "regression, where c -> 0 exponentially and tau stays bounded: use "
+            "clock='original'"
+        )
+    return name
+
+
 #: Degree of the interpolant of ``asinh K`` on an interval; its Chebyshev–Lobatto nodes on
 #: [0, 1] (they include both ends), on which ``K`` is sampled, and the matrix taking values
 #: there to its coefficients in Chebyshev polynomials of ``2 x - 1``.

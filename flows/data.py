@@ -1,4 +1,5 @@
-"""Linearly separable binary classification data ``{(x_i, y_i)}``, ``y_i`` in {-1, +1}."""
+"""Data ``{(x_i, y_i)}`` for a linear predictor through the origin: linearly separable binary
+classification (``y_i`` in {-1, +1}, the default) or regression (``y_i`` any real target)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linprog
 
-from .checks import real_array
+from .checks import choice, real_array
 
 
 def _equilibrated(Z: np.ndarray) -> np.ndarray | None:
@@ -64,42 +65,62 @@ def is_separable(X: np.ndarray, y: np.ndarray) -> bool:
     return _separating_lp(y[:, None] * X, [(None, None)] * X.shape[1])
 
 
+#: The tasks a :class:`Dataset` describes; the first is the default.
+TASKS = ("classification", "regression")
+
+
 @dataclass(frozen=True, eq=False)
 class Dataset:
-    """Separable data for a linear predictor through the origin.
+    """Data for a linear predictor through the origin, ``f(x) = <beta, x>``.
 
     Parameters
     ----------
     X : (n, d) features.
-    y : (n,) labels in {-1, +1}.
+    y : (n,) labels in {-1, +1} (classification) or real targets (regression).
+    task : 'classification' (a margin loss acts on ``m_i = y_i <beta, x_i>``) or 'regression'
+        (the squared loss acts on the residual ``<beta, x_i> - y_i``).
+
+    Every loss is evaluated at ``u_i = <beta, z_i> - o_i`` with the rows
+    :attr:`signed_features` ``z_i`` (``y_i x_i``, or ``x_i`` in regression) and the offsets
+    :attr:`offsets` ``o_i`` (None, i.e. 0, in classification; ``y_i`` in regression).
 
     Raises
     ------
     ValueError
-        On wrong shapes, non-finite values, labels other than +-1, or data that no linear
-        predictor separates (checked by an LP, scale-invariantly: see :func:`is_separable`).
+        On wrong shapes, non-finite values, an unknown task; in classification labels other
+        than +-1 or data that no linear predictor separates (checked by an LP,
+        scale-invariantly: see :func:`is_separable`).
     """
 
     X: np.ndarray
     y: np.ndarray
+    task: str = TASKS[0]
 
     def __post_init__(self) -> None:
+        task = choice(self.task, "task", TASKS)
         X = real_array(self.X, "X", ndim=2)
         y = real_array(self.y, "y", ndim=1)
         if y.shape[0] != X.shape[0]:
             raise ValueError(
                 f"y must have one label per row of X: got {y.shape[0]} labels for {X.shape[0]} rows"
             )
-        if not np.all(np.abs(y) == 1.0):
-            raise ValueError("y must contain only labels -1 and +1")
-        if not is_separable(X, y):
-            raise ValueError("data (X, y) are not linearly separable through the origin")
-        signed = y[:, None] * X
+        if task == "classification":
+            if not np.all(np.abs(y) == 1.0):
+                raise ValueError(
+                    "y must contain only labels -1 and +1 (real targets: task='regression')"
+                )
+            if not is_separable(X, y):
+                raise ValueError("data (X, y) are not linearly separable through the origin")
+            signed, offsets = y[:, None] * X, None
+        else:
+            signed, offsets = X, y
         for arr in (X, y, signed):
             arr.setflags(write=False)
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "y", y)
+        object.__setattr__(self, "task", task)
         object.__setattr__(self, "_signed", signed)
+        object.__setattr__(self, "_offsets", offsets)
 
     @property
     def n(self) -> int:
@@ -112,13 +133,44 @@ class Dataset:
         return self.X.shape[1]
 
     @property
+    def regression(self) -> bool:
+        """Whether the targets are real numbers (``task == 'regression'``)."""
+        return self.task == "regression"
+
+    @property
     def signed_features(self) -> np.ndarray:
-        """Rows ``y_i x_i``: the margin of example i is ``<beta, y_i x_i>``."""
+        """Rows ``z_i``: ``y_i x_i`` (the margin of example i is ``<beta, y_i x_i>``), or
+        ``x_i`` in regression."""
         return self._signed  # type: ignore[attr-defined]  # set in __post_init__
+
+    @property
+    def offsets(self) -> np.ndarray | None:
+        """``o_i`` in the loss argument ``u_i = <beta, z_i> - o_i``: None (0) in
+        classification, the targets ``y_i`` in regression."""
+        return self._offsets  # type: ignore[attr-defined]  # set in __post_init__
 
     def key(self) -> tuple:
         """A hashable description (for caches)."""
-        return (self.X.tobytes(), self.y.tobytes(), self.X.shape)
+        return (self.X.tobytes(), self.y.tobytes(), self.X.shape, self.task)
+
+
+def classification_only(data: Dataset, what: str) -> None:
+    """``ValueError`` naming 'data' when ``data`` is a regression data set and ``what`` (an
+    analysis of margins, separability or max-margin directions) needs labels +-1."""
+    if data.regression:
+        raise ValueError(
+            f"data: {what} needs classification data (labels +-1); this Dataset has "
+            "task='regression'"
+        )
+
+
+def regression_only(data: Dataset, what: str) -> None:
+    """``ValueError`` naming 'data' unless ``data`` has real targets (``task='regression'``)."""
+    if not data.regression:
+        raise ValueError(
+            f"data: {what} needs regression data (Dataset(X, y, task='regression')); this "
+            "Dataset has task='classification'"
+        )
 
 
 def single_example(mu) -> Dataset:
@@ -155,6 +207,7 @@ def sign_constrained_separable(data: Dataset, signs) -> bool:
     """
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
+    classification_only(data, "sign_constrained_separable")
     s = real_array(signs, "signs")
     if s.ndim == 0:
         s = np.full(data.d, float(s))

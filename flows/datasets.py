@@ -6,11 +6,15 @@
   seed 5 (figure 7).
 * :func:`teacher_data` — n = 12, d = 3 separable data from a random teacher, seed 90
   (figure 6).
+* :func:`sparse_regression` — the sparse regression of the public SAM diagonal-network
+  experiment (Andriushchenko & Flammarion 2022): n = 20 training and 1000 test rows of
+  ``N(0, I_30)``, noiseless targets of a 3-sparse unit teacher, seed 0.
 * :func:`digits` — a pair of classes of scikit-learn's bundled 8x8 handwritten digits
   (the digits study), split into a training and a test set; :func:`digit_indices` gives the
   split itself.
 
-Every builder returns :class:`flows.Dataset` objects (checked separable through the origin).
+Every builder returns :class:`flows.Dataset` objects (the classification ones checked
+separable through the origin).
 The synthetic builders reproduce the figures' data bit for bit (the generators and their
 seeds are those of the figure modules). This module imports nothing from ``analysis`` or
 ``figures`` (layers go downward only); scikit-learn is needed for :func:`digits` only, as the
@@ -42,6 +46,7 @@ __all__ = [
     "gaussian_blobs",
     "single_example_mu2",
     "single_example_mu5",
+    "sparse_regression",
     "teacher_data",
 ]
 
@@ -132,6 +137,42 @@ def teacher_data(seed: int = 90, n: int = 12, d: int = 3, margin: float = 0.2) -
     beta = _l1_max_margin(y[:, None] * X)
     flips = np.where(beta < -1e-9 * np.max(np.abs(beta)), -1.0, 1.0)
     return Dataset(X * flips, y)
+
+
+class RegressionSplit(NamedTuple):
+    """A regression problem with its held-out set and the teacher that generated both."""
+
+    train: Dataset
+    test: Dataset
+    teacher: np.ndarray
+
+
+def sparse_regression(
+    n: int = 20, n_test: int = 1000, d: int = 30, sparsity: int = 3, seed: int = 0
+) -> RegressionSplit:
+    """Noiseless sparse regression as the diagonal-network notebook of tml-epfl/understanding-sam
+    draws it (``diagonal_linear_nets/diag_nets_sam.ipynb``, cell 0, at 306adde): from the
+    legacy ``RandomState(seed)``, the rows of ``X`` (n, d), then of ``X_test`` (n_test, d), all
+    ``N(0, I_d)``, then ``theta* = |g| / ||g||`` with ``g`` standard normal on the first
+    ``sparsity`` coordinates and 0 elsewhere; ``y = X theta*``, ``y_test = X_test theta*``.
+
+    The notebook draws the rows with ``multivariate_normal(0, I_d)``, which for the identity
+    consumes the stream as ``standard_normal`` does and returns the same numbers.
+    """
+    n, n_test = integer(n, "n", 1, MAX_EXAMPLES), integer(n_test, "n_test", 1, MAX_EXAMPLES)
+    d = integer(d, "d", 1, MAX_EXAMPLES)
+    sparsity = integer(sparsity, "sparsity", 1, d)
+    rng = np.random.RandomState(integer(seed, "seed", 0, 2**32 - 1))
+    X = rng.standard_normal((n, d))
+    X_test = rng.standard_normal((n_test, d))
+    teacher = rng.standard_normal(d)
+    teacher[sparsity:] = 0.0
+    teacher = np.abs(teacher) / np.linalg.norm(teacher)
+    return RegressionSplit(
+        Dataset(X, X @ teacher, task="regression"),
+        Dataset(X_test, X_test @ teacher, task="regression"),
+        teacher,
+    )
 
 
 def _l1_max_margin(Z: np.ndarray) -> np.ndarray:

@@ -15,9 +15,11 @@ from .algorithms import get_algorithm, hyperparameters_at, is_scheduled, resolve
 from .checks import integer, positive, real
 from .clocks import CLOCKS
 from .data import Dataset
-from .field import Problem, perturbed_point
+from .field import Problem, rescaled_velocity
+from .fused import FusedField
 from .initialization import initialization
-from .model import DEFAULT_LOSS, Loss, evaluate, get_loss, loss_gradient_signed
+from .model import Loss, get_loss, loss_arguments, loss_for
+from .per_example import per_example_velocity
 from .results import Cause
 from .schedules import Hyperparameter, Schedule, schedule_value
 from .signedlog import SignedLog
@@ -62,14 +64,19 @@ class DiscreteRun:
 
 def perturbed_gradient(theta: np.ndarray, problem: Problem, time: float = 0.0) -> np.ndarray:
     """``grad L(theta + eps(theta))`` on the full (L, d) parameters, with scheduled
-    hyper-parameters evaluated at ``time``."""
-    if is_scheduled(problem.hyperparameters):
-        problem = replace(
-            problem, hyperparameters=hyperparameters_at(problem.hyperparameters, time)
-        )
-    theta_p = perturbed_point(SignedLog.from_float(theta), problem)
-    ev = evaluate(theta_p, problem.multiplicity, problem.data, problem.loss)
-    return loss_gradient_signed(ev).to_float()
+    hyper-parameters evaluated at ``time``: ``-c F`` of the reference field
+    (:func:`flows.field.rescaled_velocity`), or for a per-example algorithm
+    ``(1/n) sum_i grad l_i(theta + eps_i)`` by the batched :mod:`flows.per_example`."""
+    point = SignedLog.from_float(theta)
+    if problem.algorithm.per_example:
+        vel = per_example_velocity(FusedField(problem), point, time)
+    else:
+        if is_scheduled(problem.hyperparameters):
+            problem = replace(
+                problem, hyperparameters=hyperparameters_at(problem.hyperparameters, time)
+            )
+        vel = rescaled_velocity(point, problem)
+    return SignedLog(-vel.dtheta.sign, vel.dtheta.log_abs + vel.log_c).to_float()
 
 
 def sam_step(theta: np.ndarray, problem: Problem, eta: float, time: float = 0.0) -> np.ndarray:
@@ -120,7 +127,7 @@ def iterate(
     eta: float | Schedule = 1e-3,
     steps: int = 1000,
     record_every: int = 1,
-    loss: str = DEFAULT_LOSS,
+    loss: str | None = None,
     momentum: float = 0.0,
     weight_decay: float = 0.0,
     **hyperparameters: Hyperparameter | None,
@@ -137,7 +144,7 @@ def iterate(
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
     hp = resolve_hyperparameters(algorithm, hyperparameters)
-    the_loss = get_loss(loss)
+    the_loss = get_loss(loss_for(loss, data))
     init = initialization(alpha, depth, data.d, reduced=False)
     base = _base_optimizer(eta, momentum, weight_decay)
     steps, record_every = integer(steps, "steps", 1), integer(record_every, "record_every", 1)
@@ -154,7 +161,7 @@ def iterate(
         t=steps_arr * base.unit,
         theta=thetas,
         beta=betas,
-        loss=_losses(betas, data.signed_features, the_loss),
+        loss=_losses(betas, data, the_loss),
         status=cause.status,
         message=message,
         algorithm=algorithm,
@@ -247,14 +254,11 @@ def _run(
     return kept_steps, kept, Cause.REACHED_END, f"ran {steps} steps"
 
 
-def _losses(betas: np.ndarray, signed: np.ndarray, loss: Loss) -> np.ndarray:
-    """Mean loss of each ``beta`` (K, d) on the rows ``y_i x_i`` of ``signed`` (``nan`` where a
-    margin is not finite)."""
+def _losses(betas: np.ndarray, data: Dataset, loss: Loss) -> np.ndarray:
+    """Mean loss of each ``beta`` (K, d) on ``data`` (``nan`` where a margin is not finite)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        margins = betas @ signed.T
-        return np.where(
-            np.all(np.isfinite(margins), axis=1), np.mean(loss.value(margins), axis=1), np.nan
-        )
+        u = loss_arguments(betas @ data.signed_features.T, data)
+        return np.where(np.all(np.isfinite(u), axis=1), np.mean(loss.value(u), axis=1), np.nan)
 
 
 def _not_representable(theta: np.ndarray, signed: np.ndarray) -> str:

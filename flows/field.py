@@ -21,8 +21,16 @@ from .algorithms import Algorithm, GradientSummary, hyperparameters_at, is_sched
 from .charts import AsinhChart, LogChart
 from .clocks import Clock
 from .data import Dataset
-from .model import Loss, evaluate, loss_weights, margin_gradient, margins
-from .signedlog import SignedLog, add_float, log_norm2, product_of_layers
+from .model import (
+    Loss,
+    evaluate,
+    logsumexp,
+    loss_arguments,
+    loss_weights,
+    margin_gradient,
+    margins,
+)
+from .signedlog import SignedLog, add_float, leave_one_out, log_norm2, product_of_layers, signed_sum
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,7 +164,10 @@ def perturbed_point(
 def rescaled_velocity(
     theta: SignedLog, problem: Problem, sign_pattern: np.ndarray | None = None
 ) -> Velocity:
-    """``F = G(theta') * prod_{k != l} theta'^(k)`` and ``log c(theta')``."""
+    """``F = G(theta') * prod_{k != l} theta'^(k)`` and ``log c(theta')`` (per-example
+    algorithms: :func:`per_example_rescaled_velocity`)."""
+    if problem.algorithm.per_example:
+        return per_example_rescaled_velocity(theta, problem)
     ev = evaluate(
         perturbed_point(theta, problem, sign_pattern),
         problem.multiplicity,
@@ -166,12 +177,57 @@ def rescaled_velocity(
     return Velocity(margin_gradient(ev), ev.log_c)
 
 
+def per_example_rescaled_velocity(theta: SignedLog, problem: Problem) -> Velocity:
+    """The field of a per-example algorithm (:mod:`flows.per_example`) at one point, example by
+    example: ``theta_i = theta + eps(grad l_i(theta))``, ``F = sum_i q_i z_i *
+    prod_{k != l} theta_i^(k)``, ``q_i = -l'(u_i(theta_i)) / (n c)``,
+    ``c = (1/n) sum_i |l'(u_i(theta_i))|``."""
+    data, loss, mult = problem.data, problem.loss, problem.multiplicity
+    loo = leave_one_out(theta, mult)
+    m = margins(product_of_layers(theta, mult), data).to_float()
+    u = loss_arguments(m, data)
+    nan = Velocity(
+        SignedLog(np.full(problem.shape, np.nan), np.full(problem.shape, np.nan)), np.nan
+    )
+    if not np.all(np.isfinite(m)):  # the weights come from float margins
+        return nan
+    signs, logs, weights = [], [], []
+    for i, row in enumerate(data.signed_features):
+        z = SignedLog.from_float(row)
+        s = 1.0 if loss.descent_sign is None else float(loss.descent_sign(u[i]))
+        own = SignedLog(-s * z.sign * loo.sign, z.log_abs + loo.log_abs)  # grad l_i / |l'_i|
+        log_w = float(loss.log_abs_derivative(u[i]))
+        eps = problem.algorithm.perturb(
+            gradient_summary(own, log_w, mult, theta.log_abs), problem.hyperparameters
+        )
+        if not np.all(np.isfinite(eps)):
+            eps = np.full_like(eps, np.nan)
+        point = add_float(theta, eps)
+        m_i = margins(product_of_layers(point, mult), data).to_float()[i]
+        if not np.isfinite(m_i):
+            return nan
+        u_i = m_i if data.offsets is None else m_i - data.offsets[i]
+        s_i = 1.0 if loss.descent_sign is None else float(loss.descent_sign(u_i))
+        point_loo = leave_one_out(point, mult)
+        signs.append(s_i * z.sign * point_loo.sign)
+        logs.append(z.log_abs + point_loo.log_abs)
+        weights.append(float(loss.log_abs_derivative(u_i)))
+    log_w_all = np.array(weights)
+    total = logsumexp(log_w_all)
+    if total == -np.inf:
+        return Velocity(SignedLog(np.zeros(problem.shape), np.full(problem.shape, -np.inf)), total)
+    field = signed_sum(np.array(signs), np.array(logs) + (log_w_all - total)[:, None, None], axis=0)
+    return Velocity(field, total - float(np.log(data.n)))
+
+
 def perturbed_log_c(
     theta: SignedLog, problem: Problem, sign_pattern: np.ndarray | None = None
 ) -> float:
     """``log c(theta')``: the clock factor at the perturbed point (no field needed)."""
+    if problem.algorithm.per_example:
+        return float(per_example_rescaled_velocity(theta, problem).log_c)
     beta = product_of_layers(perturbed_point(theta, problem, sign_pattern), problem.multiplicity)
-    return loss_weights(margins(beta, problem.data), problem.loss).log_c
+    return loss_weights(margins(beta, problem.data), problem.data, problem.loss).log_c
 
 
 def chart_state(z: np.ndarray, problem: Problem) -> SignedLog:

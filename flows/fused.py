@@ -27,6 +27,7 @@ from .algorithms import GradientSummary, hyperparameters_at, is_scheduled
 from .charts import LogChart
 from .field import Problem, SignPattern, Velocity, gradient_signs, gradient_summary
 from .model import logsumexp
+from .per_example import per_example_velocity
 from .signedlog import SignedLog, add_float
 
 
@@ -47,6 +48,7 @@ class FusedField:
     def __init__(self, problem: Problem):
         self.problem = problem
         self.features = np.ascontiguousarray(problem.data.signed_features)  # (n, d)
+        self.offsets = problem.data.offsets  # (n,) or None
         self.n = problem.data.n
         self.multiplicity = np.asarray(problem.multiplicity)
         self.layer_weights = self.multiplicity[:, None].astype(float)  # (G, 1), for norms
@@ -55,7 +57,7 @@ class FusedField:
         if self.groups > 1 and np.any(self.multiplicity != 1):
             raise ValueError("FusedField needs one group of multiplicity L or L groups of 1")
         self.log_n = float(np.log(self.n))
-        if self.n == 1:  # a single example: p = 1 and the direction G = y x is constant
+        if self.n == 1:  # one example: p = +-1 and the direction G = +-z is constant in sign
             self.direction = _signed(self.features[0])
         self.scheduled = is_scheduled(problem.hyperparameters)
 
@@ -97,10 +99,14 @@ class FusedField:
         """``log L(theta)`` at one point, ``L = (1/n) sum_i l(m_i)``: the log-sum-exp of the
         ``log l(m_i)``, finite far below the float range of ``L``."""
         m = self.margins(self.product_of_layers(theta.sign, theta.log_abs))
-        return logsumexp(self.problem.loss.log_value(m)) - self.log_n
+        return logsumexp(self.problem.loss.log_value(self.loss_arguments(m))) - self.log_n
+
+    def loss_arguments(self, m: np.ndarray) -> np.ndarray:
+        """``u = m - o`` (:func:`flows.model.loss_arguments`)."""
+        return m if self.offsets is None else m - self.offsets
 
     def margins(self, beta: SignedLog) -> np.ndarray:
-        """Margins ``m_i = <beta, y_i x_i>`` (..., n) as floats (+-inf beyond float64)."""
+        """Products ``m_i = <beta, z_i>`` (..., n) as floats (+-inf beyond float64)."""
         return self._margins(beta)[0]
 
     def _margins(self, beta: SignedLog) -> tuple[np.ndarray, np.ndarray]:
@@ -115,8 +121,10 @@ class FusedField:
         """Example weights ``p`` (..., n) and ``log c`` (...) from the predictor.
 
         As :func:`flows.model.loss_weights`: margins ``m = exp(M) (A beta~)`` with
-        ``M = max_j log|beta_j|``; when every ``|l'(m_i)|`` underflows the weights concentrate
-        on the smallest scaled margins and ``log c = -inf``. ``p`` is None for one example.
+        ``M = max_j log|beta_j|``, ``p_i = -l'(u_i) / sum_k |l'(u_k)|`` (signed in
+        regression); when every ``|l'(u_i)|`` underflows the weights concentrate on the smallest
+        scaled margins (regression: are 0) and ``log c = -inf``. ``p`` is None for one example
+        of a margin loss (``p = 1``).
         """
         return self.margins_and_weights(beta)[1:]
 
@@ -125,8 +133,10 @@ class FusedField:
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """The margins (:meth:`margins`) and the weights (:meth:`weights`) in one pass."""
         m, scaled = self._margins(beta)
-        log_w = self.problem.loss.log_abs_derivative(m)
-        if self.n == 1:
+        loss = self.problem.loss
+        u = self.loss_arguments(m)
+        log_w = loss.log_abs_derivative(u)
+        if self.n == 1 and loss.descent_sign is None:
             return m, None, log_w[..., 0]
         w_top = np.max(log_w, axis=-1, keepdims=True)
         degenerate = np.isneginf(w_top)
@@ -135,7 +145,9 @@ class FusedField:
         total = np.sum(e, axis=-1, keepdims=True)
         log_c = np.where(degenerate, -np.inf, w_safe + np.log(total))[..., 0] - self.log_n
         p = e / total
-        if np.any(degenerate):
+        if loss.descent_sign is not None:
+            p = p * loss.descent_sign(u)
+        elif np.any(degenerate):
             smallest = scaled == np.min(scaled, axis=-1, keepdims=True)
             p = np.where(degenerate, smallest / np.sum(smallest, axis=-1, keepdims=True), p)
         return m, p, log_c
@@ -188,6 +200,8 @@ class FusedField:
     ) -> Velocity:
         """``F = G(theta') prod_{k != l} theta'^(k)`` and ``log c(theta')`` (in plain floats when
         every point of the batch is inside the float range, see :meth:`_float_velocity`)."""
+        if self.problem.algorithm.per_example:
+            return per_example_velocity(self, theta, time)
         fast = self._float_velocity(theta, pattern_signs, time)
         if fast is not None:
             return fast
@@ -206,6 +220,8 @@ class FusedField:
     ) -> np.ndarray:
         """``log c(theta')`` (...): the clock factor at the perturbed point (in plain floats
         for the points where they suffice, see :meth:`_float_rows`)."""
+        if self.problem.algorithm.per_example:
+            return np.asarray(per_example_velocity(self, theta, time).log_c)
         out = np.empty(theta.sign.shape[:-2])
         time = np.broadcast_to(np.asarray(time, dtype=float), out.shape)
         fast = self._float_rows(theta.log_abs, small_matter=False)
@@ -277,13 +293,24 @@ class FusedField:
         else:
             beta = np.prod(theta, axis=-2)
             loo = theta[..., ::-1, :] if self.groups == 2 else _exclusive(theta, np.multiply, 1.0)
-        log_w = self.problem.loss.log_abs_derivative(beta @ self.features.T)
-        if self.n == 1:
-            return self.features[0], log_w[..., 0], loo
+        loss = self.problem.loss
+        u = self.loss_arguments(beta @ self.features.T)
+        log_w = loss.log_abs_derivative(u)
+        if loss.descent_sign is None:
+            if self.n == 1:
+                return self.features[0], log_w[..., 0], loo
+            top = log_w.max(axis=-1, keepdims=True)
+            e = np.exp(log_w - top)
+            total = e.sum(axis=-1, keepdims=True)
+            return ((e / total) @ self.features, (top + np.log(total))[..., 0] - self.log_n, loo)
+        # signed weights; every l'(u_i) = 0 (an exact interpolator): p = 0, log c = -inf
         top = log_w.max(axis=-1, keepdims=True)
-        e = np.exp(log_w - top)
+        exact = np.isneginf(top)
+        e = np.exp(log_w - np.where(exact, 0.0, top))
         total = e.sum(axis=-1, keepdims=True)
-        return ((e / total) @ self.features, (top + np.log(total))[..., 0] - self.log_n, loo)
+        p = e * loss.descent_sign(u) / np.where(exact, 1.0, total)
+        log_c = np.where(exact, -np.inf, top + np.log(np.where(exact, 1.0, total)))
+        return p @ self.features, log_c[..., 0] - self.log_n, loo
 
     def _float_perturbed(
         self, w: np.ndarray, pattern_signs: np.ndarray | None, time=0.0, small_matter=False
@@ -347,6 +374,8 @@ class FusedField:
         range checks of :meth:`_float_rows` are made on Python floats, once per point.
         """
         problem, chart = self.problem, self.problem.chart
+        if problem.algorithm.per_example:
+            return None
         small_matter = isinstance(chart, LogChart)
         sign, log_abs = (chart.sign, z) if isinstance(chart, LogChart) else chart.state(z)
         bottom = np.minimum.reduce(log_abs, axis=None) if small_matter else 0.0

@@ -42,8 +42,9 @@ def initialization(alpha, depth: int, d: int, reduced: bool | None = None) -> In
     Parameters
     ----------
     alpha : initialization scale(s): a scalar or a (d,) vector, all > 0 (every layer starts at
-        ``alpha_j``), or a (depth, d) array of nonzero entries of either sign (``w_j^(l)(0) =
-        alpha[l, j]``; a *signed* init when some entries are negative).
+        ``alpha_j``), or a (depth, d) array of entries of any sign, zeros included
+        (``w_j^(l)(0) = alpha[l, j]``; a *signed* init when some entries are negative; e.g.
+        ``[alpha * ones, zeros]`` is ``u(0) = alpha``, ``v(0) = 0`` at depth 2).
     depth : number of layers L >= 1.
     d : number of features.
     reduced : merge balanced layers (None: whenever ``alpha`` is balanced, i.e. all rows equal).
@@ -51,8 +52,8 @@ def initialization(alpha, depth: int, d: int, reduced: bool | None = None) -> In
     Raises
     ------
     ValueError
-        Naming 'alpha': NaN / inf, a zero entry, a non-positive scalar or (d,) entry, or a shape
-        other than (), (d,), (depth, d); naming 'depth', 'd' or 'reduced' for a depth or d that
+        Naming 'alpha': NaN / inf, a non-positive scalar or (d,) entry, or a shape other than
+        (), (d,), (depth, d); naming 'depth', 'd' or 'reduced' for a depth or d that
         is not an int >= 1, or a reduced that is not None / bool.
     """
     depth = check_depth(depth)
@@ -75,12 +76,6 @@ def initialization(alpha, depth: int, d: int, reduced: bool | None = None) -> In
             raise ValueError(shapes)
         layers = np.tile(np.broadcast_to(a, (d,)), (depth, 1))
     elif a.shape == (depth, d):
-        if np.any(a == 0):
-            layer, j = (int(v) for v in np.argwhere(a == 0)[0])
-            raise ValueError(
-                f"alpha must have no zero entry (signs are free in a (depth, d) "
-                f"array, zeros are not), got 0 at layer {layer}, coordinate {j}"
-            )
         layers = a.copy()
     else:
         raise ValueError(shapes)
@@ -112,7 +107,8 @@ def kept_sign_pattern(
       ``a_j^(L-1)``), so ``s_j beta_j >= 0`` for those flows when ``algorithm`` names one (a
       discrete step may still jump over 0); l_inf-SAM can cross 0 (sign(grad) jumps at 0), and
       ``algorithm=None`` (every algorithm) gives None;
-    * L = 1, or magnitudes that differ between layers (a smaller layer can cross 0): None.
+    * L = 1, magnitudes that differ between layers (a smaller layer can cross 0), or a zero
+      entry: None.
 
     Use it with :func:`flows.data.sign_constrained_separable`: if the data are not separable
     by a ``beta`` with these signs, the loss cannot tend to 0.
@@ -142,7 +138,7 @@ def kept_sign_pattern(
                 f"algorithm must be None or one of {sorted(ALGORITHMS)}, got {algorithm!r}"
             )
     layers = initialization(a, depth, int(d), reduced=False).groups
-    if depth == 1 or not np.all(np.abs(layers) == np.abs(layers[0])):
+    if depth == 1 or not np.all(np.abs(layers) == np.abs(layers[0])) or np.any(layers == 0):
         return None
     if depth % 2 == 1 and (algorithm is None or not ALGORITHMS[algorithm].zero_invariant):
         return None

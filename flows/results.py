@@ -33,6 +33,7 @@ class Cause(enum.Enum):
     UNDECIDED_JUNCTION = "undecided junction"
     TOO_MANY_EVENTS = "too many events"
     OVERFLOW = "left float64"
+    RESIDUAL_SWITCH = "residual switch"
 
     @property
     def status(self) -> int:

@@ -123,6 +123,18 @@ def log_norm2(
     return out
 
 
+def signed_sum(sign: np.ndarray, log_abs: np.ndarray, axis: int) -> SignedLog:
+    """``sum sign * exp(log_abs)`` along ``axis`` (removed) in signed-log form, relative to the
+    largest term (so any magnitudes; the cancellation error is that of float sums)."""
+    top = np.max(np.where(sign == 0, -np.inf, log_abs), axis=axis, keepdims=True)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(invalid="ignore"):
+        total = np.sum(np.where(sign == 0, 0.0, sign * np.exp(log_abs - safe)), axis=axis)
+    with np.errstate(divide="ignore"):
+        out_log = np.log(np.abs(total)) + np.squeeze(safe, axis=axis)
+    return SignedLog(np.sign(total), np.where(total == 0, -np.inf, out_log))
+
+
 def add_float(x: SignedLog, eps: np.ndarray) -> SignedLog:
     """Signed-log form of ``x + eps`` for an ordinary (bounded) float array ``eps``.
 

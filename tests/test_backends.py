@@ -91,7 +91,10 @@ def test_fused_field_equals_reference_at_random_points(algorithm, loss):
                     )
                     want = chart_rhs(z.ravel(), problem, held, signs)
                     got = fused.chart_rhs(z.ravel(), held, fused.pattern_signs(pattern))
-                    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+                    # per-example: n perturbed points, each margin summed in another order;
+                    # at margins ~1e3 a rounding of the margin moves its weight by ~1e-13 * m
+                    rtol = 1e-9 if get_algorithm(algorithm).per_example else 1e-12
+                    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-300)
 
 
 def test_fused_log_c_batch_equals_pointwise():
@@ -365,7 +368,8 @@ def test_compiled_log_loss_equals_the_loss_table():
     compiled = [
         (loss.compiled_id, name) for name, loss in LOSSES.items() if loss.compiled_id is not None
     ]
-    assert len(compiled) == len(LOSSES) == 2  # every loss of the table has a compiled twin
+    margin_losses = [name for name, loss in LOSSES.items() if loss.task == "classification"]
+    assert [name for _, name in compiled] == margin_losses  # every margin loss is compiled
     u = np.concatenate([[-1e3, -40.0, -1.0, 0.0, 1e-300, 35.0, 35.000001, 700.0, 1e300],
                         np.linspace(-50.0, 50.0, 201)])  # fmt: skip
     for loss_id, name in compiled:
@@ -384,7 +388,7 @@ def test_compiled_log_loss_equals_the_loss_table():
 # Points beyond the float range: the numpy field's float path meets inf - inf there before it
 # hands the point to the signed-log path (whose result the test checks).
 @pytest.mark.filterwarnings("ignore:invalid value encountered in subtract:RuntimeWarning")
-@pytest.mark.parametrize("loss", sorted(LOSSES))
+@pytest.mark.parametrize("loss", sorted(k for k, v in LOSSES.items() if v.compiled_id is not None))
 def test_compiled_one_point_pieces_equal_numpy(loss):
     """The one-point pieces the events use, compiled (``CompiledField._float_evaluate``,
     ``velocity`` of one point, ``log_loss``), equal the numpy field's at random points (exact

@@ -69,6 +69,9 @@ from flows import (
 from flows.algorithms import known_hyperparameters
 from flows.closed_form import solutions
 from flows.model import LOSSES
+
+#: The losses of classification data (the squared loss has its own tests, test_regression.py).
+MARGIN_LOSSES = sorted(k for k, v in LOSSES.items() if v.task == "classification")
 from flows.run import main
 
 CONTRACT = settings(
@@ -237,9 +240,11 @@ def bad_int(least: int, most: int | None = None, *, none_ok=False):
     return st.one_of(options)
 
 
-def bad_name(*valid: str):
-    """Invalid values of a parameter that takes one of the names ``valid``."""
-    return st.sampled_from(["no-such-name", valid[0].upper() + "x", None, 1, [valid[0]], True])
+def bad_name(*valid: str, none_ok: bool = False):
+    """Invalid values of a parameter that takes one of the names ``valid`` (or None, the
+    default chosen from the data, if ``none_ok``)."""
+    bad = ["no-such-name", valid[0].upper() + "x", 1, [valid[0]], True]
+    return st.sampled_from(bad if none_ok else [*bad, None])
 
 
 def bad_vector(d: int, *, positive=False, none_ok=False, ndim=1, extra=()):
@@ -381,7 +386,7 @@ def _official_lesam(**hyperparameters) -> dict:
 SIMULATE_OPTIONS = {
     "clock": st.sampled_from(sorted(CLOCKS)),
     "n_points": ints(2, 12),
-    "loss": st.sampled_from(sorted(LOSSES)),
+    "loss": st.sampled_from(MARGIN_LOSSES),
     "rtol": reals(1e-9, 1e-4),
     "atol": reals(1e-100, 1e-12),
     "chart": st.sampled_from(["auto", "asinh"]),
@@ -447,8 +452,8 @@ def simulate_bad_values(algorithm: str, depth: int, d: int) -> dict[str, st.Sear
         "n_points": bad_int(2, 100_000),
         "max_nfev": bad_int(1),
         "loss_floor": bad_real(low=0.0, strict=True, none_ok=True),
-        "clock": bad_name("rescaled"),
-        "loss": bad_name("logistic"),
+        "clock": bad_name("rescaled", none_ok=True),
+        "loss": bad_name("logistic", none_ok=True),
         "method": bad_name("DOP853"),
         "chart": bad_name("auto"),
         "backend": bad_name("auto"),
@@ -523,7 +528,7 @@ def test_iterate_valid_inputs_keep_the_contract(arguments, eta, steps, record_ev
     """Valid arguments of ``iterate`` return a DiscreteRun whose values are finite (or that
     stops with status -1, ``Cause.OVERFLOW`` and a message)."""
     kwargs, depth, d = arguments
-    loss = data.draw(st.sampled_from(sorted(LOSSES)), label="loss")
+    loss = data.draw(st.sampled_from(MARGIN_LOSSES), label="loss")
     run = quiet(
         lambda: iterate(**kwargs, eta=eta, steps=steps, record_every=record_every, loss=loss)
     )
@@ -1435,7 +1440,7 @@ def sharpness_arguments(draw):
     X, y, _ = draw(separable(max_n=3, max_d=3))
     L = draw(st.integers(1, 3))
     theta = draw(vectors(L * X.shape[1], -2.0, 2.0)).reshape(L, X.shape[1])
-    return Dataset(X, y), theta, draw(st.sampled_from(sorted(LOSSES)))
+    return Dataset(X, y), theta, draw(st.sampled_from(MARGIN_LOSSES))
 
 
 @CONTRACT

@@ -240,6 +240,15 @@ CAUSES = {
     Cause.OVERFLOW: lambda mp: iterate(
         single_example([1.0, 2.0, 3.0]), "gd", depth=3, alpha=1e200, eta=1e-3, steps=10
     ),
+    # tests/test_regression.py::test_one_sam_stops_where_a_residual_reaches_zero
+    Cause.RESIDUAL_SWITCH: lambda mp: simulate(
+        Dataset(np.array([[1.0, 2.0]]), np.array([1.0]), task="regression"),
+        "1-sam",
+        2,
+        np.array([[0.5, 0.5], [0.0, 0.0]]),
+        t_max=50.0,
+        rho=0.05,
+    ),
 }
 
 

@@ -115,7 +115,6 @@ SHARED_BAD = {  # keyword overrides on GOOD, and the parameter the message must 
 SIMULATE_BAD = {
     **SHARED_BAD,
     "unknown clock": (dict(clock="wall"), "clock"),
-    "clock None": (dict(clock=None), "clock"),
     "t_max 0": (dict(t_max=0.0), "t_max"),
     "t_max < 0": (dict(t_max=-1.0), "t_max"),
     "t_max nan": (dict(t_max=np.nan), "t_max"),

@@ -56,6 +56,8 @@ def warn_if_signs_cannot_separate(data: Dataset, alpha, depth: int, algorithm: s
     separator of ``data`` lies in (:func:`flows.initialization.kept_sign_pattern`): the loss
     cannot tend to 0, and the flow typically stops at a stationary point. A signed (L, d)
     ``alpha`` with other signs is the fix."""
+    if data.regression:
+        return
     signs = kept_sign_pattern(alpha, depth, data.d, algorithm=algorithm)
     if signs is not None and not _separable_with_signs(data, tuple(signs)):
         warnings.warn(

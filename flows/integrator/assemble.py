@@ -38,7 +38,7 @@ def assemble(
     fused = FusedField(problem)
     beta = fused.product_of_layers(theta.sign, theta.log_abs)
     with np.errstate(over="ignore"):
-        loss = np.mean(problem.loss.value(fused.margins(beta)), axis=-1)
+        loss = np.mean(problem.loss.value(fused.loss_arguments(fused.margins(beta))), axis=-1)
     mult = problem.multiplicity
     return Trajectory(
         t=grid,

@@ -21,12 +21,12 @@ import numpy as np
 from ..algorithms import get_algorithm, resolve_hyperparameters
 from ..backends import BACKENDS, choose_backend
 from ..charts import choose_chart
-from ..clocks import get_clock
+from ..clocks import clock_for, get_clock
 from ..data import Dataset
 from ..field import Problem
 from ..fused import FusedField
 from ..initialization import initialization
-from ..model import DEFAULT_LOSS, get_loss, loss_weights, margins
+from ..model import get_loss, loss_for, loss_weights, margins
 from ..results import Cause, Trajectory
 from ..schedules import Hyperparameter, kinks_of
 from ..signedlog import SignedLog, product_of_layers
@@ -52,9 +52,9 @@ def simulate(
     alpha=1.0,
     *,
     t_max: float = 10.0,
-    clock: str = "rescaled",
+    clock: str | None = None,
     n_points: int = 201,
-    loss: str = DEFAULT_LOSS,
+    loss: str | None = None,
     reduced: bool | None = None,
     rtol: float = 1e-10,
     atol: float = 1e-100,
@@ -76,15 +76,20 @@ def simulate(
 
     Parameters
     ----------
-    data : a separable :class:`~flows.data.Dataset`.
+    data : a :class:`~flows.data.Dataset`: separable classification data, or regression data
+        (``task='regression'``: the squared loss, the original clock).
     algorithm : a name in :data:`flows.algorithms.ALGORITHMS` ('gd', 'l2-sam', 'linf-sam',
         'usam', 'le-sam', ...).
     depth : number of layers L >= 1.
-    alpha : initialization: positive scalar, (d,) vector, or (L, d) array (unbalanced).
+    alpha : initialization: positive scalar, (d,) vector, or (L, d) array of any signs, zeros
+        allowed (:func:`flows.initialization.initialization`).
     t_max : end time in the chosen clock.
-    clock : 'rescaled' (tau) or 'original' (t).
+    clock : 'rescaled' (tau) or 'original' (t); None: 'rescaled' in classification,
+        'original' in regression (where the rescaled clock is not defined, see
+        :func:`flows.clocks.clock_for`).
     n_points : number of equally spaced output times in ``[0, t_max]`` (at most 1e5).
-    loss : a name in :data:`flows.model.LOSSES` ('logistic', 'exponential').
+    loss : a name in :data:`flows.model.LOSSES` of the data's task ('logistic', 'exponential'
+        in classification, 'squared' in regression); None: 'logistic' or 'squared'.
     reduced : use one parameter group for balanced inits (default: whenever balanced).
     rtol, atol : tolerances on the chart coordinates (in the asinh chart relative control
         down to ``|theta| ~ atol / rtol``; in the log chart ``rtol`` is the relative error).
@@ -161,6 +166,8 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
     algo = get_algorithm(algorithm)
+    options = dict(options, loss=loss_for(options["loss"], data))
+    options["clock"] = clock_for(options["clock"], data)
     hp = resolve_hyperparameters(algorithm, given)
     init = initialization(alpha, depth, data.d, options["reduced"])
     options = check_options(options, MAX_POINTS, METHODS, ("auto", *BACKENDS))
@@ -346,7 +353,7 @@ def _freeze(run: Run) -> None:
     )
     if run.mode.stationary:
         beta = product_of_layers(theta, problem.multiplicity)
-        log_c = loss_weights(margins(beta, problem.data), problem.loss).log_c
+        log_c = loss_weights(margins(beta, problem.data), problem.data, problem.loss).log_c
     else:
         log_c = float(fld.log_c(theta, fld.pattern_signs(run.mode.pattern), run.s))
     rate = float(np.exp(run.problem.clock.log_speed(log_c)))

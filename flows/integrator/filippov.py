@@ -104,13 +104,14 @@ class Surface(NamedTuple):
 
 
 def parameter_surface(flats: list[int], sign_pattern: np.ndarray) -> Surface:
-    """The surface of parameters ``flats`` reaching 0 together (signs relative to the first)."""
+    """The surface of parameters ``flats`` reaching 0 together (signs relative to the first;
+    +1 for a parameter that starts the run at 0, whose pattern sign is 0 until it leaves)."""
     signs = sign_pattern.ravel()
     return Surface(
         PARAMETER,
         flats[0],
         tuple(flats),
-        tuple(float(signs[f] * signs[flats[0]]) for f in flats),
+        tuple(float(signs[f] * signs[flats[0]]) or 1.0 for f in flats),
     )
 
 
@@ -306,16 +307,19 @@ class FilippovField:
         """``dG/dtau`` (N, V, d) at the points ``theta`` (N, G, d) along each field, up to one
         positive factor per point.
 
-        ``G = sum_i p_i y_i x_i`` with ``p_i`` proportional to ``|l'(m_i)|``:
-        ``dp_i = p_i (a_i dm_i - sum_k p_k a_k dm_k)``, ``a = d log|l'| / dm``,
-        ``dm_i = <y_i x_i, dbeta>``, ``dbeta_j = sum_l dw^(l)_j prod_{k != l} w^(k)_j``.
+        ``G = sum_i p_i z_i`` with ``|p_i|`` proportional to ``|l'(u_i)|`` (its sign, that of
+        ``-l'(u_i)``, constant away from ``p_i = 0``):
+        ``d|p_i| = |p_i| (a_i dm_i - sum_k |p_k| a_k dm_k)``, ``a = d log|l'| / du``,
+        ``dm_i = <z_i, dbeta>``, ``dbeta_j = sum_l dw^(l)_j prod_{k != l} w^(k)_j``.
         """
         problem = self.problem
         geometry = self.geometry
         beta = geometry.product_of_layers(theta.sign, theta.log_abs)
-        margins, p, _ = geometry.margins_and_weights(beta)
-        assert p is not None  # direction surfaces exist only for several examples
-        slope = problem.loss.log_derivative_slope(margins)
+        margins, signed_p, _ = geometry.margins_and_weights(beta)
+        assert signed_p is not None  # direction surfaces exist only for several examples
+        p = np.abs(signed_p)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = problem.loss.log_derivative_slope(geometry.loss_arguments(margins))
         loo = geometry.leave_one_out(theta.sign, theta.log_abs)
         terms = velocity.log_abs + loo.log_abs[:, None]
         top = np.max(terms, axis=(1, 2, 3), keepdims=True)
@@ -327,6 +331,9 @@ class FilippovField:
         d_margin = d_beta @ self.features.T
         weighted = slope[:, None, :] * d_margin
         dp = p[:, None, :] * (weighted - np.sum(p[:, None, :] * weighted, axis=-1, keepdims=True))
+        dp = np.where(p[:, None, :] > 0, dp, 0.0)  # p_i = 0: a residual at 0 (regression)
+        if problem.loss.descent_sign is not None:
+            dp = dp * np.sign(signed_p)[:, None, :]
         return np.where(finite[..., 0], dp @ self.features, 0.0)
 
     def _coupled_weights(self, rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

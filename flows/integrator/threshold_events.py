@@ -1,5 +1,5 @@
 """The threshold events (:mod:`flows.integrator.events`): collapse, near zero, blow-up,
-stationary point and loss floor."""
+stationary point, loss floor and residual switch."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ class Stationary(SegmentEvent):
     """``g = log S - log STATIONARY_TOL`` with the scale-free gradient size
 
     ``S = ||G * prod_{k != l} w^(k)|| / ||H * prod_{k != l} w^(k)||``,
-    ``G = sum_i p_i y_i x_i``, ``H_j = sum_i p_i |x_ij|``
+    ``G = sum_i p_i z_i``, ``H_j = sum_i |p_i| |z_ij|``
 
     (norms over all parameters, ``p`` the example weights; ``grad L = -c G * prod_{k != l} w``).
     ``S <= 1``; it is 0 exactly where ``grad L = 0`` at a point with some ``prod_{k != l} w != 0``
@@ -141,7 +141,9 @@ class Stationary(SegmentEvent):
             w = theta.sign * np.exp(theta.log_abs)
             direction, _, loo = fused._float_evaluate(w)
             with np.errstate(over="ignore", invalid="ignore"):
-                log_p = problem.loss.log_abs_derivative(features @ (w[0] * loo[0]))
+                log_p = problem.loss.log_abs_derivative(
+                    fused.loss_arguments(features @ (w[0] * loo[0]))
+                )
                 p = np.exp(log_p - np.max(log_p))
                 sizes = (p / np.sum(p)) @ np.abs(features)
                 top = float(np.sum(weights * (sizes * loo) ** 2))
@@ -153,7 +155,7 @@ class Stationary(SegmentEvent):
         direction_, _, loo_ = fused.evaluate(theta.sign, theta.log_abs)
         p_, _ = fused.weights(fused.product_of_layers(theta.sign, theta.log_abs))
         with np.errstate(divide="ignore"):
-            log_sizes = np.log(np.asarray(p_) @ np.abs(features))
+            log_sizes = np.log(np.abs(np.asarray(p_)) @ np.abs(features))
         top = log_norm2(log_sizes[None, :] + loo_.log_abs, weights)
         if top == -np.inf:
             return -log_tol
@@ -169,12 +171,16 @@ class Stationary(SegmentEvent):
         """Stay at the point for the rest of the run (``eps = 0`` at ``grad L = 0``)."""
         mode.stationary = True
         log.append(FlowEvent(tau, "stationary"))
+        why = (
+            "a critical point of the squared loss that does not interpolate the targets"
+            if self.problem.data.regression
+            else "the data are not separable by the signs this initialization keeps"
+        )
         return Outcome(
             cause=Cause.STATIONARY,
             message=(
                 f"reached a stationary point (grad L = 0, theta != 0) at tau={tau:.6g} and stays "
-                "there (eps = 0 at grad L = 0); the data are not separable by the signs this "
-                "initialization keeps"
+                f"there (eps = 0 at grad L = 0); {why}"
             ),
         )
 
@@ -204,6 +210,56 @@ class LossFloor(SegmentEvent):
             stop=True,
             cause=Cause.LOSS_FLOOR,
             message=f"training loss reached loss_floor={self.floor:g} at tau={tau:.10g}",
+        )
+
+
+@dataclass
+class ResidualSwitch(SegmentEvent):
+    """``g = min_i s_i r_i`` with ``s_i`` the sign of the residual ``r_i = <beta, x_i> - y_i``
+    where the segment starts: a residual reaches 0. For a per-example algorithm with a
+    normalised perturbation (``residual_switch``: ``1-sam``) the field jumps there (example
+    ``i``'s perturbation ``rho grad l_i / ||grad l_i||`` flips with ``sign r_i``) and the flow
+    slides on ``r_i = 0``, which the engine does not follow: the run ends (status -1)."""
+
+    signs: np.ndarray | None = None
+    direction = -1.0
+
+    def residuals(self, y: np.ndarray) -> np.ndarray:
+        """``r_i`` at the chart state ``y``."""
+        theta = self.theta(y)
+        fused = self.fused
+        return fused.loss_arguments(fused.margins(fused.product_of_layers(*theta)))
+
+    def starting_at(self, y: np.ndarray) -> ResidualSwitch:
+        """Record the signs of the residuals where the segment starts."""
+        self.signs = np.sign(self.residuals(y))
+        return self
+
+    def __call__(self, s: float, y: np.ndarray) -> float:
+        assert self.signs is not None
+        return float(np.min(self.signs * self.residuals(y)))
+
+    def already(self, y: np.ndarray) -> bool:
+        """A residual is exactly 0 where the segment starts."""
+        return bool(np.any(self.signs == 0))
+
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
+        """End the run (status -1): the path ends where the first residual reaches 0."""
+        assert self.signs is not None
+        i = int(np.argmin(np.abs(self.residuals(y))))
+        log.append(FlowEvent(tau, "residual switch"))
+        return Outcome(
+            stop=True,
+            cause=Cause.RESIDUAL_SWITCH,
+            message=(
+                f"the residual of example {i} reached 0 at t={s:.10g}: there the "
+                "per-example normalised perturbation (1-sam) flips sign and the flow slides on "
+                "r_i = 0, which this engine does not follow; the "
+                "path up to there is returned (1-usam, whose perturbation vanishes with r_i, "
+                "goes on)"
+            ),
         )
 
 

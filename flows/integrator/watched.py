@@ -14,7 +14,14 @@ from .filippov import (
 )
 from .segments import Mode
 from .surface_events import DirectionCrossing, Release, ZeroCrossing
-from .threshold_events import BlowUp, Collapse, CollapseCrossing, NearZero, Stationary
+from .threshold_events import (
+    BlowUp,
+    Collapse,
+    CollapseCrossing,
+    NearZero,
+    ResidualSwitch,
+    Stationary,
+)
 
 
 def segment_events(
@@ -62,4 +69,7 @@ def segment_events(
         found.append(BlowUp(vector_field))
     if problem.data.n > 1 and sliding is None:
         found.append(Stationary(vector_field))
+    if problem.algorithm.residual_switch and problem.loss.descent_sign is not None:
+        switch = ResidualSwitch(vector_field)
+        found.append(switch if y is None else switch.starting_at(y))
     return found
