@@ -7,19 +7,18 @@ float64 (the iterates are what a practitioner would run). Step ``k`` sits at ori
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from .algorithms import get_algorithm, hyperparameters_at, is_scheduled, resolve_hyperparameters
+from .algorithms import get_algorithm, resolve_hyperparameters
 from .checks import integer, positive, real
 from .clocks import CLOCKS
 from .data import Dataset
-from .field import Problem, rescaled_velocity
+from .field import Problem
 from .fused import FusedField
 from .initialization import initialization
 from .model import Loss, get_loss, loss_arguments, loss_for
-from .per_example import per_example_velocity
 from .results import Cause
 from .schedules import Hyperparameter, Schedule, schedule_value
 from .signedlog import SignedLog
@@ -62,20 +61,16 @@ class DiscreteRun:
             return np.log(np.abs(self.beta))
 
 
-def perturbed_gradient(theta: np.ndarray, problem: Problem, time: float = 0.0) -> np.ndarray:
+def perturbed_gradient(
+    theta: np.ndarray, problem: Problem, time: float = 0.0, field: FusedField | None = None
+) -> np.ndarray:
     """``grad L(theta + eps(theta))`` on the full (L, d) parameters, with scheduled
-    hyper-parameters evaluated at ``time``: ``-c F`` of the reference field
-    (:func:`flows.field.rescaled_velocity`), or for a per-example algorithm
-    ``(1/n) sum_i grad l_i(theta + eps_i)`` by the batched :mod:`flows.per_example`."""
-    point = SignedLog.from_float(theta)
-    if problem.algorithm.per_example:
-        vel = per_example_velocity(FusedField(problem), point, time)
-    else:
-        if is_scheduled(problem.hyperparameters):
-            problem = replace(
-                problem, hyperparameters=hyperparameters_at(problem.hyperparameters, time)
-            )
-        vel = rescaled_velocity(point, problem)
+    hyper-parameters evaluated at ``time``: ``-c F`` of the flows' fused field
+    (:class:`flows.fused.FusedField`, or ``field`` if given: built once per run), so a step uses
+    the field the flows integrate (plain floats inside the float range, signed-log beyond it;
+    for a per-example algorithm ``(1/n) sum_i grad l_i(theta + eps_i)``)."""
+    field = FusedField(problem) if field is None else field
+    vel = field.velocity(SignedLog.from_float(theta), None, time)
     return SignedLog(-vel.dtheta.sign, vel.dtheta.log_abs + vel.log_c).to_float()
 
 
@@ -228,9 +223,10 @@ def _run(
             (f"iterate not representable at step 0: {why}; only the initial theta is returned"),
         )
     last_k, last, buffer = 0, theta, None
+    field = FusedField(problem)
     for k in range(1, steps + 1):
         with np.errstate(over="ignore", invalid="ignore"):
-            g = perturbed_gradient(theta, problem, (k - 1) * base.unit)
+            g = perturbed_gradient(theta, problem, (k - 1) * base.unit, field)
             buffer = base.direction(g, theta, buffer)
             theta = theta - base.rate(k - 1) * buffer
         why = _not_representable(theta, signed)

@@ -13,13 +13,15 @@ gradient ``g = grad l_i`` of that example. In the engine's form (:mod:`flows.mod
     F = sum_i q_i z_i * prod_{k != l} theta_i^(k),   q_i = s_i |l'(u_i(theta_i))| / (n c).
 
 :func:`per_example_velocity` evaluates it for a batch of points (axes ``(..., G, d)``; the
-examples are one more batch axis), in signed-log arithmetic from end to end.
+examples are one more batch axis): in plain floats where every quantity is far inside the
+float64 range (:func:`_float_velocity`), in signed-log arithmetic otherwise.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .algorithms import GradientSummary
 from .field import Velocity, gradient_summary
 from .signedlog import SignedLog, add_float, signed_sum
 
@@ -55,6 +57,77 @@ def _example_terms(fused, sign: np.ndarray, log_abs: np.ndarray, own: bool):
     return log_w, s, fused.leave_one_out(sign, log_abs), m
 
 
+def _float_velocity(fused, theta: SignedLog, time) -> Velocity | None:
+    """:func:`per_example_velocity` in plain floats (the same formulas), or None unless every
+    point, every perturbed point and every ``|l'|`` is far inside the float range (the range
+    of :meth:`flows.fused.FusedField._float_rows`) and no example's gradient is 0."""
+    problem, loss = fused.problem, fused.problem.loss
+    log_abs = np.where(theta.sign == 0, 0.0, theta.log_abs)
+    if not np.all(fused._float_rows(log_abs, small_matter=False)):
+        return None
+    w = np.where(theta.sign == 0, 0.0, theta.sign * np.exp(log_abs))
+    loo = _float_leave_one_out(fused, w)
+    u = fused.loss_arguments(_float_products(fused, w) @ fused.features.T)  # (..., n)
+    with np.errstate(over="ignore"):  # exponential loss at a negative margin: checked below
+        lw = np.exp(loss.log_abs_derivative(u))
+    s = np.ones_like(u) if loss.descent_sign is None else loss.descent_sign(u)
+    g = (s * lw)[..., :, None, None] * fused.features[:, None, :] * loo[..., None, :, :]  # -grad
+    weights = fused.layer_weights
+    norm = np.sqrt(np.sum(weights * g * g, axis=(-2, -1), keepdims=True))
+    if not (np.all(norm > 0) and np.all(np.isfinite(norm)) and np.all(np.isfinite(lw))):
+        return None
+    unit = -g / norm
+    summary = GradientSummary(
+        unit,
+        np.sign(unit),
+        np.log(norm),
+        fused.multiplicity,
+        log_magnitudes(np.broadcast_to(w[..., None, :, :], g.shape))
+        if problem.algorithm.reads_theta
+        else None,
+    )
+    t = np.asarray(time, dtype=float)
+    when = float(t) if t.ndim == 0 else t.reshape(t.shape + (1, 1, 1))
+    point = w[..., None, :, :] + problem.algorithm.perturb(summary, fused.hyperparameters(when))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if not np.all(fused._float_rows(np.log(np.abs(point)), small_matter=False)):
+            return None
+    m_i = np.sum(_float_products(fused, point) * fused.features, axis=-1)  # (..., n)
+    u_i = fused.loss_arguments(m_i)
+    with np.errstate(over="ignore"):
+        lw_i = np.exp(loss.log_abs_derivative(u_i))
+    s_i = np.ones_like(u_i) if loss.descent_sign is None else loss.descent_sign(u_i)
+    total = np.sum(lw_i, axis=-1)
+    if not np.all(total > 0) or not np.all(np.isfinite(total)):
+        return None
+    q = s_i * lw_i / total[..., None]
+    field = np.sum(
+        q[..., :, None, None] * fused.features[:, None, :] * _float_leave_one_out(fused, point),
+        axis=-3,
+    )
+    return Velocity(SignedLog(np.sign(field), log_magnitudes(field)), np.log(total) - fused.log_n)
+
+
+def _float_products(fused, w: np.ndarray) -> np.ndarray:
+    """``beta = prod_l w^(l)`` of float points (..., G, d) -> (..., d)."""
+    if fused.groups == 1:
+        return w[..., 0, :] ** fused.depth
+    return np.prod(w, axis=-2)
+
+
+def _float_leave_one_out(fused, w: np.ndarray) -> np.ndarray:
+    """``prod_{k != l} w^(k)`` of float points (..., G, d), without division."""
+    if fused.groups == 1:
+        return np.ones_like(w) if fused.depth == 1 else w ** (fused.depth - 1)
+    if fused.groups == 2:
+        return w[..., ::-1, :]
+    prefix = np.ones_like(w)
+    suffix = np.ones_like(w)
+    prefix[..., 1:, :] = np.cumprod(w[..., :-1, :], axis=-2)
+    suffix[..., :-1, :] = np.cumprod(w[..., :0:-1, :], axis=-2)[..., ::-1, :]
+    return prefix * suffix
+
+
 def per_example_velocity(fused, theta: SignedLog, time=0.0) -> Velocity:
     """``F`` and ``log c`` of the module docstring at the points ``theta`` (..., G, d), for the
     fused field ``fused`` (:class:`flows.fused.FusedField`) of a per-example algorithm.
@@ -64,8 +137,11 @@ def per_example_velocity(fused, theta: SignedLog, time=0.0) -> Velocity:
     field is NaN (the solver then ends the run with status -1): the per-example weights are
     computed from float margins.
     """
+    fast = _float_velocity(fused, theta, time)
+    if fast is not None:
+        return fast
     problem = fused.problem
-    z_sign, z_log = np.sign(fused.features), _log_abs(fused.features)  # (n, d)
+    z_sign, z_log = np.sign(fused.features), log_magnitudes(fused.features)  # (n, d)
     log_w, s, loo, m = _example_terms(fused, theta.sign, theta.log_abs, own=False)
     # grad l_i = -s_i |l'_i| z_i * loo: signs and log-magnitudes (..., n, G, d)
     grad_sign = -(s[..., :, None, None] * z_sign[:, None, :]) * loo.sign[..., None, :, :]
@@ -105,7 +181,7 @@ def per_example_velocity(fused, theta: SignedLog, time=0.0) -> Velocity:
     return Velocity(SignedLog(sign, field_log), log_c)
 
 
-def _log_abs(x: np.ndarray) -> np.ndarray:
+def log_magnitudes(x: np.ndarray) -> np.ndarray:
     """``log|x|`` (-inf at 0, without a warning)."""
     with np.errstate(divide="ignore"):
         return np.log(np.abs(x))
