@@ -15,6 +15,7 @@ from . import (
     digits_minor_first,
     digits_saliency,
     discrete_vs_flow,
+    kernel_rich,
     lesam_amplification,
     lesam_conventions,
     lesam_limits,
@@ -26,6 +27,7 @@ from . import (
     maxmargin_angles,
     official_loop,
     regimes,
+    sam_regression,
 )
 from .common import Figure
 
@@ -48,6 +50,8 @@ FIGURES: dict[str, Figure] = {
         lesam_limits.LIMITS,  # fig14
         lesam_conventions.CONVENTIONS,  # fig15: LE-SAM's stabiliser, paper vs official code
         official_loop.OFFICIAL_LOOP,  # fig16: LE-SAM's official training loop vs its flow
+        sam_regression.SAM_REGRESSION,  # fig17: the public SAM diagonal-network experiment
+        kernel_rich.KERNEL_RICH,  # fig18: kernel -> rich in regression, the Woodworth limit
         digits_saliency.SALIENCY_0V1,  # digits study: pixel shares as 8x8 maps
         digits_saliency.SALIENCY_3V8,
         digits_saliency.SALIENCY_4V9,

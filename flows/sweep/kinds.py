@@ -14,11 +14,13 @@ from .registry import Result, register
 
 
 def dataset_from(params: dict) -> tuple[Dataset, dict]:
-    """Split ``mu`` or ``X``/``y`` from the other parameters."""
+    """Split ``mu`` or ``X``/``y`` (and ``task``: classification unless given) from the other
+    parameters."""
     rest = dict(params)
     if "mu" in rest:
         return single_example(rest.pop("mu")), rest
-    return Dataset(np.array(rest.pop("X")), np.array(rest.pop("y"))), rest
+    task = rest.pop("task", "classification")
+    return Dataset(np.array(rest.pop("X")), np.array(rest.pop("y")), task=task), rest
 
 
 #: The arrays of a ``'simulate'`` result: every field of the trajectory
