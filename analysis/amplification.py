@@ -43,7 +43,7 @@ class LeaderSequence:
         """E.g. ``'1 (t=0.01) -> 2 (t=3.2) -> 5 (t=9.8)'``."""
         shift = 1 if one_based else 0
         return " -> ".join(
-            f"{'0 (collapsed)' if c < 0 else c + shift} (t={s:.4g})"
+            f"{'none (beta = 0)' if c < 0 else c + shift} (t={s:.4g})"
             for c, s in zip(self.coordinates, self.switch_times, strict=False)
         )
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from flows.checks import real, real_array
-from flows.data import Dataset, is_separable
+from flows.data import Dataset, classification_only, is_separable
 
 from .angles import angle, angle_to_set  # re-exported: public names of this module
 from .margin_programs.l1 import solve_l1
@@ -214,6 +214,7 @@ def _arguments(X, y, p) -> tuple[np.ndarray, np.ndarray, int]:
             p = y
         elif y is not None:
             raise ValueError("y must not be given with a Dataset: call max_margin(data, p=...)")
+        classification_only(X, "the max-margin direction")
         X, y = X.X, X.y
     if p is None:
         raise ValueError("p must be given: 1 or 2")

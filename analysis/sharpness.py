@@ -54,7 +54,7 @@ from scipy.special import expit
 
 from flows.checks import choice
 from flows.data import Dataset
-from flows.model import DEFAULT_LOSS
+from flows.model import loss_arguments, loss_for
 from flows.results import Trajectory
 
 from ._checks import numeric_array, trajectory
@@ -80,10 +80,16 @@ def _exponential(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return -np.exp(-m), np.exp(-0.5 * m)
 
 
-#: ``loss name -> m -> (l'(m), sqrt(l''(m)))``, the losses of :data:`flows.model.LOSSES`.
+def _squared(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``l'(u) = u`` and ``sqrt(l''(u)) = 1`` (the squared loss of the residual)."""
+    return u, np.ones_like(u)
+
+
+#: ``loss name -> u -> (l'(u), sqrt(l''(u)))``, the losses of :data:`flows.model.LOSSES`.
 LOSS_DERIVATIVES: dict[str, Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]] = {
     "logistic": _logistic,
     "exponential": _exponential,
+    "squared": _squared,
 }
 
 #: Largest number of Hessian entries formed at once by the batched routines (memory bound).
@@ -99,8 +105,10 @@ def _check_data(data) -> Dataset:
     return data
 
 
-def _check_loss(loss) -> str:
-    return choice(loss, "loss", LOSS_DERIVATIVES)
+def _check_loss(loss, data: Dataset) -> str:
+    """``loss`` for ``data`` (None: the task's default; a loss of the other task refused,
+    :func:`flows.model.loss_for`)."""
+    return choice(loss_for(loss, data), "loss", LOSS_DERIVATIVES)
 
 
 #: Largest number of parameters ``L * d`` whose Hessian is built (dense, float64).
@@ -204,7 +212,7 @@ class _Parts:
         A = np.asarray(data.signed_features, dtype=float)
         n = A.shape[0]
         beta, one, two = _layer_products(theta)
-        m = _margins(beta, A)  # (T, n)
+        m = loss_arguments(_margins(beta, A), data)  # (T, n): margins, or residuals
         with np.errstate(over="ignore", under="ignore"):
             dl, sqrt_ddl = LOSS_DERIVATIVES[loss](m)
         self.shape = (T, L, d, n)
@@ -284,7 +292,7 @@ def _chunks(T: int, entries_per_point: int):
 # ------------------------------------------------------------------------------- public API
 
 
-def hessian(data: Dataset, theta, loss: str = DEFAULT_LOSS) -> np.ndarray:
+def hessian(data: Dataset, theta, loss: str | None = None) -> np.ndarray:
     r"""Exact Hessian of the training loss with respect to all ``L*d`` parameters.
 
     .. math::
@@ -317,12 +325,12 @@ def hessian(data: Dataset, theta, loss: str = DEFAULT_LOSS) -> np.ndarray:
         or not finite; ``loss`` unknown.
     """
     data = _check_data(data)
-    loss = _check_loss(loss)
+    loss = _check_loss(loss, data)
     theta = _check_theta(theta, data)
     return _Parts(theta[None], data, loss).matrix()[0]
 
 
-def hessian_trace(data: Dataset, theta, loss: str = DEFAULT_LOSS) -> float:
+def hessian_trace(data: Dataset, theta, loss: str | None = None) -> float:
     r"""``tr H``, without forming the matrix.
 
     The diagonal of ``\nabla^2 m_i`` is 0 (``m_i`` is linear in each ``w_lj``), so
@@ -336,12 +344,12 @@ def hessian_trace(data: Dataset, theta, loss: str = DEFAULT_LOSS) -> float:
     (margins beyond ~1490); ``+inf`` when the exact value exceeds float64.
     """
     data = _check_data(data)
-    loss = _check_loss(loss)
+    loss = _check_loss(loss, data)
     theta = _check_theta(theta, data)
     return float(_Parts(theta[None], data, loss).trace()[0])
 
 
-def top_hessian_eigenvalue(data: Dataset, theta, loss: str = DEFAULT_LOSS) -> float:
+def top_hessian_eigenvalue(data: Dataset, theta, loss: str | None = None) -> float:
     r"""Largest *algebraic* eigenvalue ``lambda_max(H) = max_{||v|| = 1} v^T H v``.
 
     Not the spectral norm: near a small initialisation the Hessian is indefinite. At
@@ -358,7 +366,7 @@ def top_hessian_eigenvalue(data: Dataset, theta, loss: str = DEFAULT_LOSS) -> fl
 
 
 def sharpness_along(
-    traj: Trajectory, data: Dataset, loss: str = DEFAULT_LOSS
+    traj: Trajectory, data: Dataset, loss: str | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""``tr H`` and ``lambda_max(H)`` at every output time of a flow.
 
@@ -392,7 +400,7 @@ def sharpness_along(
     """
     traj = trajectory(traj)
     data = _check_data(data)
-    loss = _check_loss(loss)
+    loss = _check_loss(loss, data)
     T, L, d = np.shape(traj.log_abs_theta)
     if L != traj.depth:
         raise ValueError(

@@ -2,6 +2,8 @@
 
     python -m flows.run --algorithm l2-sam --depth 2 --mu 1,2,3,4,5 --rho 1 --alpha 0.4 --t-max 30
     python -m flows.run --data mydata.csv --algorithm linf-sam --rho 0.5 --alpha 1 --out traj.npz
+    python -m flows.run --data targets.csv --loss squared --algorithm 1-usam --rho 0.2 \
+        --alpha "0.1,0.1,0.1;0,0,0" --t-max 100
 
 Bad input prints one line on stderr and exits with status 2.
 """
@@ -19,9 +21,9 @@ import numpy as np
 
 from .algorithms import ALGORITHMS, HyperparameterSpec, known_hyperparameters
 from .clocks import CLOCKS
-from .data import Dataset, single_example
+from .data import TASKS, Dataset, single_example
 from .integrator.driver import simulate
-from .model import DEFAULT_LOSS, LOSSES
+from .model import LOSSES, get_loss
 from .results import Trajectory
 from .schedules import parse
 
@@ -40,19 +42,27 @@ def schedule_or_number(name: str):
 
 
 def number_list(text: str) -> np.ndarray:
-    """``'1,2,3'`` -> array; a single number stays a scalar array."""
+    """``'1,2,3'`` -> array; a single number stays a scalar array; ``';'`` separates the rows
+    of an (L, d) array (``'0.1,0.1;0,0'``: ``u = 0.1``, ``v = 0``)."""
     try:
+        if ";" in text:
+            rows = [[float(v) for v in row.split(",")] for row in text.split(";")]
+            if len({len(r) for r in rows}) != 1:
+                raise ValueError
+            return np.array(rows)
         return (
             np.array([float(v) for v in text.split(",")]) if "," in text else np.array(float(text))
         )
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"not a number or comma-separated list: {text!r}"
+            f"not a number, a comma-separated list or rows of equal length separated by ';': "
+            f"{text!r}"
         ) from None
 
 
-def load_dataset(path: str) -> Dataset:
-    """A data file: ``.npz`` with arrays ``X`` and ``y``, or ``.csv`` whose last column is ``y``."""
+def load_dataset(path: str, task: str = TASKS[0]) -> Dataset:
+    """A data file: ``.npz`` with arrays ``X`` and ``y``, or ``.csv`` whose last column is ``y``
+    (labels +-1, or real targets for ``task='regression'``)."""
     p = Path(path)
     if not p.exists():
         raise ValueError(f"--data {path!r} does not exist")
@@ -75,7 +85,17 @@ def load_dataset(path: str) -> Dataset:
             X, y = table[:, :-1], table[:, -1]
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise ValueError(f"--data {path!r} could not be read: {exc}") from None
-    return Dataset(X, y)
+    return Dataset(X, y, task=task)
+
+
+def task_of(task: str | None, loss: str | None) -> str:
+    """The data's task: ``--task``, else the task of ``--loss`` (the squared loss is a
+    regression loss), else classification."""
+    if task is not None:
+        if task not in TASKS:
+            raise ValueError(f"--task must be one of {', '.join(TASKS)}, got {task!r}")
+        return task
+    return TASKS[0] if loss is None else get_loss(loss).task
 
 
 def trajectory_table(traj: Trajectory) -> tuple[list[str], np.ndarray]:
@@ -181,20 +201,34 @@ def parser() -> argparse.ArgumentParser:
         help="single example (mu, +1): comma-separated features (default 1,2)",
     )
     src.add_argument("--data", help="data file: .npz with X, y or .csv with y as last column")
+    p.add_argument(
+        "--task",
+        default=None,
+        help=f"one of {', '.join(TASKS)} (default: the task of --loss, else classification)",
+    )
     p.add_argument("--algorithm", default="l2-sam", help=f"one of {', '.join(ALGORITHMS)}")
     p.add_argument("--depth", type=int, default=2, help="number of layers L (default 2)")
     p.add_argument(
         "--alpha",
         type=number_list,
         default=np.array(1.0),
-        help="initialization: a scalar or comma-separated per coordinate",
+        help="initialization: a scalar, comma-separated per coordinate, or rows separated "
+        "by ';' (one per layer, zeros and signs allowed)",
     )
     for spec in known_hyperparameters().values():
         add_hyperparameter(p, spec)
     p.add_argument("--t-max", type=float, default=10.0, help="end time in the chosen clock")
-    p.add_argument("--clock", default="rescaled", help=f"one of {', '.join(CLOCKS)}")
+    p.add_argument(
+        "--clock",
+        default=None,
+        help=f"one of {', '.join(CLOCKS)} (default: rescaled; original in regression)",
+    )
     p.add_argument("--n-points", type=int, default=201, help="output times")
-    p.add_argument("--loss", default=DEFAULT_LOSS, help=f"one of {', '.join(LOSSES)}")
+    p.add_argument(
+        "--loss",
+        default=None,
+        help=f"one of {', '.join(LOSSES)} (default: logistic; squared in regression)",
+    )
     p.add_argument("--out", help="write the trajectory (.npz or .csv)")
     p.add_argument("--plot", help="write a figure of the trajectory (.png, .pdf, .svg)")
     return p
@@ -221,11 +255,13 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on bad input)."""
     args = parser().parse_args(argv)
     try:
-        data = (
-            load_dataset(args.data)
-            if args.data is not None
-            else single_example(args.mu if args.mu is not None else [1.0, 2.0])
-        )
+        task = task_of(args.task, args.loss)
+        if args.data is not None:
+            data = load_dataset(args.data, task)
+        elif task != TASKS[0]:
+            raise ValueError(f"--task {task} needs --data (--mu is one classification example)")
+        else:
+            data = single_example(args.mu if args.mu is not None else [1.0, 2.0])
         check_output_path(args.out, "--out", (".npz", ".csv"))
         check_output_path(args.plot, "--plot", (".png", ".pdf", ".svg"))
         traj = simulate(

@@ -132,7 +132,7 @@ def test_leader_sequence_hand_made():
     seq = leader_sequence(t, lb)
     assert seq.coordinates == (0, 1, 2, 0, -1)
     assert seq.switch_times == (1.0, 3.0, 4.0, 6.0, 7.0)
-    assert seq.describe() == ("1 (t=1) -> 2 (t=3) -> 3 (t=4) -> 1 (t=6) -> 0 (collapsed) (t=7)")
+    assert seq.describe() == ("1 (t=1) -> 2 (t=3) -> 3 (t=4) -> 1 (t=6) -> none (beta = 0) (t=7)")
     assert seq.describe(one_based=False).startswith("0 (t=1) -> 1 (t=3)")
     # all rows tied: no leader at all
     assert leader_sequence(t[:2], np.zeros((2, 3))) == LeaderSequence((), ())

@@ -339,7 +339,7 @@ def test_input_validation():
         ):
             with pytest.raises(ValueError, match="theta"):
                 f(data, bad)
-        for bad_loss in ("squared", None, 1):
+        for bad_loss in ("squared", "no-such-loss", 1):  # squared: classification data
             with pytest.raises(ValueError, match="loss"):
                 f(data, good, bad_loss)
         for bad_data in (None, np.ones((1, 2)), (np.ones((1, 2)), np.ones(1))):

@@ -19,7 +19,6 @@ from flows.clocks import get_clock
 from flows.data import Dataset
 from flows.field import Problem, perturbed_point
 from flows.model import (
-    DEFAULT_LOSS,
     LOSSES,
     Loss,
     evaluate,
@@ -48,13 +47,13 @@ def _samples(traj: Trajectory, data: Dataset) -> Iterator[SignedLog]:
         yield SignedLog(np.asarray(sign, dtype=float), np.asarray(log_abs, dtype=float))
 
 
-def log_gradient_norms(traj: Trajectory, data: Dataset, loss: str = DEFAULT_LOSS) -> np.ndarray:
+def log_gradient_norms(traj: Trajectory, data: Dataset, loss: str | None = None) -> np.ndarray:
     """``log ||grad L(theta(t))||_2`` over all ``L*d`` parameters at every sample (T,).
 
     Signed-log arithmetic (as :func:`flows.model.loss_gradient`, which it equals wherever the
     gradient is a float): finite at any margin inside float64, ``-inf`` at ``theta = 0`` and
     once the loss weights vanish to every precision (margins beyond ~1e308)."""
-    lo = LOSSES[check_loss(loss)]
+    lo = LOSSES[check_loss(loss, data)]
     out = []
     for theta in _samples(traj, data):
         ev = evaluate(theta, np.ones(theta.sign.shape[0], dtype=int), data, lo)
@@ -228,7 +227,7 @@ def _first_order(
 
 
 def perturbation_along(
-    traj: Trajectory, data: Dataset, loss: str = DEFAULT_LOSS
+    traj: Trajectory, data: Dataset, loss: str | None = None
 ) -> PerturbationSeries:
     """Radius, budget, first-order and exact loss increase and update angle of the flow's own
     algorithm (``traj.algorithm``, ``traj.hyperparameters`` at ``traj.t``) at every sample.
@@ -237,9 +236,14 @@ def perturbation_along(
     perturbed point is the engine's (:func:`flows.field.perturbed_point`); the radius and the
     first-order term follow the formulas of :class:`PerturbationSeries`.
     """
-    loss = check_loss(loss)
+    loss = check_loss(loss, data)
     points = list(_samples(traj, data))
     name = traj.algorithm
+    if get_algorithm(name).per_example:
+        raise ValueError(
+            f"traj: {name} perturbs every example at its own point; perturbation_along reads "
+            "the one perturbed point of the other algorithms"
+        )
     lg = log_gradient_norms(traj, data, loss)
     hp = {k: schedule_values(v, traj.t, k) for k, v in traj.hyperparameters.items()}
     nonzero, log_l1, angle, change, log_loss, log_loss_p = _terms_along(traj, points, data, loss).T

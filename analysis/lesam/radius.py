@@ -16,7 +16,7 @@ import numpy as np
 from flows.algorithms import hyperparameters_at
 from flows.checks import integer, real
 from flows.data import Dataset
-from flows.model import DEFAULT_LOSS, LOSSES, as_theta, loss_gradient
+from flows.model import LOSSES, as_theta, loss_for, loss_gradient
 
 from .._checks import numeric_array
 
@@ -113,7 +113,7 @@ def schedule_values(value, times, name: str = "value") -> np.ndarray:
     return np.full(times.shape, real(value, name, low=0.0))
 
 
-def initial_gradient_norm(data: Dataset, alpha, depth: int, loss: str = DEFAULT_LOSS) -> float:
+def initial_gradient_norm(data: Dataset, alpha, depth: int, loss: str | None = None) -> float:
     """``||grad L(theta(0))||_2`` of a balanced init ``w^(l) = alpha`` (scalar or (d,)): the
     scale that matches the methods at the start (``sigma = rho ||grad L0||`` for LE-SAM,
     ``rho / ||grad L0||`` for USAM give l2-SAM's perturbation at ``theta(0)``)."""
@@ -123,7 +123,7 @@ def initial_gradient_norm(data: Dataset, alpha, depth: int, loss: str = DEFAULT_
     if a.ndim > 1 or not np.all(np.isfinite(a)) or np.any(a <= 0):
         raise ValueError(f"alpha must be a positive scalar or (d,) vector, got {alpha!r}")
     theta = as_theta(np.broadcast_to(a, (depth, data.d)).copy(), data)
-    return float(np.linalg.norm(loss_gradient(theta, data, check_loss(loss))))
+    return float(np.linalg.norm(loss_gradient(theta, data, check_loss(loss, data))))
 
 
 def check_data(data) -> Dataset:
@@ -132,7 +132,9 @@ def check_data(data) -> Dataset:
     return data
 
 
-def check_loss(loss) -> str:
-    if not isinstance(loss, str) or loss not in LOSSES:
+def check_loss(loss, data: Dataset) -> str:
+    """``loss`` for ``data``: a name of :data:`flows.model.LOSSES` of the data's task, or None
+    for the task's default (:func:`flows.model.loss_for`)."""
+    if loss is not None and (not isinstance(loss, str) or loss not in LOSSES):
         raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
-    return loss
+    return loss_for(loss, check_data(data))
