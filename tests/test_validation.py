@@ -202,6 +202,7 @@ def test_simulate_rtol_negative():
 
 NONSEP_CSV = "1,0,1\n1,0,-1\n"
 SEP_CSV = "1,2,1\n-1,-1,-1\n"
+REG_CSV = "1,2,0.5\n-1,0.5,-0.3\n"  # real targets: regression
 
 CLI_BAD = {  # args -> a word the error line must contain
     "rho -1": (["--rho", "-1"], "rho"),
@@ -214,6 +215,18 @@ CLI_BAD = {  # args -> a word the error line must contain
     "out x.txt": (["--rho", "1", "--out", "x.txt"], "--out"),
     "non-separable csv": (["--rho", "1", "--data", "nonsep.csv"], "separable"),
     "le-sam no sigma": (["--algorithm", "le-sam", "--rho-max", "1"], "sigma"),
+    "targets as labels": (["--data", "reg.csv"], "task='regression'"),
+    "rescaled regression": (
+        ["--data", "reg.csv", "--loss", "squared", "--clock", "rescaled"],
+        "clock",
+    ),  # fmt: skip
+    "regression without data": (["--task", "regression"], "--data"),
+    "task foo": (["--data", "reg.csv", "--task", "ranking"], "--task"),
+    "squared on labels": (
+        ["--data", "sep.csv", "--task", "classification", "--loss", "squared"],
+        "loss",
+    ),  # fmt: skip
+    "alpha rows": (["--alpha", "1,2;3", "--data", "reg.csv", "--loss", "squared"], "alpha"),
 }
 
 #: Errors outside simulate: argparse type errors and output paths (checked before any work).
@@ -242,6 +255,7 @@ def _workdir(cwd):
     """A working directory with the data files of the cases."""
     (cwd / "nonsep.csv").write_text(NONSEP_CSV)
     (cwd / "sep.csv").write_text(SEP_CSV)
+    (cwd / "reg.csv").write_text(REG_CSV)
     return cwd
 
 
@@ -311,6 +325,24 @@ def test_cli_bad_input(case, tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("case", list(CLI_OTHER))
 def test_cli_one_line_contract_other_errors(case, tmp_path, monkeypatch, capsys):
     _assert_one_error_line(_in_process(CLI_OTHER[case], tmp_path, monkeypatch, capsys))
+
+
+def test_cli_regression_run(tmp_path, monkeypatch, capsys):
+    """``--data reg.csv --loss squared`` runs regression in the original clock from an (L, d)
+    init given by rows (``u = 0.3``, ``v = 0``) and writes the trajectory, whose final loss is
+    the mean squared residual of its own beta."""
+    args = ["--data", "reg.csv", "--loss", "squared", "--algorithm", "1-usam", "--rho", "0.1",
+            "--alpha", "0.3,0.3;0,0", "--t-max", "20", "--n-points", "5", "--out", "r.npz"]  # fmt: skip
+    code, out, err, cwd = _in_process(args, tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    assert "clock original" in out
+    with np.load(cwd / "r.npz", allow_pickle=False) as f:
+        beta = f["sign_beta"][-1] * np.exp(f["log_abs_beta"][-1])
+        loss = f["loss"][-1]
+    table = np.loadtxt(cwd / "reg.csv", delimiter=",")
+    r = table[:, :-1] @ beta - table[:, -1]
+    assert loss == pytest.approx(0.5 * np.mean(r * r), rel=1e-10)
+    assert loss < 1e-4
 
 
 def test_cli_happy_csv_and_png(cli):
