@@ -44,6 +44,7 @@ __all__ = [
     "MaxMargin",
     "angle",
     "angle_to_set",
+    "kkt_points",
     "l1_solution_set_single_example",
     "max_margin",
     "max_margin_of",
@@ -256,3 +257,15 @@ def _known_uniqueness(Z: np.ndarray, p: int) -> bool | None:
     if Z.shape[0] == 1:
         return l1_solution_set_single_example(Z[0]).shape[0] == 1
     return None
+
+
+def kkt_points(data: Dataset, depth, **options):
+    """KKT points of the depth-L max-margin program ``min sum_j |beta_j|^(2/L)`` s.t.
+    ``y_i <beta, x_i> >= 1`` (GD's limit directions at depth L), certified, with a global
+    certificate by vertex enumeration on small data (docs/theory.md §10):
+    :func:`analysis.margin_programs.quasi_norm.kkt_points`, with its options ``starts``,
+    ``seed``, ``points``, ``max_vertex_systems`` and ``max_iterations``. At L = 2 it is the l1
+    program of :func:`max_margin` with ``p = 1``."""
+    from .margin_programs import quasi_norm
+
+    return quasi_norm.kkt_points(data, depth, **options)
