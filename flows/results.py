@@ -34,6 +34,7 @@ class Cause(enum.Enum):
     TOO_MANY_EVENTS = "too many events"
     OVERFLOW = "left float64"
     RESIDUAL_SWITCH = "residual switch"
+    PRECISION_LOST = "precision lost"
 
     @property
     def status(self) -> int:

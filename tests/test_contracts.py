@@ -448,7 +448,7 @@ def simulate_bad_values(algorithm: str, depth: int, d: int) -> dict[str, st.Sear
         "t_max": bad_real(low=0.0, strict=True),
         "rtol": bad_real(low=0.0, strict=True, extra=(0.5, 1.0)),
         "atol": bad_real(low=0.0, strict=True),
-        "chart_scale": bad_real(low=0.0, strict=True),
+        "chart_scale": bad_real(low=0.0, strict=True, none_ok=True),
         "n_points": bad_int(2, 100_000),
         "max_nfev": bad_int(1),
         "loss_floor": bad_real(low=0.0, strict=True, none_ok=True),

@@ -299,3 +299,57 @@ def test_gd_flows_end_at_the_woodworth_interpolator(alpha):
         assert np.linalg.norm(beta - limit.beta) < 1e-7 * np.linalg.norm(limit.beta)
         primal, stationarity = optimality_residual(DATA.X, DATA.y, beta, init)
         assert primal < 1e-9 and stationarity < 1e-6
+
+
+# ---------------------------------------------------------------- vanishing initialisations
+
+
+def _staircase_data(seed: int, shape: tuple[int, int]) -> Dataset:
+    rng = np.random.default_rng(seed)
+    return Dataset(rng.standard_normal(shape), rng.standard_normal(shape[0]), task="regression")
+
+
+def test_gd_from_alpha_1e300_ends_on_the_saddle_to_saddle_limit():
+    """From ``u = 1e-300``, ``v = 0`` the asinh chart takes the init's scale
+    (``chart_scale=None``) and the run is not stopped on a saddle: the GD flow passes every
+    plateau of :func:`analysis.saddle_to_saddle.saddles` and ends at its last saddle, the
+    minimum-l1 interpolator (to 1e-3; the flow's error there is O(alpha^0.05))."""
+    from analysis.implicit_bias import min_l1_interpolator
+    from analysis.saddle_to_saddle import saddles
+
+    data = _staircase_data(1091, (3, 5))
+    path = saddles(data)
+    alpha = 1e-300
+    t_max = (path.times[-1] + 1.0) * np.log(1 / alpha)
+    init = np.vstack([np.full(data.d, alpha), np.zeros(data.d)])
+    tr = simulate(data, "gd", 2, init, t_max=t_max, n_points=50, backend="numpy")
+    assert tr.status == 0 and tr.cause == Cause.REACHED_END, tr.message
+    np.testing.assert_allclose(tr.beta[-1], path.betas[-1], atol=1e-3)
+    np.testing.assert_allclose(tr.beta[-1], min_l1_interpolator(data).beta, atol=1e-3)
+
+
+def test_a_lost_conserved_quantity_cuts_the_gd_path():
+    """When a coordinate grows until its two layers agree to rounding and must later shrink
+    back (a sign reversal of s_j at alpha = 1e-12), float64 cannot follow: the run ends with
+    status -1 ('precision lost') where the path last kept ``u_j^2 - v_j^2 = alpha^2``, and the
+    kept samples keep it; at alpha = 1e-8 the same run is fine."""
+    data = _staircase_data(152, (4, 6))
+    for alpha, lost in [(1e-12, True), (1e-8, False)]:
+        init = np.vstack([np.full(data.d, alpha), np.zeros(data.d)])
+        tr = simulate(data, "gd", 2, init, t_max=20.0 * np.log(1 / alpha), n_points=200,
+                      backend="numpy")  # fmt: skip
+        assert (tr.cause == Cause.PRECISION_LOST) is lost, tr.message
+        u, v = tr.theta[:, 0], tr.theta[:, 1]
+        small = np.maximum(u * u, v * v) < 1e3 * alpha**2
+        np.testing.assert_allclose((u * u - v * v)[small], alpha**2, rtol=1e-3)
+
+
+def test_gd_without_an_interpolator_rests_at_least_squares():
+    """n > d: the GD flow stops at the least-squares solution (cause 'stationary', where every
+    coordinate's own gradient is below 1e-8 of its size), within 1e-6 of ``lstsq``."""
+    data = _staircase_data(7, (9, 4))
+    init = np.vstack([np.full(data.d, 0.1), np.zeros(data.d)])
+    tr = simulate(data, "gd", 2, init, t_max=1e4, n_points=3, backend="numpy")
+    assert tr.cause == Cause.STATIONARY and tr.status == 0
+    least_squares = np.linalg.lstsq(data.X, data.y, rcond=None)[0]
+    np.testing.assert_allclose(tr.beta[-1], least_squares, atol=1e-6)

@@ -218,6 +218,12 @@ def _too_many_surfaces(monkeypatch) -> Trajectory:
     return _seed3_linf_sam(4.8, n_points=9)
 
 
+def _rng_rows(seed: int, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, y)`` standard normal from ``default_rng(seed)``."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, d)), rng.standard_normal(n)
+
+
 #: A run ending with each cause (``monkeypatch`` -> trajectory or discrete run).
 CAUSES = {
     Cause.REACHED_END: lambda mp: simulate(single_example([1.0, 2.0]), "gd", 2, 0.5, t_max=1.0),
@@ -239,6 +245,15 @@ CAUSES = {
     # flows.iterate: beta = 1e600 at step 0 (tests/test_discrete.py)
     Cause.OVERFLOW: lambda mp: iterate(
         single_example([1.0, 2.0, 3.0]), "gd", depth=3, alpha=1e200, eta=1e-3, steps=10
+    ),
+    # tests/test_regression.py::test_a_lost_conserved_quantity_cuts_the_gd_path
+    Cause.PRECISION_LOST: lambda mp: simulate(
+        Dataset(*_rng_rows(152, 4, 6), task="regression"),
+        "gd",
+        2,
+        np.vstack([np.full(6, 1e-12), np.zeros(6)]),
+        t_max=20.0 * np.log(1e12),
+        n_points=200,
     ),
     # tests/test_regression.py::test_one_sam_stops_where_a_residual_reaches_zero
     Cause.RESIDUAL_SWITCH: lambda mp: simulate(

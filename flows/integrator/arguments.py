@@ -36,7 +36,8 @@ def check_options(
         out["loss_floor"] = positive(options["loss_floor"], "loss_floor")
     if not isinstance(options["original_time"], (bool, np.bool_)):
         raise ValueError(f"original_time must be True or False, got {options['original_time']!r}")
-    out["chart_scale"] = positive(options["chart_scale"], "chart_scale")
+    if options["chart_scale"] is not None:
+        out["chart_scale"] = positive(options["chart_scale"], "chart_scale")
     out["rtol"] = positive(options["rtol"], "rtol")
     if out["rtol"] > MAX_RTOL:
         raise ValueError(
@@ -49,6 +50,21 @@ def check_options(
     if not isinstance(options["chart"], str):  # choose_chart checks the name
         raise ValueError(f"chart must be a chart name, got {options['chart']!r}")
     return out
+
+
+#: Below this smallest nonzero initial entry the asinh chart takes that entry as its scale
+#: (:func:`default_chart_scale`): with ``atol = 1e-100`` and ``rtol = 1e-10`` the chart
+#: ``z = asinh(w)`` controls ``w`` relatively only down to ``|w| ~ 1e-90``.
+SMALL_INIT = 1e-80
+
+
+def default_chart_scale(groups: np.ndarray) -> float:
+    """``delta`` of ``z = asinh(w / delta)`` for ``chart_scale=None``: 1, or the smallest nonzero
+    ``|alpha|`` where that is below :data:`SMALL_INIT` (a vanishing initialisation, e.g.
+    ``alpha = 1e-300``, is then integrated at its own scale)."""
+    nonzero = np.abs(groups[groups != 0])
+    smallest = float(nonzero.min()) if nonzero.size else 1.0
+    return smallest if smallest < SMALL_INIT else 1.0
 
 
 def warn_if_signs_cannot_separate(data: Dataset, alpha, depth: int, algorithm: str) -> None:

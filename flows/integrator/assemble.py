@@ -8,7 +8,9 @@ import numpy as np
 
 from ..clocks import log_original_time
 from ..fused import FusedField
-from ..results import Trajectory
+from ..results import Cause, Trajectory
+from ..signedlog import SignedLog
+from .conservation import conservation_cut
 from .segments import Segment
 from .state import Run
 
@@ -26,6 +28,13 @@ def assemble(
         grid = np.append(grid, s_end)
     theta, tau, _ = run.path.sample(grid)
     problem = run.problem
+    if not problem.algorithm.perturbs and len(problem.multiplicity) > 1:
+        cut = conservation_cut(theta, run.rtol)
+        if cut is not None:
+            keep, run.message = cut[0] + 1, cut[1]
+            run.cause = Cause.PRECISION_LOST
+            grid, tau = grid[:keep], tau[:keep]
+            theta = SignedLog(theta.sign[:keep], theta.log_abs[:keep])
     if problem.clock.original:
         with np.errstate(divide="ignore"):
             log_t = np.log(grid)

@@ -31,7 +31,12 @@ from ..results import Cause, Trajectory
 from ..schedules import Hyperparameter, kinks_of
 from ..signedlog import SignedLog, product_of_layers
 from . import events as ev
-from .arguments import check_options, largest_radius, warn_if_signs_cannot_separate
+from .arguments import (
+    check_options,
+    default_chart_scale,
+    largest_radius,
+    warn_if_signs_cannot_separate,
+)
 from .assemble import assemble
 from .filippov import FilippovField, TooManySurfaces
 from .segments import Mode, Path, Segment
@@ -60,7 +65,7 @@ def simulate(
     atol: float = 1e-100,
     method: str = "DOP853",
     chart: str = "auto",
-    chart_scale: float = 1.0,
+    chart_scale: float | None = None,
     original_time: bool = True,
     max_nfev: int = 200_000,
     loss_floor: float | None = None,
@@ -92,10 +97,13 @@ def simulate(
         in classification, 'squared' in regression); None: 'logistic' or 'squared'.
     reduced : use one parameter group for balanced inits (default: whenever balanced).
     rtol, atol : tolerances on the chart coordinates (in the asinh chart relative control
-        down to ``|theta| ~ atol / rtol``; in the log chart ``rtol`` is the relative error).
+        down to ``|theta| ~ atol / rtol * chart_scale``; in the log chart ``rtol`` is the
+        relative error).
     method : 'DOP853' (default), 'RK45', 'RK23', 'Radau', 'BDF' or 'LSODA'.
     chart : 'auto', 'asinh' or 'log' (see :func:`flows.charts.choose_chart`).
-    chart_scale : ``delta`` in ``z = asinh(theta / delta)``.
+    chart_scale : ``delta`` in ``z = asinh(theta / delta)``; None: 1, or the smallest nonzero
+        initial entry where that is below 1e-80
+        (:func:`flows.integrator.arguments.default_chart_scale`).
     original_time : compute ``log_t_original`` for a rescaled run (a batched quadrature along
         the path); when False it is NaN ("not computed").
     max_nfev : budget of field evaluations; when it is spent the run ends with status -1 and
@@ -171,6 +179,8 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
     hp = resolve_hyperparameters(algorithm, given)
     init = initialization(alpha, depth, data.d, options["reduced"])
     options = check_options(options, MAX_POINTS, METHODS, ("auto", *BACKENDS))
+    if options["chart_scale"] is None:
+        options["chart_scale"] = default_chart_scale(init.groups)
     depth_total = int(init.multiplicity.sum())
     warn_if_signs_cannot_separate(data, alpha, depth_total, algorithm)
     the_chart = choose_chart(

@@ -126,6 +126,12 @@ class Stationary(SegmentEvent):
     (the examples' terms cancel), is not small along a collapse or a diverging path of separable
     data, and is the same for data whose features (columns) or examples (rows) are scaled by any
     factors: each coordinate's terms are measured against their own sizes.
+
+    In regression ``S = max_j |G_j| / H_j`` over the coordinates whose layers can move (some
+    ``prod_{k != l} w^(k)_j != 0``): every coordinate counts at its own scale, so a saddle of the
+    squared loss, where the coordinates still near 0 (tiny products, ``G_j`` of order 1) are
+    about to escape, is not taken for a stationary point (at a vanishing initialisation the
+    flow rests near such saddles for times ~ log(1/alpha)).
     """
 
     direction = -1.0
@@ -137,6 +143,8 @@ class Stationary(SegmentEvent):
         weights = np.asarray(problem.multiplicity, dtype=float)[:, None]
         log_tol = float(np.log(STATIONARY_TOL))
         features = np.asarray(problem.data.signed_features, dtype=float)
+        if problem.data.regression:
+            return self._per_coordinate(theta, features) - log_tol
         if fused._float_rows(theta.log_abs):
             w = theta.sign * np.exp(theta.log_abs)
             direction, _, loo = fused._float_evaluate(w)
@@ -160,6 +168,21 @@ class Stationary(SegmentEvent):
         if top == -np.inf:
             return -log_tol
         return float(log_norm2(direction_.log_abs[None, :] + loo_.log_abs, weights) - top - log_tol)
+
+    def _per_coordinate(self, theta, features: np.ndarray) -> float:
+        """``log max_j |G_j| / H_j`` over the movable coordinates (regression; -inf if none can
+        move)."""
+        fused = self.fused
+        direction, _, loo = fused.evaluate(theta.sign, theta.log_abs)
+        p, _ = fused.weights(fused.product_of_layers(theta.sign, theta.log_abs))
+        weights = np.ones(features.shape[0]) if p is None else np.abs(np.asarray(p))
+        movable = np.any(loo.sign != 0, axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_sizes = np.log(weights @ np.abs(features))
+            ratios = np.where(
+                movable & (log_sizes > -np.inf), direction.log_abs - log_sizes, -np.inf
+            )
+        return float(np.max(ratios, initial=-np.inf))
 
     def already(self, y: np.ndarray) -> bool:
         """Stationary from the start."""
