@@ -257,6 +257,15 @@ def _rho_max(hp: Mapping[str, float]) -> float:
     return hp["rho_max"]
 
 
+def _unnormalised_radius(hp: Mapping[str, float]) -> float:
+    """0: USAM never collapses. Its perturbation ``rho grad L`` is a multiple of the layer
+    products, so near ``theta = 0`` it is of the size of ``theta`` times ``rho |g|`` (the
+    perturbed point ``theta + rho grad L`` scales with ``theta``) and the flow near 0 is
+    GD's, slowed or sped up: no fixed-size push through 0 as in l2-SAM. (A collapse threshold
+    at ``rho`` would stop a run from ``alpha = 1e-30`` at once with theta = 0, silently wrong.)"""
+    return 0.0
+
+
 def _official_radius(hp: Mapping[str, float]) -> float:
     """0: the official LE-SAM never collapses. Near ``theta = 0`` its gradient vanishes (as the
     product of the other layers), and with it the perturbation, ``~ sigma grad L / eps`` once
@@ -273,7 +282,9 @@ ALGORITHMS: dict[str, Algorithm] = {
     "gd": Algorithm(no_perturbation, zero_invariant=True, compiled_id=0),
     "l2-sam": Algorithm(l2_perturbation, (RHO,), _rho, zero_invariant=True, compiled_id=1),
     "linf-sam": Algorithm(linf_perturbation, (RHO,), _rho, sign_discontinuous=True, compiled_id=4),
-    "usam": Algorithm(unnormalized_perturbation, (RHO,), _rho, zero_invariant=True, compiled_id=2),
+    "usam": Algorithm(
+        unnormalized_perturbation, (RHO,), _unnormalised_radius, zero_invariant=True, compiled_id=2
+    ),
     "le-sam": Algorithm(
         loss_equilibrated_perturbation,
         (SIGMA, RHO_MAX, VARRHO),
@@ -295,7 +306,11 @@ ALGORITHMS: dict[str, Algorithm] = {
         l2_perturbation, (RHO,), _rho, zero_invariant=True, per_example=True, residual_switch=True
     ),
     "1-usam": Algorithm(
-        unnormalized_perturbation, (RHO,), _rho, zero_invariant=True, per_example=True
+        unnormalized_perturbation,
+        (RHO,),
+        _unnormalised_radius,
+        zero_invariant=True,
+        per_example=True,
     ),
 }
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..signedlog import SignedLog
 
 #: A sample resolves ``c`` where ``max(w_l^2, w_k^2) * RESOLVED * max(rtol, eps) < |c|``.
-RESOLVED = 1e3
+RESOLVED = 1e6
 #: Relative violation of ``c`` that counts as lost.
 VIOLATION = 1e-3
 
