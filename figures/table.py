@@ -27,6 +27,7 @@ from . import (
     maxmargin_angles,
     official_loop,
     regimes,
+    saddles,
     sam_regression,
 )
 from .common import Figure
@@ -52,6 +53,7 @@ FIGURES: dict[str, Figure] = {
         official_loop.OFFICIAL_LOOP,  # fig16: LE-SAM's official training loop vs its flow
         sam_regression.SAM_REGRESSION,  # fig17: the public SAM diagonal-network experiment
         kernel_rich.KERNEL_RICH,  # fig18: kernel -> rich in regression, the Woodworth limit
+        saddles.SADDLES,  # fig19: saddle-to-saddle at vanishing initialisation
         digits_saliency.SALIENCY_0V1,  # digits study: pixel shares as 8x8 maps
         digits_saliency.SALIENCY_3V8,
         digits_saliency.SALIENCY_4V9,
