@@ -28,6 +28,12 @@ Parts (every table is printed as Markdown and, in a full run, written to ``resul
 4. ``analysis.regimes.leaders.leader_phase_diagram`` on a 100 x 100 grid (10 x 20 with ``--quick``),
    against an old-engine estimate from every 20th (5th) row, extrapolated linearly.
 5. numba: the compiled backend against the numpy one (time, agreement).
+6. Regression: the tml-epfl notebook's sparse regression (``flows.datasets.sparse_regression``:
+   n = 20, d = 30), GD from u = 0.1, v = 0, L = 2, squared loss, t in [0, 200], 101 outputs.
+   Reference: scipy DOP853 at rtol 1e-13 on the plain (2, d) parameters (shares no code with
+   ``flows``; self-checked against rtol 1e-11 and against ``simulate(rtol=1e-13)``); error over
+   the output times after 0 (beta = 0 there). ``simulate`` (numba and numpy) against scipy RK45
+   on the same plain parameters; ratios against the cheapest RK45 meeting the target.
 
 Timings: best of 3 calls (time.perf_counter), except that no further call starts once
 ``REP_BUDGET`` seconds were spent on a configuration (the slow old-engine baselines then get
@@ -58,6 +64,7 @@ from scipy.special import expit
 
 import analysis.regimes.leaders as regimes
 from flows import Dataset, compiled, simulate, single_example
+from flows.datasets import sparse_regression
 
 #: What ``simulate(backend="auto")`` uses here.
 DEFAULT_BACKEND = "numba" if compiled.available() else "numpy"
@@ -879,6 +886,131 @@ def part_numba(report: Report) -> None:
     report.add()
 
 
+# --------------------------------------------------------------------------- 6. regression
+
+T_MAX_6, ALPHA_6 = 200.0, 0.1
+
+
+def regression_field(theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``dtheta/dt = -grad L`` for ``L = (1/2n) ||X (u * v) - y||^2`` at ``theta = (u, v)``,
+    in plain floats: ``r = X (u * v) - y``, ``grad_u = X^T r v / n``, ``grad_v = X^T r u / n``."""
+    u, v = theta
+    g = X.T @ (X @ (u * v) - y) / X.shape[0]
+    return -np.stack([g * v, g * u])
+
+
+def rk45_after_start(
+    field: Callable[[np.ndarray], np.ndarray], theta0: np.ndarray, rtol: float
+) -> tuple[np.ndarray, int, int]:
+    """:func:`rk45_log_beta` over ``[0, T_MAX_6]`` without the row of t = 0 (beta = 0 there:
+    log|beta| = -inf in every method)."""
+    with np.errstate(divide="ignore"):
+        log_beta, nfev, status = rk45_log_beta(field, theta0, T_MAX_6, rtol)
+    return log_beta[1:], nfev, status
+
+
+def plain_solution(
+    X: np.ndarray, y: np.ndarray, theta0: np.ndarray, rtol: float
+) -> tuple[np.ndarray, int]:
+    """scipy DOP853 on the plain (2, d) parameters (atol 1e-30): theta (N_TIMES, 2, d) at the
+    output times and the status (the reference of part 6)."""
+    sol = solve_ivp(
+        lambda _t, th: regression_field(th.reshape(theta0.shape), X, y).ravel(),
+        (0.0, T_MAX_6),
+        theta0.ravel(),
+        method="DOP853",
+        rtol=rtol,
+        atol=1e-30,
+        t_eval=np.linspace(0.0, T_MAX_6, N_TIMES),
+    )
+    return sol.y.T.reshape(-1, *theta0.shape), sol.status
+
+
+def plain_log_beta(theta: np.ndarray) -> np.ndarray:
+    """log|beta| = log|u v| at the output times after 0."""
+    return np.log(np.abs(theta[1:, 0] * theta[1:, 1]))
+
+
+def plain_loss(theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``L = (1/2n) ||X (u * v) - y||^2`` at each output time."""
+    r = (theta[:, 0] * theta[:, 1]) @ X.T - y
+    return 0.5 * np.mean(r * r, axis=-1)
+
+
+def regression_configs(
+    data: Dataset, theta0: np.ndarray, quick: bool
+) -> list[tuple[str, str, Callable]]:
+    """(method, configuration, call) for part 6."""
+
+    def sim(**kw) -> tuple[np.ndarray, int, int]:
+        traj = simulate(data, "gd", 2, theta0, t_max=T_MAX_6, n_points=N_TIMES, **kw)
+        return traj.log_abs_beta[1:], traj.nfev, traj.status
+
+    configs: list[tuple[str, str, Callable]] = [
+        ("simulate", f"default (backend {DEFAULT_BACKEND}, rtol 1e-10)", sim),
+        ("simulate, numpy", 'backend="numpy"', partial(sim, backend="numpy")),
+    ]
+    for rtol in [1e-9] if quick else [1e-8, 1e-9]:
+        configs.append(("simulate", f"rtol {rtol:.0e}", partial(sim, rtol=rtol)))
+        configs.append(
+            ("simulate, numpy", f"rtol {rtol:.0e}", partial(sim, backend="numpy", rtol=rtol))
+        )
+    field = partial(regression_field, X=data.X, y=data.y)
+    for rtol in [1e-7, 1e-8] if quick else [1e-6, 1e-7, 1e-8, 1e-9, 1e-10]:
+        configs.append(
+            ("RK45 full theta", f"rtol {rtol:.0e}", partial(rk45_after_start, field, theta0, rtol))
+        )
+    return configs
+
+
+def part_regression(report: Report, quick: bool) -> dict:
+    """Part 6; returns the summary ratios."""
+    data = sparse_regression().train
+    theta0 = np.vstack([np.full(data.d, ALPHA_6), np.zeros(data.d)])
+    report.add(
+        f"## 6. Regression: `sparse_regression()` (n = {data.n}, d = {data.d}), GD, L = 2, "
+        f"u = {ALPHA_6:g}, v = 0, squared loss"
+    )
+    report.add()
+    timed_ref = best_of(lambda: plain_solution(data.X, data.y, theta0, 1e-13))
+    theta, ref_status = timed_ref.value
+    ref = plain_log_beta(theta)
+    check = plain_log_beta(plain_solution(data.X, data.y, theta0, 1e-11)[0])
+    sim_13 = simulate(data, "gd", 2, theta0, t_max=T_MAX_6, n_points=N_TIMES, rtol=1e-13)
+    loss = plain_loss(theta, data.X, data.y)
+    report.add(
+        f"Original clock, t in [0, {T_MAX_6:g}], {N_TIMES} output times (the loss falls from "
+        f"{loss[0]:.3g} to {loss[-1]:.3g}, by {loss[0] / loss[-1]:.2g}); error = max over the "
+        "times after 0 (beta = 0 at t = 0) and coordinates of |log|beta| - log|beta_ref||."
+    )
+    report.add()
+    report.add(
+        f"Reference: scipy DOP853 rtol 1e-13, atol 1e-30 (status {ref_status}, "
+        f"{ms(timed_ref.seconds)} ms) on the plain (2, d) parameters, the gradient written out "
+        "in floats; independent of `flows`. RK45 integrates the same plain field (atol 1e-30)."
+    )
+    report.add()
+    report.table(
+        ["self-check", "max difference"],
+        [
+            ["reference(rtol 1e-13) vs reference(rtol 1e-11)", sci(max_error(check, ref))],
+            [
+                f"reference vs simulate(rtol 1e-13) (status {sim_13.status})",
+                sci(max_error(sim_13.log_abs_beta[1:], ref)),
+            ],
+        ],
+    )
+    rows = [measure(m, c, fn, ref) for m, c, fn in regression_configs(data, theta0, quick)]
+    methods = ["simulate", "simulate, numpy", "RK45 full theta"]
+    rk = cheapest(rows, "RK45 full theta")
+    report_rows(report, rows, rk or rows[0], methods)
+    return {
+        "rk_over_simulate": ratio(rk, cheapest(rows, "simulate")),
+        "rk_over_numpy": ratio(rk, cheapest(rows, "simulate, numpy")),
+        "failures": [r for r in rows if r.status != 0],
+    }
+
+
 #: The numpy backend's target: within this factor of the numpy floor (the problem written by
 #: hand for itself in the same scipy DOP853).
 NUMPY_FLOOR_TARGET = 1.5
@@ -888,7 +1020,9 @@ def verdict(met: bool) -> str:
     return "MET" if met else "NOT MET"
 
 
-def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list[list[str]]:
+def summary_rows(
+    single: dict, multi: dict, collapse: dict, phase: dict, regression: dict
+) -> list[list[str]]:
     """(quantity, value, target, verdict) rows."""
     r1, r_np = single["rk_over_default"], single["rk_over_numpy"]
     return [
@@ -1021,6 +1155,15 @@ def summary_rows(single: dict, multi: dict, collapse: dict, phase: dict) -> list
             "-",
             "-",
         ],
+        *[
+            [
+                f"6. regression GD: time(RK45 <= 1e-6) / time(simulate <= 1e-6, {name})",
+                f"{regression[key]:.2f}x",
+                "-",
+                "-",
+            ]
+            for key, name in (("rk_over_simulate", DEFAULT_BACKEND), ("rk_over_numpy", "numpy"))
+        ],
     ]
 
 
@@ -1060,13 +1203,16 @@ def main(argv: list[str] | None = None) -> int:
     collapse = part_collapse(report, args.quick)
     phase = part_phase(report, args.quick)
     part_numba(report)
+    regression = part_regression(report, args.quick)
     report.add("## Summary")
     report.add()
     report.table(
-        ["quantity", "value", "target", "verdict"], summary_rows(single, multi, collapse, phase)
+        ["quantity", "value", "target", "verdict"],
+        summary_rows(single, multi, collapse, phase, regression),
     )
     failures = [
-        f"{r.method} {r.config}: status {r.status}" for r in single["failures"] + multi["failures"]
+        f"{r.method} {r.config}: status {r.status}"
+        for r in single["failures"] + multi["failures"] + regression["failures"]
     ] + collapse["failures"]
     report.add("Runs with status != 0: " + ("; ".join(failures) if failures else "none") + ".")
     report.add()

@@ -142,9 +142,9 @@ class FusedField:
         degenerate = np.isneginf(w_top)
         w_safe = np.where(degenerate, 0.0, w_top)
         e = np.exp(log_w - w_safe)
-        total = np.sum(e, axis=-1, keepdims=True)
+        total = np.where(degenerate, 1.0, np.sum(e, axis=-1, keepdims=True))
         log_c = np.where(degenerate, -np.inf, w_safe + np.log(total))[..., 0] - self.log_n
-        p = e / total
+        p = e / total  # every l'(u_i) = 0 (an exact interpolator): p = 0
         if loss.descent_sign is not None:
             p = p * loss.descent_sign(u)
         elif np.any(degenerate):

@@ -92,6 +92,7 @@ LOSSES: dict[str, Loss] = {
         lambda u: 0.5 * np.square(u),
         _reciprocal,
         lambda u: 2.0 * _log_abs(u) - LOG2,
+        compiled_id=2,
         task="regression",
         descent_sign=lambda u: -np.sign(u),
     ),

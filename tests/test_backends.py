@@ -38,6 +38,20 @@ def blobs(n: int = 12, d: int = 3, seed: int = 0) -> Dataset:
     return Dataset(X, np.sign(X @ np.abs(rng.normal(size=d))))
 
 
+def regression(n: int = 4, d: int = 6, seed: int = 1) -> Dataset:
+    """Noiseless targets of the 2-sparse teacher (1, 0.5, 0, ...) on Gaussian rows (n < d:
+    the squared loss has interpolators)."""
+    X = np.random.default_rng(seed).normal(size=(n, d))
+    teacher = np.zeros(d)
+    teacher[:2] = (1.0, 0.5)
+    return Dataset(X, X @ teacher, task="regression")
+
+
+#: Integer rows whose targets ``X @ 1`` every ``w = 1`` (any depth) interpolates exactly
+#: (every residual is exactly 0 in floats).
+EXACT_ROWS = np.array([[1.0, -2.0, 3.0], [2.0, 1.0, -1.0], [0.0, 3.0, 1.0], [-1.0, 1.0, 2.0]])
+
+
 def finite_gap(a: np.ndarray, b: np.ndarray) -> float:
     """max |a - b| where both are finite; inf if they are not finite at the same places."""
     if a.shape != b.shape or np.any(np.isfinite(a) != np.isfinite(b)):
@@ -358,30 +372,42 @@ def test_compiled_loop_stops_at_the_loss_floor(algorithm, depth):
     np.testing.assert_allclose(fast.log_t_original, ref.log_t_original, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero encountered:RuntimeWarning")
 def test_compiled_log_loss_equals_the_loss_table():
-    """``log l(u)`` compiled (:func:`flows.compiled._field_kernels.log_value`) equals the loss table's
-    ``log_value`` from u = -1e3 to 1e300 (both sides of the logistic switch at u = 35, and
-    u = 0) to rounding, and the compiled mean loss equals a log-sum-exp over the table."""
+    """Every loss of the table has a compiled twin whose pieces
+    (:mod:`flows.compiled._field_kernels`: ``log l``, ``log|l'|``, the slope of ``log|l'|``,
+    ``sign(-l')``) equal the table's from u = -1e3 to 1e300 (both sides of the logistic switch
+    at u = 35, and u = +-0, where the squared loss's slope is +-inf) to rounding, and the
+    compiled mean loss at the loss arguments ``u = <beta, z> - o`` equals a log-sum-exp over
+    the table, on data of the loss's task."""
     pytest.importorskip("numba")
     from flows.compiled import _field_kernels as kernels
 
-    compiled = [
-        (loss.compiled_id, name) for name, loss in LOSSES.items() if loss.compiled_id is not None
-    ]
-    margin_losses = [name for name, loss in LOSSES.items() if loss.task == "classification"]
-    assert [name for _, name in compiled] == margin_losses  # every margin loss is compiled
-    u = np.concatenate([[-1e3, -40.0, -1.0, 0.0, 1e-300, 35.0, 35.000001, 700.0, 1e300],
+    assert all(loss.compiled_id is not None for loss in LOSSES.values())
+    compiled = [(loss.compiled_id, name) for name, loss in LOSSES.items()]
+    assert len({loss_id for loss_id, _ in compiled}) == len(LOSSES)
+    u = np.concatenate([[-1e3, -40.0, -1.0, -0.0, 0.0, 1e-300, 35.0, 35.000001, 700.0, 1e300],
                         np.linspace(-50.0, 50.0, 201)])  # fmt: skip
     for loss_id, name in compiled:
-        got = np.array([kernels.log_value(v, loss_id) for v in u])
-        np.testing.assert_allclose(got, LOSSES[name].log_value(u), rtol=1e-15, atol=0)
-    data = blobs()
-    w = np.random.default_rng(2).uniform(0.5, 3.0, (1, data.d))
-    margins = data.signed_features @ w[0] ** 3
+        loss = LOSSES[name]
+        for kernel, want in (
+            (kernels.log_value, loss.log_value(u)),
+            (kernels.log_abs_derivative, loss.log_abs_derivative(u)),
+            (kernels.log_derivative_slope, loss.log_derivative_slope(u)),
+            (kernels.descent_sign, np.ones_like(u) if loss.descent_sign is None
+             else loss.descent_sign(u)),
+        ):  # fmt: skip
+            got = np.array([kernel(v, loss_id) for v in u])
+            np.testing.assert_allclose(got, want, rtol=1e-15, atol=0, err_msg=kernel.__name__)
     for loss_id, name in compiled:
-        log_l = LOSSES[name].log_value(margins)
+        data = regression() if LOSSES[name].task == "regression" else blobs()
+        w = np.random.default_rng(2).uniform(0.5, 3.0, (1, data.d))
+        u = data.signed_features @ w[0] ** 3 - (0.0 if data.offsets is None else data.offsets)
+        log_l = LOSSES[name].log_value(u)
         want = np.log(np.mean(np.exp(log_l - log_l.max()))) + log_l.max()
-        got = kernels.log_mean_loss(w, 3, np.ascontiguousarray(data.signed_features), loss_id)
+        offsets = np.zeros(data.n) if data.offsets is None else np.array(data.offsets)
+        features = np.ascontiguousarray(data.signed_features)
+        got = kernels.log_mean_loss(w, 3, features, offsets, loss_id)
         np.testing.assert_allclose(got, want, rtol=1e-13)
 
 
@@ -394,13 +420,21 @@ def test_compiled_one_point_pieces_equal_numpy(loss):
     ``velocity`` of one point, ``log_loss``), equal the numpy field's at random points (exact
     zeros, entries from 1e-3 to 1e3, and points beyond the float range, where both take the
     signed-log path, and with the exponential loss may both give NaN): rtol 1e-12, for 1..3
-    layers, one example and several."""
+    layers, one example and several, on data of the loss's task (the squared loss: signed
+    example weights). At an exact interpolator of the squared loss both give G = 0,
+    log c = -inf, log L = -inf and a zero GD field."""
     pytest.importorskip("numba")
     from flows.compiled.field import CompiledField
 
     rng = np.random.default_rng(11)
     checked = 0
-    for data in (single_example([1.0, 2.0, 3.0]), blobs()):
+    if LOSSES[loss].task == "regression":
+        one = Dataset(np.array([[1.0, 2.0, 3.0]]), np.array([0.7]), task="regression")
+        several = (one, Dataset(EXACT_ROWS, EXACT_ROWS @ np.ones(3), task="regression"))
+        clock = "original"
+    else:
+        several, clock = (single_example([1.0, 2.0, 3.0]), blobs()), "rescaled"
+    for data in several:
         for mult in ([2], [3], [1, 1, 1]):
             problem = Problem(
                 data,
@@ -408,7 +442,7 @@ def test_compiled_one_point_pieces_equal_numpy(loss):
                 resolve_hyperparameters("l2-sam", HP),
                 LOSSES[loss],
                 np.array(mult),
-                get_clock("rescaled"),
+                get_clock(clock),
                 AsinhChart(),
             )
             numpy_field, compiled_field = FusedField(problem), CompiledField(problem)
@@ -436,7 +470,122 @@ def test_compiled_one_point_pieces_equal_numpy(loss):
                     ):
                         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-300)
                 checked += 1
+            if data.n > 1 and data.regression:  # an exact interpolator: every residual is 0
+                ones = np.ones(problem.shape)
+                for a, b in zip(
+                    compiled_field._float_evaluate(ones),
+                    numpy_field._float_evaluate(ones),
+                    strict=True,
+                ):
+                    np.testing.assert_array_equal(a, b)
+                direction, log_c, _ = compiled_field._float_evaluate(ones)
+                assert np.all(direction == 0) and log_c == -np.inf
+                assert compiled_field.log_loss(SignedLog.from_float(ones)) == -np.inf
+                gd = Problem(data, get_algorithm("gd"), {}, LOSSES[loss], np.array(mult),
+                             get_clock(clock), AsinhChart())  # fmt: skip
+                z = np.arcsinh(ones).ravel()
+                held = np.zeros(problem.shape, dtype=bool)
+                got = CompiledField(gd).chart_rhs(z, held)
+                np.testing.assert_array_equal(got, FusedField(gd).chart_rhs(z, held))
+                assert np.all(got == 0)
     assert checked == 36
+
+
+#: The regression runs compared across backends: depth and init (``u = 0.1``, ``v = 0`` at
+#: L = 2; a positive (3, d) init at L = 3).
+REGRESSION_INITS = {
+    "L2 u=0.1 v=0": (2, np.vstack([np.full(6, 0.1), np.zeros(6)])),
+    "L3 positive": (3, np.linspace(0.3, 0.8, 18).reshape(3, 6)),
+}
+
+
+@pytest.mark.parametrize("init", sorted(REGRESSION_INITS))
+@pytest.mark.parametrize("algorithm", ["gd", "l2-sam", "usam", "linf-sam", "le-sam"])
+def test_numba_regression_equals_numpy(algorithm, init):
+    """Regression (the squared loss, signed example weights) on the compiled backend, its field
+    and its DOP853 loop, gives the numpy backend's path: log|beta| within 1e-9, the same status,
+    events (l_inf-SAM's crossings, at tau 0 for the entries that start at 0) and signs.
+
+    rtol 1e-12: from ``v = 0`` (atol 1e-100) the first steps are ~1e-89 and DOP853's error
+    estimate there is rounding noise, so the two loops' steps differ from the first ones and
+    their paths by about rtol (~1e-9 in log|beta| at the default 1e-10, as numpy's and the
+    reference backend's do)."""
+    pytest.importorskip("numba")
+    depth, alpha = REGRESSION_INITS[init]
+    kw = dict(rho=0.05, sigma=0.05, rho_max=0.1, t_max=3.0, n_points=7, rtol=1e-12)
+    fast = simulate(regression(), algorithm, depth, alpha, backend="numba", **kw)
+    ref = simulate(regression(), algorithm, depth, alpha, backend="numpy", **kw)
+    assert (fast.backend, ref.backend) == ("numba", "numpy")
+    assert "compiled DOP853" in fast.segment_loops, fast.segment_loops
+    assert fast.status == ref.status == 0, (fast.message, ref.message)
+    assert [(e.kind, e.entry) for e in fast.events] == [(e.kind, e.entry) for e in ref.events]
+    np.testing.assert_allclose(
+        [e.tau for e in fast.events], [e.tau for e in ref.events], rtol=1e-9, atol=1e-12
+    )
+    assert finite_gap(fast.log_abs_beta, ref.log_abs_beta) <= 1e-9
+    np.testing.assert_array_equal(fast.sign_beta, ref.sign_beta)
+
+
+def test_compiled_regression_events_equal_python_events(monkeypatch):
+    """The compiled loop's watches on regression: the stationary function (``event_values``
+    entry 2: a critical point of the squared loss that does not interpolate, n > d with noisy
+    targets) and the loss-floor function (entry 6) equal :class:`Stationary` and
+    :class:`LossFloor` on the run's own path (rtol 1e-10; where ``S`` is small, to ``1e-13 / S``
+    in ``log S``), and the run ends stationary on both
+    backends; a loss floor ends a GD run where the numpy backend's does (tau to 1e-9, rtol
+    1e-12). Per-example algorithms (the residual switch) have no compiled loop, and their
+    field on the compiled backend is numpy's: 1-sam ends at the same residual switch."""
+    pytest.importorskip("numba")
+    from flows.compiled import _segment_kernels as loop
+    from flows.compiled import segment as fast_segment
+    from flows.integrator import driver
+    from flows.integrator.events import STATIONARY_TOL
+    from flows.integrator.threshold_events import LossFloor, Stationary
+
+    runs, assemble = [], driver.assemble
+    monkeypatch.setattr(driver, "assemble", lambda run, *a: runs.append(run) or assemble(run, *a))
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(8, 2))
+    noisy = Dataset(X, X @ np.array([1.0, -0.5]) + 0.3 * rng.normal(size=8), task="regression")
+    alpha = np.array([[0.5, 0.5], [0.3, -0.2]])
+    kw = dict(t_max=100.0, n_points=11, loss_floor=1e-6)
+    fast = simulate(noisy, "gd", 2, alpha, backend="numba", **kw)
+    ref = simulate(noisy, "gd", 2, alpha, backend="numpy", **kw)
+    assert fast.cause is ref.cause is Cause.STATIONARY, (fast.message, ref.message)
+    assert "compiled DOP853" in fast.segment_loops
+    run = runs[0]
+    checked = 0
+    for seg in run.path.segments:
+        fld = run.moving_field(seg.mode)
+        if not fast_segment.applies(fld, seg.mode, "DOP853"):
+            continue
+        problem = fast_segment._problem_tuple(fld, seg.mode)
+        s = np.sort(rng.uniform(seg.start, seg.end, 40))
+        for when, y in zip(s, seg.raw(s), strict=True):
+            watch = fast_segment._watch(fld, seg.mode, run.radius, False, y, 1e-6)
+            compiled = loop.event_values(y, problem, watch)
+            python = Stationary(fld)(when, y)
+            # near the critical point G is a cancelling sum: a rounding of w (the two read it
+            # from the chart differently) moves log S by ~1e-16 / S
+            size = np.exp(python) * STATIONARY_TOL
+            np.testing.assert_allclose(compiled[2], python, rtol=1e-10, atol=1e-13 / size)
+            python = LossFloor(fld, floor=1e-6)(when, y)
+            np.testing.assert_allclose(compiled[6], python, rtol=1e-10)
+            checked += 1
+    assert checked >= 40
+    data, (depth, alpha) = regression(), REGRESSION_INITS["L2 u=0.1 v=0"]
+    kw = dict(t_max=100.0, n_points=11, loss_floor=1e-8, rtol=1e-12)
+    fast = simulate(data, "gd", depth, alpha, backend="numba", **kw)
+    ref = simulate(data, "gd", depth, alpha, backend="numpy", **kw)
+    assert "compiled DOP853" in fast.segment_loops
+    assert fast.cause is ref.cause is Cause.LOSS_FLOOR, (fast.message, ref.message)
+    np.testing.assert_allclose(fast.events[-1].tau, ref.events[-1].tau, rtol=1e-9)
+    alpha, kw = np.linspace(0.3, 0.8, 12).reshape(2, 6), dict(rho=0.05, t_max=3.0, n_points=7)
+    fast = simulate(data, "1-sam", 2, alpha, backend="numba", **kw)
+    ref = simulate(data, "1-sam", 2, alpha, backend="numpy", **kw)
+    assert fast.segment_loops == ref.segment_loops == ("scipy DOP853",)
+    assert fast.cause is ref.cause is Cause.RESIDUAL_SWITCH, (fast.message, ref.message)
+    assert finite_gap(fast.log_abs_beta, ref.log_abs_beta) <= 1e-12
 
 
 def test_warm_compiles_each_kernel_once_and_says_so(capsys):

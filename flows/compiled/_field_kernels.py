@@ -1,7 +1,10 @@
 """The numba kernels of :mod:`flows.compiled.field` (imported only when that backend is used).
 
 Loops over the entries of one parameter point, with the formulas of
-:meth:`flows.fused.FusedField._float_rhs`.
+:meth:`flows.fused.FusedField._float_rhs`. Every loss acts on the loss arguments
+``u_i = <beta, z_i> - o_i`` (:func:`flows.model.loss_arguments`): ``features`` holds the rows
+``z_i`` and ``offsets`` the ``o_i`` (zeros in classification, where ``u_i`` is the margin; the
+targets in regression, where it is the residual).
 """
 
 from __future__ import annotations
@@ -9,42 +12,64 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..signedlog import LOG2
+
+#: The ``compiled_id`` of the squared loss (:data:`flows.model.LOSSES`): the loss whose example
+#: weights are signed (``sign(-l'(u)) = -sign(u)``) and vanish at an exact interpolator.
+SQUARED = 2
+
 
 @njit(cache=True, inline="always")
 def log_abs_derivative(u: float, loss_id: int) -> float:
-    """``log|l'(u)|``: logistic ``-log(1 + e^u)``, exponential ``-u``."""
+    """``log|l'(u)|``: logistic ``-log(1 + e^u)``, exponential ``-u``, squared ``log|u|``."""
     if loss_id == 0:
         return -(max(u, 0.0) + np.log1p(np.exp(-abs(u))))
+    if loss_id == SQUARED:
+        return np.log(abs(u))
     return -u
 
 
 @njit(cache=True, inline="always")
+def descent_sign(u: float, loss_id: int) -> float:
+    """``sign(-l'(u))``: 1 for the margin losses, ``-sign(u)`` for the squared loss."""
+    if loss_id == SQUARED:
+        return -np.sign(u)
+    return 1.0
+
+
+@njit(cache=True, inline="always")
 def log_derivative_slope(u: float, loss_id: int) -> float:
-    """``d log|l'(u)| / du``: logistic ``-sigmoid(u)``, exponential ``-1``."""
+    """``d log|l'(u)| / du``: logistic ``-sigmoid(u)``, exponential ``-1``, squared ``1 / u``
+    (``+-inf`` at ``+-0``, as :func:`flows.model._reciprocal`)."""
     if loss_id == 0:
         return -np.exp(-(max(-u, 0.0) + np.log1p(np.exp(-abs(u)))))
+    if loss_id == SQUARED:
+        return 1.0 / u if u != 0 else np.copysign(np.inf, u)
     return -1.0
 
 
 @njit(cache=True, inline="always")
 def log_value(u: float, loss_id: int) -> float:
     """``log l(u)``: logistic ``log log(1 + e^-u)`` (``-u`` beyond ``u = 35``, as
-    :func:`flows.model._log_logistic`), exponential ``-u``."""
+    :func:`flows.model._log_logistic`), exponential ``-u``, squared ``2 log|u| - log 2``."""
     if loss_id == 0:
         if u > 35.0:
             return -u
         return np.log(max(-u, 0.0) + np.log1p(np.exp(-abs(u))))
+    if loss_id == SQUARED:
+        return 2.0 * np.log(abs(u)) - LOG2
     return -u
 
 
 @njit(cache=True)
-def log_mean_loss(w, depth, features, loss_id):
-    """``log L = log((1/n) sum_i l(m_i))`` at float parameters ``w`` (log-sum-exp of the
-    ``log l(m_i)``, as :class:`flows.integrator.events.LossFloor`)."""
+def log_mean_loss(w, depth, features, offsets, loss_id):
+    """``log L = log((1/n) sum_i l(u_i))`` at float parameters ``w`` (log-sum-exp of the
+    ``log l(u_i)``, as :class:`flows.integrator.events.LossFloor`; -inf at an exact
+    interpolator of the squared loss)."""
     work = workspace(w.shape, features.shape[0])
     beta, log_l = work[0], work[2]
     products_into(w, depth, beta, work[1])
-    top = margin_terms_into(beta, features, loss_id, False, log_l)
+    top = margin_terms_into(beta, features, offsets, loss_id, False, log_l)
     if not np.isfinite(top):
         return top
     total = 0.0
@@ -54,25 +79,26 @@ def log_mean_loss(w, depth, features, loss_id):
 
 
 @njit(cache=True, inline="always")
-def margin_terms_into(beta, features, loss_id, derivative, out):
-    """``out[i] = log|l'(m_i)|`` (``derivative``) or ``log l(m_i)`` at the margins
-    ``m = A beta`` (rows of ``features``); returns the largest."""
+def margin_terms_into(beta, features, offsets, loss_id, derivative, out):
+    """``out[i] = log|l'(u_i)|`` (``derivative``) or ``log l(u_i)`` at the loss arguments
+    ``u = A beta - o`` (rows of ``features``, ``offsets``); returns the largest."""
     n, d = features.shape
     top = -np.inf
     for i in range(n):
         m = 0.0
         for j in range(d):
             m += features[i, j] * beta[j]
-        out[i] = log_abs_derivative(m, loss_id) if derivative else log_value(m, loss_id)
+        u = m - offsets[i]
+        out[i] = log_abs_derivative(u, loss_id) if derivative else log_value(u, loss_id)
         top = max(top, out[i])
     return top
 
 
 @njit(cache=True)
-def forward(w, depth, features, loss_id):
+def forward(w, depth, features, offsets, loss_id):
     """Direction ``G`` (d,), ``log c`` and leave-one-out products (G, d) at floats ``w``."""
     work = workspace(w.shape, features.shape[0])
-    log_c = forward_into(w, depth, features, loss_id, work)
+    log_c = forward_into(w, depth, features, offsets, loss_id, work)
     return work[3], log_c, work[1]
 
 
@@ -98,13 +124,16 @@ def products_into(w, depth, beta, loo):
 
 
 @njit(cache=True, inline="always")
-def forward_into(w, depth, features, loss_id, work):
+def forward_into(w, depth, features, offsets, loss_id, work):
     """:func:`forward` into the buffers ``work = (beta, loo, log_w, direction)`` (see
-    :func:`workspace`); returns ``log c``."""
+    :func:`workspace`; ``log_w`` ends as ``|l'(u_i)|`` up to one factor); returns ``log c``.
+    The squared loss goes on in :func:`signed_direction_into`."""
     beta, loo, log_w, direction = work[0], work[1], work[2], work[3]
     n, d = features.shape
     products_into(w, depth, beta, loo)
-    top = margin_terms_into(beta, features, loss_id, True, log_w)
+    top = margin_terms_into(beta, features, offsets, loss_id, True, log_w)
+    if loss_id == SQUARED:
+        return signed_direction_into(beta, features, offsets, top, log_w, direction)
     total = 0.0
     for i in range(n):
         log_w[i] = np.exp(log_w[i] - top)
@@ -112,6 +141,32 @@ def forward_into(w, depth, features, loss_id, work):
     direction[:] = 0.0
     for i in range(n):
         p = log_w[i] / total
+        for j in range(d):
+            direction[j] += p * features[i, j]
+    return top + np.log(total) - np.log(n)
+
+
+@njit(cache=True)
+def signed_direction_into(beta, features, offsets, top, log_w, direction):
+    """The rest of :func:`forward_into` for the squared loss, from ``log_w = log|u_i|`` and its
+    largest ``top``: the signed weights ``p_i = -sign(u_i) |u_i| / sum_k |u_k|`` (as
+    :meth:`flows.fused.FusedField._float_evaluate`: exponentials of ``log|u_i| - top``) into
+    ``G``; ``log_w`` ends as ``|u_i|`` up to one factor. At an exact interpolator (every
+    ``u_i = 0``) ``p = 0`` and ``log c = -inf``."""
+    n, d = features.shape
+    direction[:] = 0.0
+    if top == -np.inf:
+        log_w[:] = 0.0
+        return -np.inf
+    total = 0.0
+    for i in range(n):
+        log_w[i] = np.exp(log_w[i] - top)
+        total += log_w[i]
+    for i in range(n):
+        m = 0.0
+        for j in range(d):
+            m += features[i, j] * beta[j]
+        p = log_w[i] / total * descent_sign(m - offsets[i], SQUARED)
         for j in range(d):
             direction[j] += p * features[i, j]
     return top + np.log(total) - np.log(n)
@@ -151,20 +206,20 @@ def parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
 
 
 @njit(cache=True)
-def summary(w, depth, multiplicity, features, loss_id, pattern, use_pattern):
+def summary(w, depth, multiplicity, features, offsets, loss_id, pattern, use_pattern):
     """``GradientSummary`` of ``grad L`` at ``w``: unit, sign, log norm (ok flag first)."""
     work = workspace(w.shape, features.shape[0])
     ok, log_norm = summary_into(
-        w, depth, multiplicity, features, loss_id, pattern, use_pattern, work
+        w, depth, multiplicity, features, offsets, loss_id, pattern, use_pattern, work
     )
     return ok, work[6].copy(), work[5].copy(), log_norm
 
 
 @njit(cache=True)
-def summary_into(w, depth, multiplicity, features, loss_id, pattern, use_pattern, work):
+def summary_into(w, depth, multiplicity, features, offsets, loss_id, pattern, use_pattern, work):
     """:func:`summary` into ``work`` (sign ``work[5]``, unit ``work[6]``); returns
-    ``(ok, log norm)``."""
-    log_c = forward_into(w, depth, features, loss_id, work)
+    ``(ok, log norm)`` (not ok where ``grad L = 0``, e.g. at an exact interpolator)."""
+    log_c = forward_into(w, depth, features, offsets, loss_id, work)
     direction, loo, g, sign, unit = work[3], work[1], work[4], work[5], work[6]
     groups, d = w.shape
     norm2 = 0.0
@@ -185,13 +240,13 @@ def summary_into(w, depth, multiplicity, features, loss_id, pattern, use_pattern
 
 @njit(cache=True)
 def chart_velocity(
-    w, point, z, held, depth, features, loss_id, original_clock, log_chart, delta, limit
+    w, point, z, held, depth, features, offsets, loss_id, original_clock, log_chart, delta, limit
 ):
     """``d(z, tau)/ds`` from the perturbed point (ok flag first)."""
     out = np.zeros(w.size + 1)
     work = workspace(w.shape, features.shape[0])
-    ok = chart_velocity_into(w, point, z, held, depth, features, loss_id, original_clock,
-                             log_chart, delta, limit, work, out)  # fmt: skip
+    ok = chart_velocity_into(w, point, z, held, depth, features, offsets, loss_id,
+                             original_clock, log_chart, delta, limit, work, out)  # fmt: skip
     return ok, out
 
 
@@ -209,14 +264,15 @@ def in_float_range(point, depth, log_chart, limit):
 
 @njit(cache=True)
 def chart_velocity_into(
-    w, point, z, held, depth, features, loss_id, original_clock, log_chart, delta, limit, work, out
-):
+    w, point, z, held, depth, features, offsets, loss_id, original_clock, log_chart, delta, limit,
+    work, out,
+):  # fmt: skip
     """:func:`chart_velocity` into ``out`` (zeros where the flag is False)."""
     groups, d = w.shape
     out[:] = 0.0
     if not in_float_range(point, depth, log_chart, limit):
         return False
-    log_c = forward_into(point, depth, features, loss_id, work)
+    log_c = forward_into(point, depth, features, offsets, loss_id, work)
     direction, loo = work[3], work[1]
     speed = np.exp(log_c) if original_clock else 1.0
     for layer in range(groups):

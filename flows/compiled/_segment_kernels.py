@@ -49,13 +49,14 @@ def field(y, problem):
 def field_into(y, problem, work, out):
     """:func:`field` into ``out`` with the buffers ``work`` (:func:`kernels.workspace`)."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets) = problem  # fmt: skip
     z = y[:-1].reshape(shape)
     if not perturbed_into(z, problem, work):
         out[:] = 0.0
         return False
-    return kernels.chart_velocity_into(work[7], work[8], z, held, depth, features, loss_id,
-                                       original, log_chart, delta, limit, work, out)  # fmt: skip
+    return kernels.chart_velocity_into(work[7], work[8], z, held, depth, features, offsets,
+                                       loss_id, original, log_chart, delta, limit, work,
+                                       out)  # fmt: skip
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -63,7 +64,7 @@ def perturbed_into(z, problem, work):
     """The float parameters ``w`` (into ``work[7]``) at chart coordinates ``z`` (G, d) and the
     perturbed point ``w + eps`` (into ``work[8]``); False outside the float path."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets) = problem  # fmt: skip
     w, point = work[7], work[8]
     ok = kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w)
     _copy_into(point, w)
@@ -72,7 +73,9 @@ def perturbed_into(z, problem, work):
     if algorithm_id == 4:  # l_inf-SAM, with the segment's frozen sign(grad L)
         _add_scaled(point, w, hp[0], pattern)
         return True
-    ok, log_norm = kernels.summary_into(w, depth, mult, features, loss_id, chart_sign, False, work)
+    ok, log_norm = kernels.summary_into(
+        w, depth, mult, features, offsets, loss_id, chart_sign, False, work
+    )
     if not ok:
         return False
     if algorithm_id == 1:  # l2-SAM
@@ -109,7 +112,8 @@ def event_values(y, problem, watch):
 
     0, 1. ``max log|w| - threshold`` (collapse, near zero) where ``watch[0][k]`` is finite;
     2. the scale-free gradient size ``log S - watch[0][2]`` (stationary, see
-       :class:`flows.integrator.events.Stationary`);
+       :class:`flows.integrator.events.Stationary`; for the squared loss, i.e. in regression,
+       ``S = max_j |G_j| / H_j`` over the movable coordinates, :func:`_log_largest_ratio`);
     3. ``min_i sign_i z_i`` over the parameters with ``watch[1][i] = sign_i != 0`` (a parameter
        crosses 0 against its frozen sign: :class:`flows.integrator.surface_events.ZeroCrossing`);
     4. ``min_j (sign_j G_j + offset_j)`` over ``watch[2][j] = sign_j != 0``, exact zeros left
@@ -120,8 +124,8 @@ def event_values(y, problem, watch):
        (:class:`flows.integrator.events.LossFloor`).
     """
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern) = problem  # fmt: skip
-    thresholds, parameter_signs, direction_signs, offsets = watch
+     algorithm_id, hp, limit, pattern, offsets) = problem  # fmt: skip
+    thresholds, parameter_signs, direction_signs, direction_offsets = watch
     z = y[:-1].reshape(shape)
     top = -np.inf
     for layer in range(shape[0]):
@@ -145,30 +149,34 @@ def event_values(y, problem, watch):
     if np.isfinite(thresholds[2]) or watch_directions or np.isfinite(thresholds[4]):
         w, _ = parameters(z, log_chart, chart_sign, delta, depth, limit)
     if np.isfinite(thresholds[4]):
-        out[6] = kernels.log_mean_loss(w, depth, features, loss_id) - thresholds[4]
+        out[6] = kernels.log_mean_loss(w, depth, features, offsets, loss_id) - thresholds[4]
     if np.isfinite(thresholds[2]) or watch_directions:
-        direction, _, loo = forward(w, depth, features, loss_id)
+        direction, _, loo = forward(w, depth, features, offsets, loss_id)
         if np.isfinite(thresholds[2]):
-            sizes = _example_sizes(w, loo, features, loss_id)
-            top_sum, gradient = 0.0, 0.0
-            for layer in range(shape[0]):
-                for j in range(shape[1]):
-                    top_sum += mult[layer] * (sizes[j] * loo[layer, j]) ** 2
-                    gradient += mult[layer] * (direction[j] * loo[layer, j]) ** 2
-            if top_sum > 0:
-                out[2] = 0.5 * np.log(gradient / top_sum) - thresholds[2]
+            sizes = _example_sizes(w, loo, features, offsets, loss_id)
+            if loss_id == kernels.SQUARED:
+                out[2] = _log_largest_ratio(direction, loo, sizes) - thresholds[2]
+            else:
+                top_sum, gradient = 0.0, 0.0
+                for layer in range(shape[0]):
+                    for j in range(shape[1]):
+                        top_sum += mult[layer] * (sizes[j] * loo[layer, j]) ** 2
+                        gradient += mult[layer] * (direction[j] * loo[layer, j]) ** 2
+                if top_sum > 0:
+                    out[2] = 0.5 * np.log(gradient / top_sum) - thresholds[2]
         for j in range(shape[1]):
             if direction_signs[j] != 0 and direction[j] != 0:
-                out[4] = min(out[4], direction_signs[j] * direction[j] + offsets[j])
+                out[4] = min(out[4], direction_signs[j] * direction[j] + direction_offsets[j])
     if np.isfinite(thresholds[3]):
         out[5] = thresholds[3] - _largest_growth_rate(y, problem)
     return out
 
 
 @njit(cache=True, error_model="numpy")
-def _example_sizes(w, loo, features, loss_id):
-    """``H_j = sum_i p_i |x_ij|`` with the example weights ``p`` at ``beta = w^(1) loo^(1)``
-    (:class:`flows.integrator.threshold_events.Stationary`)."""
+def _example_sizes(w, loo, features, offsets, loss_id):
+    """``H_j = sum_i |p_i| |z_ij|`` with the example weights ``p`` at ``beta = w^(1) loo^(1)``
+    (:class:`flows.integrator.threshold_events.Stationary`); 0 where every ``p_i`` is (an exact
+    interpolator of the squared loss)."""
     n, d = features.shape
     log_p = np.empty(n)
     top = -np.inf
@@ -176,17 +184,34 @@ def _example_sizes(w, loo, features, loss_id):
         m = 0.0
         for j in range(d):
             m += features[i, j] * (w[0, j] * loo[0, j])
-        log_p[i] = kernels.log_abs_derivative(m, loss_id)
+        log_p[i] = kernels.log_abs_derivative(m - offsets[i], loss_id)
         top = max(top, log_p[i])
+    sizes = np.zeros(d)
+    if top == -np.inf:
+        return sizes
     total = 0.0
     for i in range(n):
         log_p[i] = np.exp(log_p[i] - top)
         total += log_p[i]
-    sizes = np.zeros(d)
     for i in range(n):
         for j in range(d):
             sizes[j] += log_p[i] / total * abs(features[i, j])
     return sizes
+
+
+@njit(cache=True, error_model="numpy")
+def _log_largest_ratio(direction, loo, sizes):
+    """``log max_j |G_j| / H_j`` over the coordinates whose layers can move (some
+    ``prod_{k != l} w^(k)_j != 0``) and with ``H_j > 0``; -inf if there is none (the regression
+    form of :class:`flows.integrator.threshold_events.Stationary`)."""
+    top = -np.inf
+    for j in range(direction.size):
+        movable = False
+        for layer in range(loo.shape[0]):
+            movable = movable or loo[layer, j] != 0
+        if movable and sizes[j] > 0:
+            top = max(top, np.log(abs(direction[j])) - np.log(sizes[j]))
+    return top
 
 
 @njit(cache=True, error_model="numpy")
@@ -420,12 +445,13 @@ def exponents(s, t_old, h, F, y_old, problem):
     :func:`flows.integrator.segments._dop853_values`, then the float path of ``log c``
     (:meth:`flows.fused.FusedField.log_c`); NaN where that path does not hold (the caller
     takes the numpy path there)."""
-    shape, depth, features, loss_id, limit = (
+    shape, depth, features, loss_id, limit, offsets = (
         problem[0],
         problem[4],
         problem[6],
         problem[7],
         problem[12],
+        problem[14],
     )
     out = np.empty(s.size)
     n = y_old.shape[1]
@@ -451,7 +477,7 @@ def exponents(s, t_old, h, F, y_old, problem):
         if perturbed_into(z, problem, work) and kernels.in_float_range(
             work[8], depth, False, limit
         ):
-            out[q] = -kernels.forward_into(work[8], depth, features, loss_id, work)
+            out[q] = -kernels.forward_into(work[8], depth, features, offsets, loss_id, work)
         else:
             out[q] = np.nan
     return out

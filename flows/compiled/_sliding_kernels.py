@@ -7,8 +7,12 @@ field ``F_v = G(w') prod_{k != l} w'``, clock factor ``c_v`` and chart velocity,
 rates of the sliding surfaces: ``F_v`` at the entry for a parameter surface ``w = 0``, and
 ``dG_j/dtau`` along ``F_v`` for a direction surface ``G_j = 0``, with
 
-    dp_i = p_i (a_i dm_i - sum_k p_k a_k dm_k),  a = d log|l'| / dm,  dm_i = <y_i x_i, dbeta>,
-    dbeta_j = sum_l F^(l)_j prod_{k != l} w^(k)_j.
+    d|p_i| = |p_i| (a_i dm_i - sum_k |p_k| a_k dm_k),  a = d log|l'| / du,  dm_i = <z_i, dbeta>,
+    dbeta_j = sum_l F^(l)_j prod_{k != l} w^(k)_j,
+
+at the loss arguments ``u_i = <beta, z_i> - o_i`` (``offsets`` ``o``: zeros in
+classification); ``dp_i = sign(p_i) d|p_i|`` (the squared loss's weights are signed, and an
+example with ``p_i = 0``, a residual at 0, contributes nothing).
 
 A point is left to the numpy code (``ok`` False) where ``w`` or a perturbed point is outside
 the float range (:func:`flows.compiled._field_kernels.in_float_range`; for the perturbed points its
@@ -27,7 +31,8 @@ PARAMETER, DIRECTION = 0, 1
 
 
 @njit(cache=True, error_model="numpy")
-def evaluate(zz, chart, depth, mult, features, loss_id, rho, limit, patterns, kinds, ats):
+def evaluate(zz, chart, depth, mult, features, offsets, loss_id, rho, limit, patterns, kinds,
+             ats):  # fmt: skip
     """``(ok (N,), rhs (N, V, G d + 1), rates (N, k, V), log c_max (N,))`` at the chart states
     ``zz`` (N, G, d) for the vertices ``patterns`` (V, G, d) and the surfaces ``kinds``,
     ``ats`` (k,) (:data:`PARAMETER` with a flat entry, :data:`DIRECTION` with a coordinate).
@@ -47,8 +52,8 @@ def evaluate(zz, chart, depth, mult, features, loss_id, rho, limit, patterns, ki
         z = zz[q]
         if not kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
             continue
-        if not _vertex_fields(w, rho, patterns, depth, features, loss_id, limit, work, point,
-                              fields, log_c):  # fmt: skip
+        if not _vertex_fields(w, rho, patterns, depth, features, offsets, loss_id, limit, work,
+                              point, fields, log_c):  # fmt: skip
             continue
         top = np.max(log_c)
         for v in range(vertices):
@@ -61,7 +66,7 @@ def evaluate(zz, chart, depth, mult, features, loss_id, rho, limit, patterns, ki
                         dz = fields[v, layer, j] / (delta * np.cosh(z[layer, j]))
                     rhs[q, v, layer * d + j] = weight[v] * dz
             rhs[q, v, groups * d] = weight[v]
-        _rates_into(w, fields, weight, depth, mult, features, loss_id, kinds, ats, work,
+        _rates_into(w, fields, weight, depth, mult, features, offsets, loss_id, kinds, ats, work,
                     rates[q])  # fmt: skip
         log_c_max[q] = top
         ok[q] = True
@@ -69,7 +74,9 @@ def evaluate(zz, chart, depth, mult, features, loss_id, rho, limit, patterns, ki
 
 
 @njit(cache=True, error_model="numpy")
-def _vertex_fields(w, rho, patterns, depth, features, loss_id, limit, work, point, fields, log_c):
+def _vertex_fields(
+    w, rho, patterns, depth, features, offsets, loss_id, limit, work, point, fields, log_c
+):
     """``F_v`` into ``fields`` (V, G, d) and ``log c_v`` into ``log_c`` at ``w + rho s_v``;
     False where a perturbed point leaves the float range."""
     groups, d = w.shape
@@ -79,7 +86,7 @@ def _vertex_fields(w, rho, patterns, depth, features, loss_id, limit, work, poin
                 point[layer, j] = w[layer, j] + rho * patterns[v, layer, j]
         if not kernels.in_float_range(point, depth, True, limit):  # small entries matter too
             return False
-        log_c[v] = kernels.forward_into(point, depth, features, loss_id, work)
+        log_c[v] = kernels.forward_into(point, depth, features, offsets, loss_id, work)
         direction, loo = work[3], work[1]
         for layer in range(groups):
             for j in range(d):
@@ -88,7 +95,7 @@ def _vertex_fields(w, rho, patterns, depth, features, loss_id, limit, work, poin
 
 
 @njit(cache=True, error_model="numpy")
-def _rates_into(w, fields, weight, depth, mult, features, loss_id, kinds, ats, work, out):
+def _rates_into(w, fields, weight, depth, mult, features, offsets, loss_id, kinds, ats, work, out):
     """The normal rates (k, V) into ``out``: each row scaled by its largest entry (parameter
     surfaces) or by one factor for all direction surfaces, then times the vertex weights."""
     vertices, groups, d = fields.shape
@@ -103,15 +110,21 @@ def _rates_into(w, fields, weight, depth, mult, features, loss_id, kinds, ats, w
                 out[i, v] = fields[v, layer, j] / top * weight[v] if top > 0 else 0.0
     if not np.any(kinds == DIRECTION):
         return
-    kernels.forward_into(w, depth, features, loss_id, work)  # weights p and products at w
-    beta, loo, e = work[0], work[1], work[2]
+    kernels.forward_into(w, depth, features, offsets, loss_id, work)  # |p| (up to one factor)
+    beta, loo, e = work[0], work[1], work[2]  # and the products at w
     total = np.sum(e)
-    slope = np.empty(n)
+    if total == 0:  # every p_i = 0 (an exact interpolator): G = 0 stays
+        for s in range(kinds.size):
+            if kinds[s] == DIRECTION:
+                out[s, :] = 0.0
+        return
+    slope, sign = np.empty(n), np.empty(n)
     for i in range(n):
         m = 0.0
         for j in range(d):
             m += features[i, j] * beta[j]
-        slope[i] = kernels.log_derivative_slope(m, loss_id)
+        slope[i] = kernels.log_derivative_slope(m - offsets[i], loss_id)
+        sign[i] = kernels.descent_sign(m - offsets[i], loss_id)
     scale = 0.0
     for v in range(vertices):
         for layer in range(groups):
@@ -131,11 +144,11 @@ def _rates_into(w, fields, weight, depth, mult, features, loss_id, kinds, ats, w
             dm = 0.0
             for j in range(d):
                 dm += features[i, j] * d_beta[j]
-            weighted[i] = slope[i] * dm
+            weighted[i] = slope[i] * dm if e[i] > 0 else 0.0
             mean += e[i] / total * weighted[i]
         d_direction[:] = 0.0
         for i in range(n):
-            dp = e[i] / total * (weighted[i] - mean)
+            dp = e[i] / total * (weighted[i] - mean) * sign[i]
             for j in range(d):
                 d_direction[j] += dp * features[i, j]
         for s in range(kinds.size):

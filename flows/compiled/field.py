@@ -7,7 +7,10 @@ stays the algorithm table's Python function (so a new algorithm needs nothing he
 second compiled call evaluates the field at the perturbed point and the chart velocity.
 Everything else (points outside the float range, batches, events) is the inherited numpy
 code. The formulas are those of :meth:`FusedField._float_rhs`, written as loops; the tests
-hold the two to 1e-10 in log|beta|.
+hold the two to 1e-10 in log|beta|. The kernels take the data as the rows ``z_i`` and the
+offsets ``o_i`` of the loss arguments ``u_i = <beta, z_i> - o_i``
+(:attr:`flows.data.Dataset.offsets`; zeros in classification). A per-example algorithm
+(:mod:`flows.per_example`) has no compiled field: the inherited numpy code evaluates it.
 
 numba compiles on first use (all kernels, with the compiled loop of :mod:`flows.compiled.segment`:
 ~25 s on 2 cores) and caches the machine code on disk.
@@ -45,6 +48,9 @@ class CompiledField(FusedField):
         else:
             self.chart_sign, self.delta = np.ones(problem.shape), float(chart.delta)
         self.features_c = np.ascontiguousarray(self.features, dtype=float)
+        # a writable copy, as the zeros of classification: one numba type (no new specialisation)
+        offsets = problem.data.offsets
+        self.offsets_c = np.zeros(self.n) if offsets is None else np.array(offsets, dtype=float)
         self.mult_f = self.multiplicity.astype(float)
         self.no_pattern = np.zeros(problem.shape)
 
@@ -54,20 +60,24 @@ class CompiledField(FusedField):
         if theta.ndim != 2:
             return super()._float_evaluate(theta)
         w = np.ascontiguousarray(theta, dtype=float)
-        return self.kernels.forward(w, self.depth, self.features_c, self.loss_id)
+        return self.kernels.forward(w, self.depth, self.features_c, self.offsets_c, self.loss_id)
 
     def log_loss(self, theta: SignedLog) -> float:
         """:meth:`FusedField.log_loss`, compiled where the point is in the float range."""
         if not self._float_rows(theta.log_abs, small_matter=False):
             return super().log_loss(theta)
         w = np.where(theta.sign == 0, 0.0, theta.sign * np.exp(theta.log_abs))
-        return float(self.kernels.log_mean_loss(w, self.depth, self.features_c, self.loss_id))
+        return float(
+            self.kernels.log_mean_loss(w, self.depth, self.features_c, self.offsets_c, self.loss_id)
+        )
 
     def _float_rhs(
         self, z: np.ndarray, held: np.ndarray, pattern_signs: np.ndarray | None, time: float = 0.0
     ) -> np.ndarray | None:
         """The compiled version of :meth:`FusedField._float_rhs` (None outside its range)."""
         problem = self.problem
+        if problem.algorithm.per_example:
+            return None
         w, ok = self.kernels.parameters(
             z, self.log_chart, self.chart_sign, self.delta, self.depth, FLOAT_RANGE
         )
@@ -81,6 +91,7 @@ class CompiledField(FusedField):
                 self.depth,
                 self.mult_f,
                 self.features_c,
+                self.offsets_c,
                 self.loss_id,
                 pattern_signs if use_pattern else self.no_pattern,
                 use_pattern,
@@ -100,6 +111,7 @@ class CompiledField(FusedField):
             held,
             self.depth,
             self.features_c,
+            self.offsets_c,
             self.loss_id,
             problem.clock.original,
             self.log_chart,

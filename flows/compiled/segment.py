@@ -1,7 +1,9 @@
 """The compiled segment loop (extra ``fast``): DOP853 steps in numba, no Python per step.
 
 Where it applies (:func:`applies`: the compiled backend, ``method='DOP853'``, an algorithm with
-a compiled perturbation and no schedule, no held, sliding or near-zero entries; any depth),
+a compiled perturbation and no schedule, no held, sliding or near-zero entries, and no parameter
+at 0 whose frozen sign is not decided yet (l_inf-SAM from an init with zeros: the Python loop
+meets its crossing at the first step); any depth),
 :func:`advance` integrates the current segment with :func:`flows.compiled._segment_kernels.segment`
 (scipy's DOP853 to rounding, on the compiled float field) and records the steps as a
 :class:`~flows.integrator.segments.Segment` whose dense output is scipy's. It hands back to the Python
@@ -52,6 +54,7 @@ def applies(field, mode: Mode, method: str) -> bool:
         and not mode.frozen
         and not mode.sliding
         and not bool(np.any(mode.held))
+        and (mode.sign_pattern is None or bool(np.all(mode.sign_pattern != 0)))
     )
 
 
@@ -80,6 +83,7 @@ def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
         values,
         FLOAT_RANGE,
         np.zeros(problem.shape) if mode.pattern is None else field.pattern_signs(mode.pattern),
+        field.offsets_c,
     )
 
 

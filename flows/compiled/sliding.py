@@ -62,8 +62,8 @@ class CompiledSliding:
         f = self.field
         ok, rhs, rates, log_c_max = self.kernels.evaluate(
             np.ascontiguousarray(zz, dtype=float), self.chart, f.depth, f.mult_f, f.features_c,
-            f.loss_id, self.rho, FLOAT_RANGE, np.ascontiguousarray(patterns, dtype=float),
-            self.kinds, self.ats,
+            f.offsets_c, f.loss_id, self.rho, FLOAT_RANGE,
+            np.ascontiguousarray(patterns, dtype=float), self.kinds, self.ats,
         )  # fmt: skip
         return (rhs, rates, log_c_max) if ok.all() else None
 

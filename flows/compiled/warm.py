@@ -9,6 +9,9 @@ that first call on small problems, one per group of kernels, in parallel process
 * ``sliding``: l_inf-SAM's sliding combination, on scipy's loop (so that it needs none of the
   segment loop's kernels), with the field kernels and the quadrature's interval rule.
 
+Regression (the squared loss) runs on the same kernels with the same argument types (the
+targets as offsets, zeros in classification), so these calls compile what it needs too.
+
     python -m flows.compiled.warm            # every group, as many processes as cores
     python -m flows.compiled.warm --group sliding
 """

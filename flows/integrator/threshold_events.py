@@ -195,7 +195,8 @@ class Stationary(SegmentEvent):
         mode.stationary = True
         log.append(FlowEvent(tau, "stationary"))
         why = (
-            "a critical point of the squared loss that does not interpolate the targets"
+            "a critical point of the squared loss (an interpolator where the loss is 0, a "
+            "least-squares point or a saddle otherwise)"
             if self.problem.data.regression
             else "the data are not separable by the signs this initialization keeps"
         )
