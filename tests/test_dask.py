@@ -188,7 +188,12 @@ def kill_when_started(marks: Path, x: float, cache: Path, killed: list, cached: 
 
 @pytest.mark.parametrize(
     "allowed_failures",
-    [0, pytest.param(3, marks=pytest.mark.slow)],  # the retried case: 2 s, a second worker
+    [
+        pytest.param(
+            0, marks=pytest.mark.slow
+        ),  # 1.3 s; the executor path stays in the default run
+        pytest.param(3, marks=pytest.mark.slow),  # the retried case: 2 s, a second worker
+    ],
     ids=["task-fails", "task-retried"],
 )
 def test_worker_killed_mid_task_loses_nothing_else(cluster, executor, tmp_path, allowed_failures):
@@ -247,6 +252,7 @@ def test_worker_killed_mid_task_loses_nothing_else(cluster, executor, tmp_path, 
 # --------------------------------------------------------------------------- locks
 
 
+@pytest.mark.slow  # 1.2 s; the lock protocol itself is tested on the serial runner (test_sweep.py)
 def test_task_locked_by_another_process_is_waited_for(tmp_path):
     """With the cache kept here (``cache_here``), a task whose lock another process holds is
     not submitted: the runner does the others, polls the lock, then reuses that process's

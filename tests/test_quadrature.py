@@ -320,7 +320,13 @@ def reference_log_t(run, grid: np.ndarray, panels: int) -> np.ndarray:
 
 #: runs whose numpy twin is checked only with ``-m slow`` (1-2 s each; the numba run of the same
 #: name, the other runs and the numba-vs-numpy comparison stay in the default suite)
-SLOW_ON_NUMPY = {"linf-sam sliding", "l2-sam LSODA", "l2-sam RK45"}
+SLOW_ON_NUMPY = {
+    "linf-sam sliding",
+    "l2-sam LSODA",
+    "l2-sam RK45",
+    "l2-sam collapse",
+    "l2-sam L3 blow-up",
+}
 
 
 @pytest.mark.parametrize(

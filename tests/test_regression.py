@@ -279,7 +279,7 @@ def test_sparse_regression_is_the_notebook_data():
 # ---------------------------------------------------------------- the implicit-bias limit
 
 
-@pytest.mark.parametrize("alpha", [0.3, 0.6, 2.0])
+@pytest.mark.parametrize("alpha", [0.3, pytest.param(0.6, marks=pytest.mark.slow), 2.0])
 def test_gd_flows_end_at_the_woodworth_interpolator(alpha):
     """GD flows from ``u = alpha``, ``v = 0`` (and a signed init) converge to the minimiser of
     the potential of :mod:`analysis.implicit_bias`, solved by its dual Newton method: at a
