@@ -196,6 +196,12 @@ def _data(X, y) -> tuple[np.ndarray, np.ndarray]:
         X, y = X.X, X.y
     if y is None:
         raise ValueError("y must be given with an array X")
+    return target_arrays(X, y)
+
+
+def target_arrays(X, y) -> tuple[np.ndarray, np.ndarray]:
+    """Finite ``X`` (n, d) and targets ``y`` (n,) of matching lengths (``ValueError`` naming
+    them otherwise)."""
     X = real_array(X, "X", ndim=2)
     y = real_array(y, "y", ndim=1)
     if y.shape[0] != X.shape[0]:

@@ -104,6 +104,8 @@ from scipy.optimize import linprog, nnls
 from flows.checks import integer, real, real_array
 from flows.data import Dataset, regression_only
 
+from .implicit_bias import target_arrays
+
 __all__ = [
     "MAX_STEPS",
     "NNLS_ITERATIONS",
@@ -181,17 +183,6 @@ class SaddlePath:
 # --------------------------------------------------------------------------- inputs
 
 
-def _data(X, y) -> tuple[np.ndarray, np.ndarray]:
-    """Finite ``X`` (n, d) and ``y`` (n,) of matching lengths."""
-    X = real_array(X, "X", ndim=2)
-    y = real_array(y, "y", ndim=1)
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"y must have one target per row of X: got {y.shape[0]} targets for {X.shape[0]} rows"
-        )
-    return X, y
-
-
 def _tolerance(tolerance) -> float:
     """A tolerance in (0, 1e-2]."""
     return real(tolerance, "tolerance", low=0.0, high=1e-2, low_open=True)
@@ -258,7 +249,7 @@ def constrained_minimiser(X, y, signs, *, tolerance: float = TOLERANCE):
     ValueError
         Naming X, y, signs or tolerance for bad input.
     """
-    X, y = _data(X, y)
+    X, y = target_arrays(X, y)
     signs = real_array(signs, "signs", ndim=1)
     if signs.shape[0] != X.shape[1] or not np.all(np.isin(signs, (-1.0, 0.0, 1.0))):
         raise ValueError(f"signs must be {X.shape[1]} entries in {{-1, 0, +1}}, got {signs!r}")
@@ -345,7 +336,7 @@ def saddle_path(X, y, *, max_steps: int = MAX_STEPS, tolerance: float = TOLERANC
 
     ``ValueError`` naming X, y, max_steps or tolerance for bad input.
     """
-    X, y = _data(X, y)
+    X, y = target_arrays(X, y)
     max_steps = integer(max_steps, "max_steps", 1)
     tolerance = _tolerance(tolerance)
     n, d = X.shape
