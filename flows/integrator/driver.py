@@ -27,10 +27,11 @@ from ..field import Problem
 from ..fused import FusedField
 from ..initialization import initialization
 from ..model import get_loss, loss_for, loss_weights, margins
-from ..results import Cause, Trajectory
+from ..results import Cause, FlowEvent, Trajectory
 from ..schedules import Hyperparameter, kinks_of
 from ..signedlog import SignedLog, product_of_layers
 from . import events as ev
+from . import stiffness
 from .arguments import (
     check_options,
     default_chart_scale,
@@ -266,18 +267,20 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
 
     rtol, atol = run.tolerances(mode)
     first_step = None
+    method = stiffness.STIFF_METHOD if run.stiff else method
+    allowance = _allowance(run, method)
     loop = run.backend.segment_loop
     if loop is not None and loop.applies(fld, mode, method):
         recorded = len(run.path.segments)
         done, run.s, run.y = loop.advance(
-            fld, mode, run.y, run.s, run.next_stop(), (rtol, atol), run.budget - run.nfev,
+            fld, mode, run.y, run.s, run.next_stop(), (rtol, atol), allowance,
             run.radius, run.near_zero_switch, run.path.segments, run.loss_floor,
         )  # fmt: skip
         if len(run.path.segments) > recorded:
             run.used(loop.name)
         run.nfev += done.nfev
         if done.budget_spent:
-            run.stop(Cause.BUDGET_SPENT, _budget_message(run))
+            _allowance_spent(run, base)
         if done.finished or done.budget_spent:
             return None
         first_step = done.first_step
@@ -295,7 +298,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
             method,
             rtol,
             atol,
-            run.budget - run.nfev,
+            allowance,
             first_step,
         )
     run.nfev += result.nfev
@@ -303,14 +306,57 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         run.used(f"scipy {method}")
         run.path.segments.append(Segment(mode, np.array(result.ts), result.interpolants))
         run.s, run.y = result.ts[-1], result.y.copy()
+    if result.status in ("failed", "budget") and run.stiff and _tied_blowup(run, base):
+        return None
     if result.status == "failed":
         run.stop(Cause.SOLVER_FAILED, _failure_message(run, rhs, result.ts[-1], result.message))
     elif result.status == "budget":
-        run.stop(Cause.BUDGET_SPENT, _budget_message(run))
+        _allowance_spent(run, base)
     elif result.status == "event":
         assert result.event is not None
         return watched[result.event]
     return None
+
+
+def _allowance(run: Run, method: str) -> int:
+    """Field evaluations the next segment may spend: the rest of the budget, or up to
+    :data:`~flows.integrator.stiffness.STIFFNESS_CHECK_NFEV` in all while a run that may meet
+    stiff loss weights has not been checked (:mod:`flows.integrator.stiffness`)."""
+    left = run.budget - run.nfev
+    if run.stiffness_checked or not stiffness.may_stiffen(run.problem, method):
+        return left
+    return max(1, min(left, stiffness.STIFFNESS_CHECK_NFEV - run.nfev))
+
+
+def _allowance_spent(run: Run, base) -> None:
+    """A segment spent its allowance: the run's budget (the run ends), or the evaluations
+    before the stiffness check (the run goes on, with the stiff method if the loss weights are
+    stiff)."""
+    if run.nfev >= run.budget or run.stiffness_checked:
+        run.stop(Cause.BUDGET_SPENT, _budget_message(run))
+        return
+    run.stiffness_checked = True
+    run.stiff = stiffness.weights_stiffness(base, run.y) > stiffness.STIFF_RATIO
+
+
+def _tied_blowup(run: Run, base) -> bool:
+    """End a stiff run that cannot go on in the blow-up, if by homogeneity at most
+    :data:`~flows.integrator.stiffness.TIED_BLOWUP_TOL` ``* max(1, tau)`` of time is left
+    (:func:`flows.integrator.stiffness.time_to_blowup`); whether it did."""
+    tau = float(run.y[-1])
+    left = stiffness.time_to_blowup(base, run.y, run.s)
+    if not left <= stiffness.TIED_BLOWUP_TOL * max(1.0, tau):
+        return False
+    run.log.append(FlowEvent(tau + left, "blow-up"))
+    run.stop(
+        Cause.BLOW_UP,
+        f"finite-time blow-up at tau={tau + left:.10g}, extrapolated: the path ends "
+        f"{left:.3g} before it at tau={tau:.10g}, where the margins (smallest "
+        f"{stiffness.tied_margins(base, run.y)[0]:.3g}) tie between examples and their "
+        "differences are resolved only to float64 rounding; tau* = tau + 1/((L - 2) r), "
+        "r = max_j dlog|w_j|/dtau, by homogeneity",
+    )
+    return True
 
 
 def _failure_message(run: Run, rhs, s: float, message: str) -> str:

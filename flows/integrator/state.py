@@ -38,6 +38,8 @@ class Run:
     log: list[FlowEvent] = field(default_factory=list)
     fields: dict = field(default_factory=dict)
     loops: list[str] = field(default_factory=list)
+    stiffness_checked: bool = False
+    stiff: bool = False
 
     def next_stop(self) -> float:
         """Where the next segment must end at the latest: the next kink of a schedule, or

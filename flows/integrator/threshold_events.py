@@ -95,14 +95,20 @@ class BlowUp(SegmentEvent):
     direction = -1.0
 
     def __call__(self, s: float, y: np.ndarray) -> float:
+        log_rate = self.log_growth_rate(s, y)
+        return float(np.log(BLOWUP_RATE) - (0.0 if log_rate is None else log_rate))
+
+    def log_growth_rate(self, s: float, y: np.ndarray) -> float | None:
+        """``log max_j d log|w_j| / dtau`` over growing entries with ``|w_j| > 1`` (None if
+        there are none)."""
         theta = self.theta(y)
         vel = self.field.velocity(theta, None, s)
         growing = (vel.dtheta.sign * theta.sign > 0) & (theta.log_abs > 0)
         if not np.any(growing):
-            return float(np.log(BLOWUP_RATE))
+            return None
         with np.errstate(invalid="ignore"):
             log_rate = vel.dtheta.log_abs - theta.log_abs
-        return float(np.log(BLOWUP_RATE) - np.max(log_rate[growing]))
+        return float(np.max(log_rate[growing]))
 
     def handle(
         self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]

@@ -1,0 +1,87 @@
+"""Stiff loss weights near a finite-time blow-up, and the blow-up time read off the growth.
+
+On several examples the rescaled field is ``F = sum_i p_i z_i * prod_{k != l} w^(k)`` with the
+loss weights ``p_i ∝ |l'(u_i)|`` (for the exponential loss the softmax of ``-u``). Near the
+limit direction the smallest margins tie (the support vectors of the max-margin problem):
+a gap ``u_i - u_k`` relaxes at the rate of the margins' growth times ``u``, while the
+direction moves at that growth rate, so the flow is stiff with ratio
+
+    ``S = u_min (1 - p_max)``
+
+(``1 - p_max`` is 0 when a single example carries the weight: no tie, no stiffness). At depth
+``L >= 3`` the margins grow without bound before the blow-up and an explicit method needs
+``~S`` steps per unit of ``log |w|``: a run checks ``S`` after
+:data:`STIFFNESS_CHECK_NFEV` evaluations of one explicit segment and, above
+:data:`STIFF_RATIO`, continues with the implicit :data:`STIFF_METHOD`.
+
+The tied margins are sums that cancel to ``~u_min * eps``: where that rounding reaches the
+solver's tolerance the path cannot be integrated further in float64, short of the blow-up. By
+homogeneity (``w ~ (tau* - tau)^(-1/(L-2))`` once the direction has settled) the time left is
+
+    ``tau* - tau = 1 / ((L - 2) r)``,  ``r = max_j d log|w_j| / dtau``
+
+(exact for one coordinate, ``dw/dtau = mu w^(L-1)``): when the stiff solver stops with at most
+:data:`TIED_BLOWUP_TOL` ``* max(1, tau)`` left, the run ends in the blow-up at the extrapolated
+``tau*`` (status 1), its message giving the time left.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..field import Problem
+from .threshold_events import BlowUp
+
+#: Evaluations of one explicit segment after which the loss weights are checked for stiffness.
+STIFFNESS_CHECK_NFEV = 20_000
+#: Stiffness ratio ``S`` above which the run continues with :data:`STIFF_METHOD`.
+STIFF_RATIO = 100.0
+STIFF_METHOD = "BDF"
+#: The implicit and stiff methods of :data:`flows.integrator.solver.METHODS` (not switched).
+IMPLICIT = ("Radau", "BDF", "LSODA")
+#: Largest time left to the blow-up, relative to ``max(1, tau)``, at which a stiff run that
+#: cannot go on ends in the extrapolated blow-up.
+TIED_BLOWUP_TOL = 1e-3
+
+
+def may_stiffen(problem: Problem, method: str) -> bool:
+    """Whether a run is checked for stiff weights: classification on several examples, depth
+    ``>= 3``, the rescaled clock (where it blows up in finite time), an explicit method."""
+    data = problem.data
+    return (
+        not data.regression
+        and data.n > 1
+        and int(np.sum(problem.multiplicity)) >= 3
+        and not problem.clock.original
+        and method not in IMPLICIT
+    )
+
+
+def tied_margins(field, y: np.ndarray) -> tuple[float, float]:
+    """``(u_min, p_max)`` at the chart state ``y``: the smallest loss argument of the predictor
+    ``beta = prod_l w^(l)`` and the largest normalised weight ``|l'(u_i)| / sum_k |l'(u_k)|``."""
+    event = BlowUp(field)
+    fused = event.fused
+    theta = event.theta(y)
+    u = fused.loss_arguments(fused.margins(fused.product_of_layers(theta.sign, theta.log_abs)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        log_p = field.problem.loss.log_abs_derivative(u)
+        p = np.exp(log_p - np.max(log_p))
+        return float(np.min(u)), float(np.max(p) / np.sum(p))
+
+
+def weights_stiffness(field, y: np.ndarray) -> float:
+    """``S = u_min (1 - p_max)`` at the chart state ``y`` (:func:`tied_margins`; 0 where the
+    margins left the floats)."""
+    u_min, p_max = tied_margins(field, y)
+    return u_min * (1.0 - p_max) if np.isfinite(u_min) and np.isfinite(p_max) else 0.0
+
+
+def time_to_blowup(field, y: np.ndarray, s: float) -> float:
+    """``1 / ((L - 2) r)`` at the chart state ``y`` (clock time ``s``): the rescaled time left
+    to the blow-up by homogeneity (``inf`` if no parameter grows, or at depth < 3)."""
+    depth = int(np.sum(field.problem.multiplicity))
+    log_rate = BlowUp(field).log_growth_rate(s, y)
+    if log_rate is None or depth < 3:
+        return float("inf")
+    return float(np.exp(-log_rate) / (depth - 2))

@@ -1,0 +1,91 @@
+"""Rescaled flows at depth L >= 3 on several examples reach their finite-time blow-up, where the
+smallest margins tie between support vectors and the loss weights are stiff
+(:mod:`flows.integrator.stiffness`), and end there in the direction of an l_{2/L} KKT point.
+
+Independent references: the blow-up time of a data set whose symmetry makes the flow one
+coordinate (``dw/dtau = mu w^(L-1)``, closed form); the KKT points of the depth-L program
+(:func:`analysis.maxmargin.kkt_points`, local solves and vertex enumeration, no flow)."""
+
+import numpy as np
+import pytest
+
+from analysis.maxmargin import kkt_points
+from flows import Dataset, simulate
+from flows.datasets import gaussian_blobs, teacher_data
+from flows.integrator.driver import _setup
+from flows.integrator.stiffness import TIED_BLOWUP_TOL, time_to_blowup, weights_stiffness
+from flows.results import BLOWUP, Cause
+
+#: Two examples swapped by exchanging the coordinates: from alpha (1, 1) both margins stay equal
+#: and the flow is one coordinate with mu = (1 + 0.5) / 2 (mean of the tied weights).
+SYMMETRIC = Dataset(np.array([[1.0, 0.5], [0.5, 1.0]]), np.array([1.0, 1.0]))
+
+
+def _angle(a: np.ndarray, b: np.ndarray) -> float:
+    cos = np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))
+    return float(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
+@pytest.mark.parametrize("depth", [3, 4])
+def test_time_to_blowup_is_exact_on_one_coordinate(depth):
+    """``1 / ((L - 2) r)`` is the closed-form ``tau* = alpha^(2-L) / ((L - 2) mu)`` at the
+    start (``w' = mu w^(L-1)``, here mu = 0.75, alpha = 1.2), and the flow blows up there."""
+    alpha, mu = 1.2, 0.75
+    exact = alpha ** (2 - depth) / ((depth - 2) * mu)
+    options = dict(
+        t_max=10.0, clock=None, n_points=11, loss="exponential", reduced=None, rtol=1e-10,
+        atol=1e-100, method="DOP853", chart="auto", chart_scale=None, original_time=False,
+        max_nfev=200_000, loss_floor=None, backend="numpy",
+    )  # fmt: skip
+    run = _setup(SYMMETRIC, "gd", depth, alpha, {}, options)
+    field = run.field_for(run.mode)
+    assert time_to_blowup(field, run.y, 0.0) == pytest.approx(exact, rel=1e-12)
+    tr = simulate(SYMMETRIC, "gd", depth, alpha, t_max=10.0, loss="exponential")
+    assert tr.status == BLOWUP
+    assert tr.blowup_time == pytest.approx(exact, rel=1e-9)
+
+
+def test_one_example_carrying_the_weight_is_not_stiff():
+    """``S = u_min (1 - p_max)`` vanishes when one margin is far below the others."""
+    data = Dataset(np.array([[1.0, 0.0], [30.0, 30.0]]), np.array([1.0, 1.0]))
+    options = dict(
+        t_max=1.0, clock=None, n_points=2, loss="exponential", reduced=None, rtol=1e-10,
+        atol=1e-100, method="DOP853", chart="auto", chart_scale=None, original_time=False,
+        max_nfev=1000, loss_floor=None, backend="numpy",
+    )  # fmt: skip
+    run = _setup(data, "gd", 3, 3.0, {}, options)  # margins 27 and 1620: p_max = 1 - e^-1593
+    assert weights_stiffness(run.field_for(run.mode), run.y) == pytest.approx(0.0, abs=1e-12)
+
+
+CASES = [
+    ("teacher", teacher_data(), 3, 1.0),
+    ("teacher", teacher_data(), 3, 0.1),
+    ("teacher", teacher_data(), 4, 1.0),
+    ("blobs seed 3", gaussian_blobs(seed=3), 3, 1.0),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "depth", "alpha"), CASES, ids=[c[0] for c in CASES])
+def test_tied_runs_end_in_the_blowup_at_an_l2_over_L_kkt_point(name, data, depth, alpha):
+    """The run switches to the stiff method, ends with status 1 (the extrapolated blow-up, at
+    most TIED_BLOWUP_TOL of time left) and its last direction is within 1e-6 rad of a KKT point
+    of the depth-L program whose support vectors are tied (two or more)."""
+    tr = simulate(data, "gd", depth, alpha, t_max=100.0, n_points=101)
+    assert tr.status == BLOWUP and tr.cause == Cause.BLOW_UP, tr.message
+    assert "scipy BDF" in tr.segment_loops
+    assert tr.nfev < 60_000
+    left = tr.blowup_time - tr.tau[-1]
+    assert 0 < left <= TIED_BLOWUP_TOL * max(1.0, tr.tau[-1])
+    points = kkt_points(data, depth)
+    nearest = min(points, key=lambda p: _angle(p.direction, tr.direction[-1]))
+    assert _angle(nearest.direction, tr.direction[-1]) < 1e-6
+    assert len(nearest.support_vectors) >= 2
+
+
+def test_the_extrapolated_blowup_time_does_not_hang_on_the_tolerance():
+    """The path ends at different times for rtol 1e-8 and 1e-12 (where the tied margins are
+    lost to rounding); the extrapolated blow-up times agree to within the time each leaves."""
+    data = teacher_data()
+    runs = [simulate(data, "gd", 3, 1.0, t_max=100.0, n_points=11, rtol=r) for r in (1e-8, 1e-12)]
+    left = max(tr.blowup_time - tr.tau[-1] for tr in runs)
+    assert abs(runs[0].blowup_time - runs[1].blowup_time) < left
