@@ -11,6 +11,7 @@ from . import (
     blobs,
     clocks_and_loss,
     depth_contrast,
+    depth_kkt,
     digits_generalization,
     digits_minor_first,
     digits_saliency,
@@ -54,6 +55,7 @@ FIGURES: dict[str, Figure] = {
         sam_regression.SAM_REGRESSION,  # fig17: the public SAM diagonal-network experiment
         kernel_rich.KERNEL_RICH,  # fig18: kernel -> rich in regression, the Woodworth limit
         saddles.SADDLES,  # fig19: saddle-to-saddle at vanishing initialisation
+        depth_kkt.DEPTH_KKT,  # fig20: which l_{2/L} KKT point the flows reach at depth
         digits_saliency.SALIENCY_0V1,  # digits study: pixel shares as 8x8 maps
         digits_saliency.SALIENCY_3V8,
         digits_saliency.SALIENCY_4V9,

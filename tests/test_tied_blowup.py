@@ -83,9 +83,19 @@ def test_tied_runs_end_in_the_blowup_at_an_l2_over_L_kkt_point(name, data, depth
 
 
 def test_the_extrapolated_blowup_time_does_not_hang_on_the_tolerance():
-    """The path ends at different times for rtol 1e-8 and 1e-12 (where the tied margins are
+    """The path ends at different times for rtol 1e-10 and 1e-12 (where the tied margins are
     lost to rounding); the extrapolated blow-up times agree to within the time each leaves."""
     data = teacher_data()
-    runs = [simulate(data, "gd", 3, 1.0, t_max=100.0, n_points=11, rtol=r) for r in (1e-8, 1e-12)]
+    runs = [simulate(data, "gd", 3, 1.0, t_max=100.0, n_points=11, rtol=r) for r in (1e-10, 1e-12)]
     left = max(tr.blowup_time - tr.tau[-1] for tr in runs)
     assert abs(runs[0].blowup_time - runs[1].blowup_time) < left
+
+
+def test_a_late_blowup_beyond_the_resolution_of_tau_is_detected():
+    """One example, L = 4, alpha = 0.003: the closed form ``tau* = alpha^-2 / (2 max_j mu_j)``
+    = 27777.8 is so late that 1 / BLOWUP_RATE of time is below tau's rounding; the run still
+    ends in the blow-up (status 1), at tau* to 1e-9."""
+    mu, alpha = np.array([1.0, 2.0]), 0.003
+    tr = simulate(Dataset(mu[None, :], np.ones(1)), "gd", 4, alpha, t_max=1e5, n_points=11)
+    assert tr.status == BLOWUP, tr.message
+    assert tr.blowup_time == pytest.approx(alpha**-2 / (2 * mu.max()), rel=1e-9)

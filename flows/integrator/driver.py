@@ -124,8 +124,10 @@ def simulate(
     Returns
     -------
     Trajectory
-        With ``status`` 0 (reached ``t_max``), 1 (finite-time blow-up: the path ends there) or
-        -1 (solver failure or budget spent: the path ends there; ``message`` says why).
+        With ``status`` 0 (reached ``t_max``), 1 (finite-time blow-up: the path ends there,
+        or, where tied margins or the resolution of ``tau`` stop it first, just before it, the
+        event at the blow-up time extrapolated by homogeneity: :mod:`flows.integrator.stiffness`)
+        or -1 (solver failure or budget spent: the path ends there; ``message`` says why).
     """
     options = dict(
         t_max=t_max,
@@ -261,6 +263,8 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     )
     if run.loss_floor is not None:
         watched.append(LossFloor(base, floor=run.loss_floor))
+    if run.stiff:
+        watched.append(stiffness.TiesLost(base, rtol=run.rtol))
     holding = next((e for e in watched if e.already(run.y)), None)
     if holding is not None:
         return holding
@@ -306,7 +310,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         run.used(f"scipy {method}")
         run.path.segments.append(Segment(mode, np.array(result.ts), result.interpolants))
         run.s, run.y = result.ts[-1], result.y.copy()
-    if result.status in ("failed", "budget") and run.stiff and _tied_blowup(run, base):
+    if result.status in ("failed", "budget") and _extrapolated_blowup(run, base):
         return None
     if result.status == "failed":
         run.stop(Cause.SOLVER_FAILED, _failure_message(run, rhs, result.ts[-1], result.message))
@@ -339,23 +343,25 @@ def _allowance_spent(run: Run, base) -> None:
     run.stiff = stiffness.weights_stiffness(base, run.y) > stiffness.STIFF_RATIO
 
 
-def _tied_blowup(run: Run, base) -> bool:
-    """End a stiff run that cannot go on in the blow-up, if by homogeneity at most
-    :data:`~flows.integrator.stiffness.TIED_BLOWUP_TOL` ``* max(1, tau)`` of time is left
-    (:func:`flows.integrator.stiffness.time_to_blowup`); whether it did."""
+def _extrapolated_blowup(run: Run, base) -> bool:
+    """End a rescaled run at depth >= 3 that cannot go on in the blow-up, if by homogeneity at
+    most :data:`~flows.integrator.stiffness.TIED_BLOWUP_TOL` ``* max(1, tau)`` of time is left
+    (:func:`flows.integrator.stiffness.time_to_blowup`); whether it did. Two causes stop such a
+    run short of ``BLOWUP_RATE``: tied margins resolved only to rounding (after the switch to
+    the stiff method), or steps below the resolution of ``tau`` (a blow-up at large ``tau``)."""
+    if run.problem.clock.original or int(run.problem.multiplicity.sum()) < 3:
+        return False
     tau = float(run.y[-1])
     left = stiffness.time_to_blowup(base, run.y, run.s)
     if not left <= stiffness.TIED_BLOWUP_TOL * max(1.0, tau):
         return False
-    run.log.append(FlowEvent(tau + left, "blow-up"))
-    run.stop(
-        Cause.BLOW_UP,
-        f"finite-time blow-up at tau={tau + left:.10g}, extrapolated: the path ends "
-        f"{left:.3g} before it at tau={tau:.10g}, where the margins (smallest "
-        f"{stiffness.tied_margins(base, run.y)[0]:.3g}) tie between examples and their "
-        "differences are resolved only to float64 rounding; tau* = tau + 1/((L - 2) r), "
-        "r = max_j dlog|w_j|/dtau, by homogeneity",
+    why = (
+        stiffness.tie_message(base, run.y)
+        if run.stiff
+        else "the steps fall below what float64 resolves of tau"
     )
+    run.log.append(FlowEvent(tau + left, "blow-up"))
+    run.stop(Cause.BLOW_UP, stiffness.blowup_message(tau, left, why))
     return True
 
 

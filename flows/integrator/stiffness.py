@@ -20,16 +20,23 @@ homogeneity (``w ~ (tau* - tau)^(-1/(L-2))`` once the direction has settled) the
 
     ``tau* - tau = 1 / ((L - 2) r)``,  ``r = max_j d log|w_j| / dtau``
 
-(exact for one coordinate, ``dw/dtau = mu w^(L-1)``): when the stiff solver stops with at most
-:data:`TIED_BLOWUP_TOL` ``* max(1, tau)`` left, the run ends in the blow-up at the extrapolated
-``tau*`` (status 1), its message giving the time left.
+(exact for one coordinate, ``dw/dtau = mu w^(L-1)``): when the solver stops with at most
+:data:`TIED_BLOWUP_TOL` ``* max(1, tau)`` left — on tied margins, or on steps below the
+resolution of a large ``tau`` (a late blow-up, ``1 / BLOWUP_RATE`` closer than ``tau``'s
+rounding) — the run ends in the blow-up at the extrapolated ``tau*`` (status 1,
+:func:`flows.integrator.driver._extrapolated_blowup`), its message giving the time left.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..field import Problem
+from ..results import Cause, FlowEvent
+from .events import Outcome, SegmentEvent
+from .segments import Mode
 from .threshold_events import BlowUp
 
 #: Evaluations of one explicit segment after which the loss weights are checked for stiffness.
@@ -39,7 +46,13 @@ STIFF_RATIO = 100.0
 STIFF_METHOD = "BDF"
 #: The implicit and stiff methods of :data:`flows.integrator.solver.METHODS` (not switched).
 IMPLICIT = ("Radau", "BDF", "LSODA")
-#: Largest time left to the blow-up, relative to ``max(1, tau)``, at which a stiff run that
+#: Error of the tied margins' gaps, ``S max(rtol, eps)``, at which a stiff run ends: the solver
+#: controls ``log|w|`` to ``rtol``, so the gaps ``u_i - u_k`` are known to ``~u rtol``; beyond 1
+#: the weights of the tied examples are uncertain to O(1) and the run can leave the tie for any
+#: one of them (measured: FLOW data, L = 3, alpha = 0.3, rtol 1e-8: the tie broke at u = 1e10
+#: and BDF went on to a 1-sparse direction 54 degrees from the limit).
+TIE_RESOLUTION = 1.0
+#: Largest time left to the blow-up, relative to ``max(1, tau)``, at which a run that
 #: cannot go on ends in the extrapolated blow-up.
 TIED_BLOWUP_TOL = 1e-3
 
@@ -85,3 +98,60 @@ def time_to_blowup(field, y: np.ndarray, s: float) -> float:
     if log_rate is None or depth < 3:
         return float("inf")
     return float(np.exp(-log_rate) / (depth - 2))
+
+
+def blowup_message(tau: float, left: float, why: str) -> str:
+    """The message of a run ended in the extrapolated blow-up ``tau + left``."""
+    return (
+        f"finite-time blow-up at tau={tau + left:.10g}, extrapolated: the path ends {left:.3g} "
+        f"before it at tau={tau:.10g}, where {why}; tau* = tau + 1/((L - 2) r), "
+        "r = max_j dlog|w_j|/dtau, by homogeneity"
+    )
+
+
+def tie_message(field, y: np.ndarray) -> str:
+    """Why a stiff run ends: its tied margins' gaps are not resolved any more."""
+    return (
+        f"the margins (smallest {tied_margins(field, y)[0]:.3g}) tie between examples and "
+        "their differences are not resolved at the solver's tolerance"
+    )
+
+
+@dataclass
+class TiesLost(SegmentEvent):
+    """``g = log(S max(rtol, eps)) - log TIE_RESOLUTION`` (:func:`weights_stiffness`): the error
+    of the tied margins' gaps reaches :data:`TIE_RESOLUTION`. The run ends there: in the blow-up
+    extrapolated by homogeneity when at most :data:`TIED_BLOWUP_TOL` ``* max(1, tau)`` is left,
+    else with cause 'precision lost' (status -1)."""
+
+    rtol: float = 1e-10
+    direction = 1.0
+
+    def __call__(self, s: float, y: np.ndarray) -> float:
+        stiff = weights_stiffness(self.field, y)
+        if stiff <= 0:
+            return -np.inf
+        resolution = max(self.rtol, float(np.finfo(float).eps))
+        return float(np.log(stiff * resolution) - np.log(TIE_RESOLUTION))
+
+    def already(self, y: np.ndarray) -> bool:
+        """The ties are lost where the segment starts."""
+        return self(0.0, y) >= 0
+
+    def handle(
+        self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
+    ) -> Outcome:
+        """End the run: the blow-up if it is near, else precision lost."""
+        left = time_to_blowup(self.field, y, s)
+        why = tie_message(self.field, y)
+        if left <= TIED_BLOWUP_TOL * max(1.0, tau):
+            log.append(FlowEvent(tau + left, "blow-up"))
+            return Outcome(stop=True, cause=Cause.BLOW_UP, message=blowup_message(tau, left, why))
+        return Outcome(
+            stop=True,
+            cause=Cause.PRECISION_LOST,
+            message=(
+                f"at tau={tau:.10g} {why}, and the blow-up is not near ({left:.3g} left by "
+                "homogeneity); the path up to there is returned (a smaller rtol goes further)"
+            ),
+        )
