@@ -354,3 +354,20 @@ def test_gd_without_an_interpolator_rests_at_least_squares():
     assert tr.cause == Cause.STATIONARY and tr.status == 0
     least_squares = np.linalg.lstsq(data.X, data.y, rcond=None)[0]
     np.testing.assert_allclose(tr.beta[-1], least_squares, atol=1e-6)
+
+
+def test_split_layers_finds_a_broken_conservation_law():
+    """``w_1^2 - w_2^2 = c`` from the first sample: layers equal to rounding keep it (c = 1e-200
+    is below their resolution); layers apart by e^30 at e^-115 break it by 1e85 times c; a
+    difference at the solver's tolerance (rtol 1e-10, layers ~1) does not count."""
+    from flows.integrator.conservation import split_layers
+    from flows.signedlog import SignedLog
+
+    alpha = 1e-100
+    start = [[np.log(alpha)] * 2, [-np.inf] * 2]
+    kept = [[-115.0, -0.3], [-115.0, -0.3 - 1e-12]]
+    broken = [[-145.0, -0.3], [-115.0, -0.3]]
+    signs = np.array([[[1.0, 1.0], [0.0, 0.0]], [[1.0, 1.0], [1.0, 1.0]]])
+    for last, expected in [(kept, None), (broken, (0, 0))]:
+        theta = SignedLog(signs, np.array([start, last]))
+        assert split_layers(theta, 1e-10) == expected

@@ -63,3 +63,24 @@ def conservation_cut(theta: SignedLog, rtol: float) -> tuple[int, str] | None:
         "rounding, and float64 could not follow it back; the path is cut where it last kept it "
         f"(sample {i}); a larger initialisation keeps it"
     )
+
+
+def split_layers(theta: SignedLog, rtol: float) -> tuple[int, int] | None:
+    """``(layer, j)`` where the last sample of ``theta`` (T, L, d) breaks the GD conservation law
+    ``w^(l)_j^2 - w^(l+1)_j^2 = c`` (from the first sample) by far more than rounding: the
+    layers have split apart where the exact flow keeps them equal up to ``c``, e.g. a tiny ``c``
+    below the layers' resolution whose rounding the unstable mode of a shrinking coordinate
+    amplified. None if the last sample keeps every ``c`` to ``1e3 |c|`` plus ``1e3
+    max(rtol, eps) max(w_l^2, w_k^2)`` (the solver controls each layer to ``rtol``)."""
+    _, L, _ = theta.log_abs.shape
+    for layer in range(L - 1):
+        with np.errstate(over="ignore", invalid="ignore"):
+            first = np.exp(2.0 * theta.log_abs[0, layer : layer + 2, :])
+            last = np.exp(2.0 * theta.log_abs[-1, layer : layer + 2, :])
+            c0 = np.abs(first[0] - first[1])
+            now = np.abs(last[0] - last[1])
+            noise = 1e3 * max(rtol, float(np.finfo(float).eps)) * np.max(last, axis=0)
+            split = np.flatnonzero(now > 1e3 * c0 + noise)
+        if split.size:
+            return layer, int(split[0])
+    return None

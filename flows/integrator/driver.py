@@ -39,6 +39,7 @@ from .arguments import (
     warn_if_signs_cannot_separate,
 )
 from .assemble import assemble
+from .conservation import split_layers
 from .filippov import FilippovField, TooManySurfaces
 from .segments import Mode, Path, Segment
 from .solver import METHODS, integrate_segment
@@ -313,7 +314,11 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     if result.status in ("failed", "budget") and _extrapolated_blowup(run, base):
         return None
     if result.status == "failed":
-        run.stop(Cause.SOLVER_FAILED, _failure_message(run, rhs, result.ts[-1], result.message))
+        split = _split_layers(run)
+        run.stop(
+            Cause.SOLVER_FAILED if split is None else Cause.PRECISION_LOST,
+            _failure_message(run, rhs, result.ts[-1], result.message, split),
+        )
     elif result.status == "budget":
         _allowance_spent(run, base)
     elif result.status == "event":
@@ -365,10 +370,23 @@ def _extrapolated_blowup(run: Run, base) -> bool:
     return True
 
 
-def _failure_message(run: Run, rhs, s: float, message: str) -> str:
-    """The message of a solver failure at ``s``, naming the field's overflow or size when that is
-    what stopped the steps (time scale ``1 / |F|`` below the resolution of ``s``)."""
+def _failure_message(
+    run: Run, rhs, s: float, message: str, split: tuple[int, int] | None = None
+) -> str:
+    """The message of a solver failure at ``s``, naming what stopped the steps: layers of a GD
+    run split apart against its conservation law (``split``, from :func:`_split_layers`; the
+    run's cause is then 'precision lost'), the field's overflow, or its size (time scale
+    ``1 / |F|`` below the resolution of ``s``)."""
     text = f"solver failed at s={s:.6g}: {message}"
+    if split is not None:
+        layer, j = split
+        return (
+            f"{text}; the GD flow keeps w^({layer + 1})_{j + 1}^2 - w^({layer + 2})_{j + 1}^2 "
+            "constant, and the path's layers of that coordinate have split apart where the "
+            "exact ones stay equal to rounding (a difference below their resolution, amplified "
+            "as the coordinate shrank): float64 cannot follow this path; a larger "
+            "initialisation keeps the difference resolved"
+        )
     with np.errstate(all="ignore"):
         field = np.asarray(rhs(s, run.y), dtype=float)
     largest = float(np.max(np.abs(field))) if field.size else 0.0
@@ -385,6 +403,16 @@ def _failure_message(run: Run, rhs, s: float, message: str) -> str:
             "rescale X"
         )
     return text
+
+
+def _split_layers(run: Run) -> tuple[int, int] | None:
+    """:func:`flows.integrator.conservation.split_layers` between the start and the end of the
+    path of a GD run on the full system (None for other runs)."""
+    problem = run.problem
+    if problem.algorithm.perturbs or len(problem.multiplicity) < 2 or not run.path.segments:
+        return None
+    theta, _, _ = run.path.sample(np.array([0.0, run.path.end]))
+    return split_layers(theta, run.rtol)
 
 
 def _undecided_message(surfaces: list[str], tau: float) -> str:
