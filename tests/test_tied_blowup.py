@@ -99,3 +99,17 @@ def test_a_late_blowup_beyond_the_resolution_of_tau_is_detected():
     tr = simulate(Dataset(mu[None, :], np.ones(1)), "gd", 4, alpha, t_max=1e5, n_points=11)
     assert tr.status == BLOWUP, tr.message
     assert tr.blowup_time == pytest.approx(alpha**-2 / (2 * mu.max()), rel=1e-9)
+
+
+@pytest.mark.parametrize("method", ["BDF", "Radau"])
+def test_an_implicit_method_is_watched_for_lost_ties(method):
+    """Chosen by the user, an implicit method is watched for lost ties from the start: on FLOW
+    data (L = 3, alpha = 0.3, rtol 1e-8, where a tie broken by rounding once sent BDF to a
+    vertex 54 degrees away) the run ends in the blow-up at the global l_{2/3} KKT point."""
+    X = np.array([[0.8, 0.5, 0.3], [0.3, 0.9, 1.0], [0.7, 0.3, 0.7]])
+    data = Dataset(X, np.ones(3))
+    tr = simulate(data, "gd", 3, 0.3, t_max=6.0, n_points=11, rtol=1e-8, method=method)
+    assert tr.status == BLOWUP, tr.message
+    best = kkt_points(data, 3)[0]
+    assert best.status == "global"
+    assert _angle(best.direction, tr.direction[-1]) < 1e-5

@@ -243,6 +243,9 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     Returns the event that ended the segment, or None (end reached, or the run stopped).
     """
     mode = run.mode.copy()
+    if method in stiffness.IMPLICIT and stiffness.tie_prone(run.problem):
+        run.stiff = True  # the user's implicit method: watched for lost ties from the start
+    method = stiffness.STIFF_METHOD if run.stiff and method not in stiffness.IMPLICIT else method
     base = run.field_for(mode)
     try:
         fld = run.moving_field(mode)
@@ -272,7 +275,6 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
 
     rtol, atol = run.tolerances(mode)
     first_step = None
-    method = stiffness.STIFF_METHOD if run.stiff else method
     allowance = _allowance(run, method)
     loop = run.backend.segment_loop
     if loop is not None and loop.applies(fld, mode, method):

@@ -12,7 +12,8 @@ direction moves at that growth rate, so the flow is stiff with ratio
 ``L >= 3`` the margins grow without bound before the blow-up and an explicit method needs
 ``~S`` steps per unit of ``log |w|``: a run checks ``S`` after
 :data:`STIFFNESS_CHECK_NFEV` evaluations of one explicit segment and, above
-:data:`STIFF_RATIO`, continues with the implicit :data:`STIFF_METHOD`.
+:data:`STIFF_RATIO`, continues with the implicit :data:`STIFF_METHOD` (a run whose method is
+implicit from the start is treated as stiff throughout).
 
 The tied margins are sums that cancel to ``~u_min * eps``: where that rounding reaches the
 solver's tolerance the path cannot be integrated further in float64, short of the blow-up. By
@@ -57,17 +58,22 @@ TIE_RESOLUTION = 1.0
 TIED_BLOWUP_TOL = 1e-3
 
 
-def may_stiffen(problem: Problem, method: str) -> bool:
-    """Whether a run is checked for stiff weights: classification on several examples, depth
-    ``>= 3``, the rescaled clock (where it blows up in finite time), an explicit method."""
+def tie_prone(problem: Problem) -> bool:
+    """Whether the margins of a run may come to tie at growing size: classification on several
+    examples, depth ``>= 3``, the rescaled clock (where it blows up in finite time)."""
     data = problem.data
     return (
         not data.regression
         and data.n > 1
         and int(np.sum(problem.multiplicity)) >= 3
         and not problem.clock.original
-        and method not in IMPLICIT
     )
+
+
+def may_stiffen(problem: Problem, method: str) -> bool:
+    """Whether a run is checked for stiff weights: :func:`tie_prone`, with an explicit method
+    (an implicit one is watched by :class:`TiesLost` from the start)."""
+    return tie_prone(problem) and method not in IMPLICIT
 
 
 def tied_margins(field, y: np.ndarray) -> tuple[float, float]:
