@@ -27,7 +27,7 @@ from ..field import Problem
 from ..fused import FusedField
 from ..initialization import initialization
 from ..model import get_loss, loss_for, loss_weights, margins
-from ..results import Cause, FlowEvent, Trajectory
+from ..results import Cause, Trajectory
 from ..schedules import Hyperparameter, kinks_of
 from ..signedlog import SignedLog, product_of_layers
 from . import events as ev
@@ -330,9 +330,9 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
 
 
 def _allowance(run: Run, method: str) -> int:
-    """Field evaluations the next segment may spend: the rest of the budget, or up to
-    :data:`~flows.integrator.stiffness.STIFFNESS_CHECK_NFEV` in all while a run that may meet
-    stiff loss weights has not been checked (:mod:`flows.integrator.stiffness`)."""
+    """Field evaluations the next segment may spend: the rest of the budget, or, while a run
+    that may meet stiff loss weights has not been checked, what is left of its first
+    :data:`~flows.integrator.stiffness.STIFFNESS_CHECK_NFEV` (:mod:`flows.integrator.stiffness`)."""
     left = run.budget - run.nfev
     if run.stiffness_checked or not stiffness.may_stiffen(run.problem, method):
         return left
@@ -358,17 +358,15 @@ def _extrapolated_blowup(run: Run, base) -> bool:
     the stiff method), or steps below the resolution of ``tau`` (a blow-up at large ``tau``)."""
     if run.problem.clock.original or int(run.problem.multiplicity.sum()) < 3:
         return False
-    tau = float(run.y[-1])
-    left = stiffness.time_to_blowup(base, run.y, run.s)
-    if not left <= stiffness.TIED_BLOWUP_TOL * max(1.0, tau):
-        return False
     why = (
         stiffness.tie_message(base, run.y)
         if run.stiff
         else "the steps fall below what float64 resolves of tau"
     )
-    run.log.append(FlowEvent(tau + left, "blow-up"))
-    run.stop(Cause.BLOW_UP, stiffness.blowup_message(tau, left, why))
+    message = stiffness.extrapolated_blowup(base, run.y, run.s, why, run.log)
+    if message is None:
+        return False
+    run.stop(Cause.BLOW_UP, message)
     return True
 
 

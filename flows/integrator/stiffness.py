@@ -10,13 +10,14 @@ direction moves at that growth rate, so the flow is stiff with ratio
 
 (``1 - p_max`` is 0 when a single example carries the weight: no tie, no stiffness). At depth
 ``L >= 3`` the margins grow without bound before the blow-up and an explicit method needs
-``~S`` steps per unit of ``log |w|``: a run checks ``S`` after
-:data:`STIFFNESS_CHECK_NFEV` evaluations of one explicit segment and, above
+``~S`` steps per unit of ``log |w|``: a run checks ``S`` once it has spent
+:data:`STIFFNESS_CHECK_NFEV` evaluations and, above
 :data:`STIFF_RATIO`, continues with the implicit :data:`STIFF_METHOD` (a run whose method is
 implicit from the start is treated as stiff throughout).
 
-The tied margins are sums that cancel to ``~u_min * eps``: where that rounding reaches the
-solver's tolerance the path cannot be integrated further in float64, short of the blow-up. By
+The solver controls ``log|w|`` to ``rtol``, so the gaps of the tied margins are known to
+``~S max(rtol, eps)``: where that reaches 1 (:class:`TiesLost`) the tied weights are uncertain
+and the path is not followed further, short of the blow-up. By
 homogeneity (``w ~ (tau* - tau)^(-1/(L-2))`` once the direction has settled) the time left is
 
     ``tau* - tau = 1 / ((L - 2) r)``,  ``r = max_j d log|w_j| / dtau``
@@ -25,7 +26,7 @@ homogeneity (``w ~ (tau* - tau)^(-1/(L-2))`` once the direction has settled) the
 :data:`TIED_BLOWUP_TOL` ``* max(1, tau)`` left — on tied margins, or on steps below the
 resolution of a large ``tau`` (a late blow-up, ``1 / BLOWUP_RATE`` closer than ``tau``'s
 rounding) — the run ends in the blow-up at the extrapolated ``tau*`` (status 1,
-:func:`flows.integrator.driver._extrapolated_blowup`), its message giving the time left.
+:func:`extrapolated_blowup`), its message giving the time left.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def may_stiffen(problem: Problem, method: str) -> bool:
 def tied_margins(field, y: np.ndarray) -> tuple[float, float]:
     """``(u_min, p_max)`` at the chart state ``y``: the smallest loss argument of the predictor
     ``beta = prod_l w^(l)`` and the largest normalised weight ``|l'(u_i)| / sum_k |l'(u_k)|``."""
-    event = BlowUp(field)
+    event = SegmentEvent(field)
     fused = event.fused
     theta = event.theta(y)
     u = fused.loss_arguments(fused.margins(fused.product_of_layers(theta.sign, theta.log_abs)))
@@ -106,8 +107,18 @@ def time_to_blowup(field, y: np.ndarray, s: float) -> float:
     return float(np.exp(-log_rate) / (depth - 2))
 
 
-def blowup_message(tau: float, left: float, why: str) -> str:
-    """The message of a run ended in the extrapolated blow-up ``tau + left``."""
+def extrapolated_blowup(
+    field, y: np.ndarray, s: float, why: str, log: list[FlowEvent]
+) -> str | None:
+    """End a run that cannot go on at the chart state ``y`` (clock time ``s``) in the blow-up
+    extrapolated by homogeneity, if at most :data:`TIED_BLOWUP_TOL` ``* max(1, tau)`` is left
+    (:func:`time_to_blowup`): log the event at ``tau*`` and return the run's message (``why``
+    says what stopped it); None if more is left."""
+    tau = float(y[-1])
+    left = time_to_blowup(field, y, s)
+    if not left <= TIED_BLOWUP_TOL * max(1.0, tau):
+        return None
+    log.append(FlowEvent(tau + left, "blow-up"))
     return (
         f"finite-time blow-up at tau={tau + left:.10g}, extrapolated: the path ends {left:.3g} "
         f"before it at tau={tau:.10g}, where {why}; tau* = tau + 1/((L - 2) r), "
@@ -148,16 +159,16 @@ class TiesLost(SegmentEvent):
         self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
     ) -> Outcome:
         """End the run: the blow-up if it is near, else precision lost."""
-        left = time_to_blowup(self.field, y, s)
         why = tie_message(self.field, y)
-        if left <= TIED_BLOWUP_TOL * max(1.0, tau):
-            log.append(FlowEvent(tau + left, "blow-up"))
-            return Outcome(stop=True, cause=Cause.BLOW_UP, message=blowup_message(tau, left, why))
+        message = extrapolated_blowup(self.field, y, s, why, log)
+        if message is not None:
+            return Outcome(stop=True, cause=Cause.BLOW_UP, message=message)
         return Outcome(
             stop=True,
             cause=Cause.PRECISION_LOST,
             message=(
-                f"at tau={tau:.10g} {why}, and the blow-up is not near ({left:.3g} left by "
-                "homogeneity); the path up to there is returned (a smaller rtol goes further)"
+                f"at tau={tau:.10g} {why}, and the blow-up is not near "
+                f"({time_to_blowup(self.field, y, s):.3g} left by homogeneity); the path up to "
+                "there is returned (a smaller rtol goes further)"
             ),
         )
