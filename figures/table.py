@@ -10,6 +10,8 @@ from . import (
     amplification,
     blobs,
     clocks_and_loss,
+    cnn_banded,
+    cnn_gradcam,
     depth_contrast,
     depth_kkt,
     digits_generalization,
@@ -61,5 +63,7 @@ FIGURES: dict[str, Figure] = {
         digits_saliency.SALIENCY_4V9,
         digits_minor_first.MINOR_FIRST,  # digits study: share-strength rank correlation
         digits_generalization.GENERALIZATION,  # digits study: test accuracy, margin, max-margin angles
+        cnn_banded.CNN_BANDED,  # networks: a two-layer CNN on banded data
+        cnn_gradcam.CNN_GRADCAM,  # networks: Grad-CAM of a two-layer CNN on digits
     )
 }

@@ -141,9 +141,9 @@ def iterate(
     hp = resolve_hyperparameters(algorithm, hyperparameters)
     the_loss = get_loss(loss_for(loss, data))
     init = initialization(alpha, depth, data.d, reduced=False)
-    base = _base_optimizer(eta, momentum, weight_decay)
+    base = base_optimizer(eta, momentum, weight_decay)
     steps, record_every = integer(steps, "steps", 1), integer(record_every, "record_every", 1)
-    _check_budget(steps, record_every, init.groups.size)
+    check_budget(steps, record_every, init.groups.size)
     problem = Problem(
         data, get_algorithm(algorithm), hp, the_loss, init.multiplicity, CLOCKS["original"]
     )
@@ -173,7 +173,7 @@ MAX_STEPS = 10**8
 MAX_RECORDED_FLOATS = 2**28
 
 
-def _check_budget(steps: int, record_every: int, size: int) -> None:
+def check_budget(steps: int, record_every: int, size: int) -> None:
     """``ValueError`` naming ``steps`` (or ``record_every``) when the run exceeds
     :data:`MAX_STEPS`, or when its recorded iterates (``steps // record_every + 2`` of ``size``
     parameters each, plus ``beta``) would exceed :data:`MAX_RECORDED_FLOATS`."""
@@ -188,7 +188,7 @@ def _check_budget(steps: int, record_every: int, size: int) -> None:
         )
 
 
-def _base_optimizer(eta, momentum, weight_decay) -> BaseOptimizer:
+def base_optimizer(eta, momentum, weight_decay) -> BaseOptimizer:
     """The checked :class:`BaseOptimizer` of :func:`iterate`'s arguments."""
     if isinstance(eta, Schedule):
         if not eta.maximum > 0:

@@ -1,0 +1,108 @@
+"""Banded data: the label lives in frequency bands of increasing strength, from minor to major.
+
+A signal of length ``N`` carries, in band ``k`` (a set of frequencies ``F_k``), the cosines
+
+    x_i = y_i sum_k mu_k |F_k|^(-1/2) sum_{f in F_k} c_f + sigma xi_i,
+    c_f(t) = sqrt(2 / N) cos(2 pi f t / N)  (unit norm),
+
+with ``mu_1 < ... < mu_K`` (band 1 the most minor, band K the major one), labels
+``y_i = +-1`` (alternating) and white noise ``xi_i ~ N(0, I / N)`` (``E||xi||^2 = 1``). Every
+band carries the same label signal at a different strength, as the coordinates ``mu_j`` of
+the single-example data of the diagonal network do: without noise every example is ``y_i``
+times one signal of norm ``||mu||`` whose orthonormal cosine coefficients are
+``mu_k / sqrt(|F_k|)`` on ``F_k``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..checks import integer, real, real_array
+
+
+@dataclass(frozen=True)
+class BandedData:
+    """A banded data set: ``X`` (n, N) signals, ``y`` (n,) labels, and how they were made."""
+
+    X: np.ndarray
+    y: np.ndarray
+    bands: tuple[tuple[int, ...], ...]
+    strengths: tuple[float, ...]
+    noise: float
+    seed: int
+
+    @property
+    def length(self) -> int:
+        """``N``."""
+        return self.X.shape[1]
+
+
+def band_signal(length: int, bands, strengths) -> np.ndarray:
+    """``sum_k mu_k |F_k|^(-1/2) sum_{f in F_k} c_f(t)``, t = 0..N-1."""
+    t = np.arange(length)
+    signal = np.zeros(length)
+    for band, mu in zip(bands, strengths, strict=True):
+        for f in band:
+            signal += mu * np.sqrt(2.0 / (len(band) * length)) * np.cos(2 * np.pi * f * t / length)
+    return signal
+
+
+def banded_data(
+    n: int = 16,
+    length: int = 20,
+    bands=((1, 2), (3, 4), (5, 6), (7, 8)),
+    strengths=(1.0, 2.0, 3.0, 4.0),
+    noise: float = 0.0,
+    seed: int = 0,
+) -> BandedData:
+    """The data of the module docstring.
+
+    Parameters
+    ----------
+    n : examples (labels ``+1, -1, +1, ...``).
+    length : ``N``, the signal length.
+    bands : the frequency sets ``F_k``, disjoint, each frequency in ``1 .. N/2 - 1`` (so that
+        cosine and sine at ``f`` are distinct and the coefficient is that of one orthonormal
+        pair).
+    strengths : ``mu_k > 0``, one per band, increasing (minor to major).
+    noise : ``sigma >= 0``; ``seed`` seeds ``numpy.random.default_rng`` for the noise.
+    """
+    n = integer(n, "n", 1)
+    length = integer(length, "length", 4)
+    bands = tuple(tuple(integer(f, "bands", 1, (length - 1) // 2) for f in band) for band in bands)
+    flat = [f for band in bands for f in band]
+    if not bands or any(not band for band in bands) or len(set(flat)) != len(flat):
+        raise ValueError(f"bands must be non-empty, disjoint sets of frequencies, got {bands}")
+    mu = real_array(strengths, "strengths", ndim=1)
+    if mu.size != len(bands) or not np.all(mu > 0) or not np.all(np.diff(mu) > 0):
+        raise ValueError(
+            f"strengths must be {len(bands)} positive, increasing values (one per band), got {mu}"
+        )
+    noise = real(noise, "noise", low=0.0)
+    seed = integer(seed, "seed", 0)
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    X = y[:, None] * band_signal(length, bands, mu)[None, :]
+    if noise > 0:
+        X = X + noise / np.sqrt(length) * np.random.default_rng(seed).standard_normal((n, length))
+    return BandedData(X, y, bands, tuple(float(m) for m in mu), noise, seed)
+
+
+def band_sums(values: np.ndarray, bands) -> np.ndarray:
+    """``sum_{f in F_k} values[..., f]`` per band, and last the same over every other
+    frequency: (..., K + 1), ``values`` per frequency ``0 .. N/2`` along the last axis."""
+    values = np.asarray(values, dtype=float)
+    inside = np.zeros(values.shape[-1], dtype=bool)
+    parts = []
+    for band in bands:
+        parts.append(values[..., list(band)].sum(axis=-1))
+        inside[list(band)] = True
+    parts.append(values[..., ~inside].sum(axis=-1))
+    return np.stack(parts, axis=-1)
+
+
+def band_spectrum(z: np.ndarray, bands) -> np.ndarray:
+    """:func:`band_sums` of ``|z_hat(f)|``, ``z_hat`` the real DFT of ``z`` along its last
+    axis (length N)."""
+    return band_sums(np.abs(np.fft.rfft(np.asarray(z, dtype=float), axis=-1)), bands)

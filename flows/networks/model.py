@@ -1,0 +1,72 @@
+"""The model interface of :func:`flows.networks.train`, and the diagonal network as a model.
+
+A model is a function ``f(theta; x)`` of a flat parameter vector ``theta`` (``size`` floats)
+and one input ``x``. Training needs only one thing of it, ``vjp(theta, X)``: the outputs
+``f(theta; x_i)`` for the rows of ``X`` (n,) and their pullback, the function
+``g -> sum_i g_i grad_theta f(theta; x_i)`` (size,) (a vector-Jacobian product, as
+``jax.vjp`` returns it), from which the loss gradient follows by the chain rule
+(:func:`flows.networks.train.loss_gradient`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..checks import integer
+
+
+@runtime_checkable
+class NetworkModel(Protocol):
+    """What :func:`flows.networks.train` needs of a model (see the module docstring)."""
+
+    @property
+    def size(self) -> int:
+        """Number of parameters."""
+        ...
+
+    def vjp(
+        self, theta: np.ndarray, X: np.ndarray
+    ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+        """``f(theta; x_i)`` (n,) and ``g -> sum_i g_i grad_theta f(theta; x_i)`` (size,)."""
+        ...
+
+
+class DiagonalNetwork:
+    """``f(theta; x) = <w^(1) * ... * w^(L), x>`` (elementwise products), ``theta`` the L layers
+    of ``d`` weights in layer order (``theta.reshape(L, d)``).
+
+    The model :func:`flows.iterate` trains, written against :class:`NetworkModel`;
+    ``balanced(alpha)`` is its initialisation ``w^(l)_j = alpha``.
+    """
+
+    def __init__(self, depth: int, d: int):
+        self.depth = integer(depth, "depth", 1)
+        self.d = integer(d, "d", 1)
+
+    @property
+    def size(self) -> int:
+        """``L d``."""
+        return self.depth * self.d
+
+    def layers(self, theta: np.ndarray) -> np.ndarray:
+        """``theta`` as (L, d)."""
+        return np.asarray(theta, dtype=float).reshape(self.depth, self.d)
+
+    def outputs(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """``X beta``, ``beta = prod_l w^(l)``."""
+        return X @ np.prod(self.layers(theta), axis=0)
+
+    def vjp(
+        self, theta: np.ndarray, X: np.ndarray
+    ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+        """``X beta`` and ``g -> [(X^T g)_j prod_{k != l} w^(k)_j]_{l, j}``."""
+        w = self.layers(theta)
+        others = np.array([np.prod(np.delete(w, k, axis=0), axis=0) for k in range(self.depth)])
+        return self.outputs(theta, X), lambda g: (others * (X.T @ g)[None, :]).ravel()
+
+    def balanced(self, alpha: float) -> np.ndarray:
+        """Every weight equal to ``alpha``."""
+        return np.full(self.size, float(alpha))
