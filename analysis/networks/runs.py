@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from flows.datasets import digits
-from flows.networks import TwoLayerCNN, banded_data, train
+from flows.networks import NetworkRun, TwoLayerCNN, banded_data, train
 from flows.sweep.registry import Result, register
 
 from .bands import band_shares, filter_shares
@@ -20,9 +20,20 @@ from .gradcam import background_share, gradcam_maps
 __all__ = ["banded_model", "cnn_banded", "cnn_digits", "digits_model"]
 
 
-def _hyperparameters(params: dict) -> dict:
-    """The algorithm's hyper-parameters among a task's parameters."""
-    return {k: params[k] for k in ("rho",) if k in params}
+def _train(model: TwoLayerCNN, X: np.ndarray, y: np.ndarray, params: dict, **options) -> NetworkRun:
+    """:func:`~flows.networks.train` from ``alpha`` times the model's initial parameters of
+    ``seed``, with the task's ``algorithm``, ``rho``, ``eta`` and ``steps``."""
+    return train(
+        model,
+        X,
+        y,
+        model.initial_parameters(params["alpha"], params["seed"]),
+        params["algorithm"],
+        eta=params["eta"],
+        steps=params["steps"],
+        **{k: params[k] for k in ("rho",) if k in params},
+        **options,
+    )
 
 
 def banded_model(params: dict) -> TwoLayerCNN:
@@ -51,17 +62,13 @@ def cnn_banded(params: dict) -> Result:
         params["data_seed"],
     )
     model = banded_model(params)
-    run = train(
+    run = _train(
         model,
         data.X,
         data.y,
-        model.initial_parameters(params["alpha"], params["seed"]),
-        params["algorithm"],
-        eta=params["eta"],
-        steps=params["steps"],
+        params,
         record_every=max(params["steps"] // params["records"], 1),
         clock=params["clock"],
-        **_hyperparameters(params),
     )
     out = [band_shares(model, theta, data.X, data.bands) for theta in run.theta]
     return {
@@ -95,17 +102,7 @@ def cnn_digits(params: dict) -> Result:
     """
     train_set, test_set = digits(params["a"], params["b"], seed=params["split_seed"])
     model = digits_model(params)
-    run = train(
-        model,
-        train_set.X,
-        train_set.y,
-        model.initial_parameters(params["alpha"], params["seed"]),
-        params["algorithm"],
-        eta=params["eta"],
-        steps=params["steps"],
-        record_every=params["record_every"],
-        **_hyperparameters(params),
-    )
+    run = _train(model, train_set.X, train_set.y, params, record_every=params["record_every"])
     X, y = test_set.X, test_set.y
     k = params["n_maps"]
     shown = np.concatenate([np.flatnonzero(y > 0)[:k], np.flatnonzero(y < 0)[:k]])

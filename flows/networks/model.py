@@ -1,11 +1,11 @@
 """The model interface of :func:`flows.networks.train`, and the diagonal network as a model.
 
 A model is a function ``f(theta; x)`` of a flat parameter vector ``theta`` (``size`` floats)
-and one input ``x``. Training needs only one thing of it, ``vjp(theta, X)``: the outputs
-``f(theta; x_i)`` for the rows of ``X`` (n,) and their pullback, the function
-``g -> sum_i g_i grad_theta f(theta; x_i)`` (size,) (a vector-Jacobian product, as
-``jax.vjp`` returns it), from which the loss gradient follows by the chain rule
-(:func:`flows.networks.train.loss_gradient`).
+and one input ``x``. It gives its outputs ``f(theta; x_i)`` for the rows of ``X``
+(``outputs(theta, X)``, (n,)), and training needs one thing more, ``vjp(theta, X)``: the
+outputs and their pullback, the function ``g -> sum_i g_i grad_theta f(theta; x_i)`` (size,)
+(a vector-Jacobian product, as ``jax.vjp`` returns it), from which the loss gradient follows
+by the chain rule (:func:`flows.networks.train.loss_gradient`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ class NetworkModel(Protocol):
     @property
     def size(self) -> int:
         """Number of parameters."""
+        ...
+
+    def outputs(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """``f(theta; x_i)`` (n,)."""
         ...
 
     def vjp(

@@ -42,7 +42,8 @@ class NetworkRun:
     ----------
     steps : (K,) iteration numbers recorded; ``t = steps * eta`` the time in ``clock``
         (``"original"`` or ``"rescaled"``, see :func:`train`).
-    theta : (K, size) parameters; ``loss`` (K,) the training loss at each.
+    theta : (K, size) parameters; ``loss`` (K,) the training loss at each, and ``log_loss``
+        its logarithm, finite where the loss underflows (margins past ~745).
     status : 0 finished; -1 a parameter, output or loss left float64 at some step: the run
         stops there, ``message`` says where, and the iterates up to the last finite one are
         kept. ``cause``: ``Cause.REACHED_END`` or ``Cause.OVERFLOW``.
@@ -52,6 +53,7 @@ class NetworkRun:
     t: np.ndarray
     theta: np.ndarray
     loss: np.ndarray
+    log_loss: np.ndarray
     status: int
     message: str
     algorithm: str
@@ -82,6 +84,15 @@ def loss_gradient(
         scale = 1.0 if rescaled else 1.0 / len(y)
         g = sign * np.exp(log_slope) * du_df * scale  # l'(u_i) du_i/df / n, or over n c
     return float(np.mean(loss.value(u))), pullback(g)
+
+
+def log_mean_loss(
+    model: NetworkModel, theta: np.ndarray, X: np.ndarray, y: np.ndarray, loss: Loss
+) -> float:
+    """``log L(theta) = log (1/n) sum_i l(u_i)`` by log-sum-exp of ``log l(u_i)``."""
+    u, _ = _arguments(model.outputs(theta, X), y, loss)
+    with np.errstate(divide="ignore"):
+        return logsumexp(loss.log_value(u)) - float(np.log(len(y)))
 
 
 def _arguments(f: np.ndarray, y: np.ndarray, loss: Loss) -> tuple[np.ndarray, np.ndarray]:
@@ -199,6 +210,7 @@ def train(
         t=steps_arr * base.unit,
         theta=np.array(kept),
         loss=np.array(losses),
+        log_loss=np.array([log_mean_loss(model, th, X, y, the_loss) for th in kept]),
         status=cause.status,
         message=message,
         algorithm=algorithm,
