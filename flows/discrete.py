@@ -212,9 +212,8 @@ def _run(
 
     Stops at the first iterate that float64 cannot represent, keeping the last one that it can.
     """
-    signed = problem.data.signed_features
     kept_steps, kept = [0], [theta.copy()]
-    why = _not_representable(theta, signed)
+    why = _not_representable(theta, problem.data, problem.loss)
     if why:
         return (
             kept_steps,
@@ -229,7 +228,7 @@ def _run(
             g = perturbed_gradient(theta, problem, (k - 1) * base.unit, field)
             buffer = base.direction(g, theta, buffer)
             theta = theta - base.rate(k - 1) * buffer
-        why = _not_representable(theta, signed)
+        why = _not_representable(theta, problem.data, problem.loss)
         if why:
             if kept_steps[-1] != last_k:
                 kept_steps.append(last_k)
@@ -257,11 +256,12 @@ def _losses(betas: np.ndarray, data: Dataset, loss: Loss) -> np.ndarray:
         return np.where(np.all(np.isfinite(u), axis=1), np.mean(loss.value(u), axis=1), np.nan)
 
 
-def _not_representable(theta: np.ndarray, signed: np.ndarray) -> str:
+def _not_representable(theta: np.ndarray, data: Dataset, loss: Loss) -> str:
     """Why the iterate ``theta`` (L, d) cannot be represented in float64, or '' if it can.
 
-    Checks the parameters, ``beta = prod_l theta^(l)`` and the margins ``<beta, y_i x_i>``
-    (the loss needs them), in that order.
+    Checks the parameters, ``beta = prod_l theta^(l)``, the margins ``<beta, y_i x_i>`` and the
+    loss ``(1/n) sum_i l(u_i)`` (the squared loss overflows from residuals of ~1e154, the
+    exponential one from margins below -709), in that order.
     """
     if np.any(np.isnan(theta)):
         return "theta became NaN (an invalid operation in the update, e.g. inf - inf)"
@@ -275,6 +275,9 @@ def _not_representable(theta: np.ndarray, signed: np.ndarray) -> str:
                 f"beta = prod_l theta^(l) overflows float64 (|theta| up to {top:.3g}, "
                 f"{theta.shape[0]} layers)"
             )
-        if not np.all(np.isfinite(signed @ beta)):
+        products = data.signed_features @ beta
+        if not np.all(np.isfinite(products)):
             return "the margins <beta, y_i x_i> overflow float64"
+        if not np.isfinite(np.mean(loss.value(loss_arguments(products, data)))):
+            return "the training loss overflows float64"
     return ""

@@ -59,17 +59,24 @@ class DiagonalNetwork:
         """``theta`` as (L, d)."""
         return np.asarray(theta, dtype=float).reshape(self.depth, self.d)
 
+    def inputs(self, X: np.ndarray) -> np.ndarray:
+        """``X`` as (n, d) floats; ``ValueError`` naming X for another width."""
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.d:
+            raise ValueError(f"X must have shape (n, {self.d}), got {X.shape}")
+        return X
+
     def outputs(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
         """``X beta``, ``beta = prod_l w^(l)``."""
-        return X @ np.prod(self.layers(theta), axis=0)
+        return self.inputs(X) @ np.prod(self.layers(theta), axis=0)
 
     def vjp(
         self, theta: np.ndarray, X: np.ndarray
     ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
         """``X beta`` and ``g -> [(X^T g)_j prod_{k != l} w^(k)_j]_{l, j}``."""
-        w = self.layers(theta)
+        X, w = self.inputs(X), self.layers(theta)
         others = np.array([np.prod(np.delete(w, k, axis=0), axis=0) for k in range(self.depth)])
-        return self.outputs(theta, X), lambda g: (others * (X.T @ g)[None, :]).ravel()
+        return X @ np.prod(w, axis=0), lambda g: (others * (X.T @ g)[None, :]).ravel()
 
     def balanced(self, alpha: float) -> np.ndarray:
         """Every weight equal to ``alpha``."""

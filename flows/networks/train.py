@@ -184,11 +184,17 @@ def train(
     algo = get_algorithm(algorithm)
     hp = resolve_hyperparameters(algorithm, hyperparameters)
     rescaled = not CLOCKS[choice(clock, "clock", CLOCKS)].original
+    the_loss = get_loss(choice(loss or "logistic", "loss", LOSSES))
     if rescaled and algo.per_example:
         raise ValueError(
             f"clock: a per-example algorithm ({algorithm!r}) runs in the original clock"
         )
-    the_loss = get_loss(choice(loss or "logistic", "loss", LOSSES))
+    if rescaled and the_loss.task == "regression":
+        raise ValueError(
+            "clock: the rescaled clock (steps divided by the mean |l'|) is not defined for the "
+            "squared loss, whose |l'| vanishes where the model interpolates: use "
+            "clock='original'"
+        )
     X = real_array(X, "X")
     y = real_array(y, "y", ndim=1)
     if X.shape[0] != y.shape[0] or y.size == 0:
@@ -228,15 +234,18 @@ def _run(model, X, y, theta, loss, algo, hp, base: BaseOptimizer, steps, record_
     kept: list[np.ndarray] = []
     losses: list[float] = []
     buffer = None
+    last: tuple[np.ndarray, float] | None = None  # the last finite iterate and its loss
     for k in range(steps + 1):
         values = hyperparameters_at(hp, k * base.unit) if scheduled else hp
         with np.errstate(over="ignore", invalid="ignore"):
             value, g = perturbed_gradient(model, theta, X, y, loss, algo, values, rescaled)
         if not (np.isfinite(value) and np.all(np.isfinite(g))):
-            if not kept:
-                kept_steps.append(k)
-                kept.append(theta.copy())
-                losses.append(float("nan"))
+            if last is None:
+                kept_steps, kept, losses = [k], [theta.copy()], [float("nan")]
+            elif kept_steps[-1] != k - 1:
+                kept_steps.append(k - 1)
+                kept.append(last[0].copy())
+                losses.append(last[1])
             why = "the loss" if not np.isfinite(value) else "the gradient"
             return (
                 kept_steps,
@@ -248,6 +257,7 @@ def _run(model, X, y, theta, loss, algo, hp, base: BaseOptimizer, steps, record_
                     "are kept"
                 ),
             )
+        last = (theta, value)
         if k % record_every == 0 or k == steps:
             kept_steps.append(k)
             kept.append(theta.copy())
