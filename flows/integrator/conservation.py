@@ -61,8 +61,15 @@ def conservation_cut(theta: SignedLog, rtol: float) -> tuple[int, str] | None:
         f"the GD flow conserves w^({layer + 1})_{j + 1}^2 - w^({layer + 2})_{j + 1}^2 = {c0:.3g}, "
         f"which the path violates at sample {k}: the coordinate grew until its layers agreed to "
         "rounding, and float64 could not follow it back; the path is cut where it last kept it "
-        f"(sample {i}); a larger initialisation keeps it"
+        f"(sample {i}); {MIRROR_ADVICE}"
     )
+
+
+#: What a GD run that loses its conservation law can do instead.
+MIRROR_ADVICE = (
+    "at depth 2, flows.mirror.gd_mirror_flow integrates GD in coordinates that keep "
+    "u_j^2 - v_j^2 exactly; a larger initialisation keeps it too"
+)
 
 
 def split_layers(theta: SignedLog, rtol: float) -> tuple[int, int] | None:

@@ -39,7 +39,7 @@ from .arguments import (
     warn_if_signs_cannot_separate,
 )
 from .assemble import assemble
-from .conservation import split_layers
+from .conservation import MIRROR_ADVICE, split_layers
 from .filippov import FilippovField, TooManySurfaces
 from .segments import Mode, Path, Segment
 from .solver import METHODS, integrate_segment
@@ -384,8 +384,7 @@ def _failure_message(
             f"{text}; the GD flow keeps w^({layer + 1})_{j + 1}^2 - w^({layer + 2})_{j + 1}^2 "
             "constant, and the path's layers of that coordinate have split apart where the "
             "exact ones stay equal to rounding (a difference below their resolution, amplified "
-            "as the coordinate shrank): float64 cannot follow this path; a larger "
-            "initialisation keeps the difference resolved"
+            f"as the coordinate shrank): float64 cannot follow this path in (u, v); {MIRROR_ADVICE}"
         )
     with np.errstate(all="ignore"):
         field = np.asarray(rhs(s, run.y), dtype=float)
