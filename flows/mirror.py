@@ -80,7 +80,7 @@ class MirrorCoordinates:
         (kind 0), 0 (kind 2)."""
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(self.kind == 1, np.abs(v) / np.abs(u), np.abs(u) / np.abs(v))
-            psi = np.sign(u * v) * np.arctanh(np.where(np.abs(self.kind) == 1, ratio, 0.0))
+            psi = np.sign(u) * np.sign(v) * np.arctanh(np.where(np.abs(self.kind) == 1, ratio, 0.0))
             log_beta = np.log(np.abs(u)) + np.log(np.abs(v))
         return np.where(self.kind == 0, log_beta, np.where(self.kind == 2, 0.0, psi))
 
@@ -100,7 +100,7 @@ class MirrorCoordinates:
         """``(log|theta|, sign theta)`` of states (T, d), each (T, 2, d)."""
         half = 0.5 * self.log_c
         ch, sh = half + log_cosh(state), half + log_abs_sinh(state)
-        big = np.where(self.kind == 1, ch, sh), np.where(self.kind == 1, sh, ch)  # |u|, |v|
+        magnitudes = np.where(self.kind == 1, ch, sh), np.where(self.kind == 1, sh, ch)  # u, v
         s = self.signs * np.ones_like(state)
         signs = (
             np.where(self.kind == 1, s, s * np.sign(state)),
@@ -111,7 +111,7 @@ class MirrorCoordinates:
             log_abs.append(
                 np.where(
                     np.abs(self.kind) == 1,
-                    big[layer],
+                    magnitudes[layer],
                     np.where(self.kind == 0, 0.5 * state, -np.inf),
                 )
             )

@@ -144,3 +144,16 @@ def test_bad_arguments_name_the_parameter(kwargs, name):
         gd_mirror_flow(single_example([1.0, 2.0]), **{"alpha": 1.0, **kwargs})
     with pytest.raises(ValueError, match="data"):
         gd_mirror_flow(np.ones((2, 2)))
+
+
+def test_the_first_sample_is_the_initialisation_at_any_scale():
+    """Layers of 1e-300 and 1e-301 (their product underflows): the first sample's log|theta|,
+    signs and log|beta| are those of the init (1e-12)."""
+    data = single_example([1.0, 2.0])
+    init = np.array([[1e-300, -3e-301], [-1e-301, 1e-300]])
+    run = gd_mirror_flow(data, init, t_max=1.0, n_points=3)
+    np.testing.assert_allclose(run.log_abs_theta[0], np.log(np.abs(init)), rtol=1e-12)
+    np.testing.assert_array_equal(run.sign_theta[0], np.sign(init))
+    expected = np.log(np.abs(init[0])) + np.log(np.abs(init[1]))
+    np.testing.assert_allclose(run.log_abs_beta[0], expected, rtol=1e-12)
+    np.testing.assert_array_equal(run.sign_beta[0], np.sign(init[0]) * np.sign(init[1]))
