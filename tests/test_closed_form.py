@@ -183,7 +183,14 @@ SYMPY_CASES = [("gd", "above", L) for L in DEPTHS] + [
 ]
 
 
-@pytest.mark.parametrize("method,regime,L", SYMPY_CASES)
+# depths 3 and 4 are slow: the default run keeps L = 1, 2 and 5 for every method and regime
+@pytest.mark.parametrize(
+    "method,regime,L",
+    [
+        pytest.param(*case, marks=pytest.mark.slow if case[2] in (3, 4) else ())
+        for case in SYMPY_CASES
+    ],
+)
 def test_sympy_ode_residual_and_agreement(method, regime, L):
     expr, t_event = sympy_solution(method, regime, L)
     # 1. exact symbolic residual on the branch a > 0, where sign(mu a^(L-1)) = 1 and the

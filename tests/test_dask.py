@@ -143,6 +143,8 @@ def test_run_tasks_on_dask_equals_serial(executor, tmp_path):
         assert float(results[task.key()]["square"]) == float(serial[task.key()]["square"])
 
 
+@pytest.mark.slow  # 2.5-3.5 s: starts a cluster of its own (the command line's dask path stays in
+# the default run: test_worker_address_is_not_a_scheduler; its results: the test above)
 def test_local_scheduler_with_fake_figure(monkeypatch, tmp_path, capsys):
     """``--scheduler local --jobs 1``: a local cluster of its own; the figure is drawn here;
     the output is the figure's line and the summary, as without dask."""

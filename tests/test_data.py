@@ -39,7 +39,14 @@ SIGNED_ONLY = (np.array([[2.0, -1.0], [-1.0, -2.0]]), np.array([1.0, 1.0]))
 # --------------------------------------------------------------------------- separability
 
 
-@pytest.mark.parametrize("scale", SCALES, ids=lambda s: f"{s:.0e}")
+# every other decade step (10^-275, 10^-225, ...) is slow: the default run keeps 10^k for k a
+# multiple of 50 from -300 to 300 and the edge cases
+@pytest.mark.parametrize(
+    "scale",
+    [pytest.param(s, marks=pytest.mark.slow if k % 2 else ()) for k, s in enumerate(SCALES[:25])]
+    + SCALES[25:],
+    ids=lambda s: f"{s:.0e}",
+)
 def test_separability_is_scale_invariant(scale):
     """Claim: separability of (X, y) through the origin does not depend on the scale of X, so
     single_example([s, 2 s]) and Dataset(s X, y) are accepted at every representable s, and
@@ -178,8 +185,15 @@ def test_kept_sign_pattern_cases():
         kept_sign_pattern(0.5, 0, d=2)
 
 
+# l2-SAM is slow (0.6-0.8 s): the default run keeps GD and a SAM variant (l_inf-SAM, whose
+# perturbation moves every coordinate by rho)
 @pytest.mark.parametrize(
-    "algorithm, kw", [("gd", {}), ("l2-sam", dict(rho=0.3)), ("linf-sam", dict(rho=0.3))]
+    "algorithm, kw",
+    [
+        ("gd", {}),
+        pytest.param("l2-sam", dict(rho=0.3), marks=pytest.mark.slow),
+        ("linf-sam", dict(rho=0.3)),
+    ],
 )
 def test_kept_sign_pattern_holds_and_blocks_separation(algorithm, kw):
     """Claim: from a balanced init at L = 2 (pattern beta >= 0) the iterates keep beta >= 0, so

@@ -20,11 +20,45 @@ PAIRS = [(0, 1), (3, 8), (4, 9)]
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def python_output(code: str) -> str:
-    """What a fresh Python process running ``code`` (from the repository root) prints."""
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    ).stdout
+#: The scripts run in fresh Python processes (from the repository root), by name.
+FRESH_PROCESS_CODE = {
+    # reading the digits does not import scikit-learn
+    "digits": (
+        "import sys, flows.datasets as D\n"
+        "train, test = D.digits(3, 8)\n"
+        "assert train.n + test.n > 300\n"
+        "print(any(m == 'sklearn' or m.startswith('sklearn.') for m in sys.modules))\n"
+    ),
+    # without scikit-learn: the synthetic sets, and digits fails with the install hint
+    "no scikit-learn": (
+        "import sys; sys.modules['sklearn'] = None\n"
+        "import flows.datasets as D\n"
+        "assert D.gaussian_blobs().n == 40 and D.teacher_data().n == 12\n"
+        "try:\n    D.digits(0, 1)\nexcept ImportError as e:\n    print(e)\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def python_output():
+    """What a fresh Python process running each of :data:`FRESH_PROCESS_CODE` prints (the
+    processes run concurrently; each must exit with status 0): ``{name: stdout}``."""
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for name, code in FRESH_PROCESS_CODE.items()
+    }
+    outputs = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=600)  # a hang guard, not a pass criterion
+        assert proc.returncode == 0, (name, err)
+        outputs[name] = out
+    return outputs
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +94,9 @@ def test_digits_shapes_labels_and_scaling(a, b, bundled):
     assert np.intersect1d(split.train, split.test).size == 0
 
 
-def test_bundled_file_is_read_as_load_digits_reads_it(bundled, monkeypatch, tmp_path):
+def test_bundled_file_is_read_as_load_digits_reads_it(
+    bundled, python_output, monkeypatch, tmp_path
+):
     """The digits are read from scikit-learn's bundled file without importing scikit-learn (a
     fresh process never imports it) and equal ``load_digits()``; where the file is not found
     (another scikit-learn layout) ``load_digits`` itself is used, with the same result."""
@@ -68,13 +104,7 @@ def test_bundled_file_is_read_as_load_digits_reads_it(bundled, monkeypatch, tmp_
     X, y = D._digits_arrays()
     np.testing.assert_array_equal(X, X_all)
     np.testing.assert_array_equal(y, target)
-    code = (
-        "import sys, flows.datasets as D\n"
-        "train, test = D.digits(3, 8)\n"
-        "assert train.n + test.n > 300\n"
-        "print(any(m == 'sklearn' or m.startswith('sklearn.') for m in sys.modules))\n"
-    )
-    assert python_output(code).strip() == "False"
+    assert python_output["digits"].strip() == "False"
     D._digits_arrays.cache_clear()
     monkeypatch.setattr(D, "_scikit_learn_folder", lambda: tmp_path)  # no file there
     try:
@@ -153,16 +183,10 @@ def test_missing_scikit_learn_names_the_extra(monkeypatch):
         D.digits(0, 1)
 
 
-def test_module_works_without_scikit_learn_in_a_fresh_process():
+def test_module_works_without_scikit_learn_in_a_fresh_process(python_output):
     """Importing flows.datasets and building the synthetic sets needs no scikit-learn; digits
     then fails with the install hint."""
-    code = (
-        "import sys; sys.modules['sklearn'] = None\n"
-        "import flows.datasets as D\n"
-        "assert D.gaussian_blobs().n == 40 and D.teacher_data().n == 12\n"
-        "try:\n    D.digits(0, 1)\nexcept ImportError as e:\n    print(e)\n"
-    )
-    assert "pip install -e '.[data]'" in python_output(code)
+    assert "pip install -e '.[data]'" in python_output["no scikit-learn"]
 
 
 def test_a_pair_that_is_not_separable_is_named(monkeypatch):

@@ -68,8 +68,20 @@ RF_KW = dict(RF_HP, t_max=0.3)
 RF_HIT = float(np.log(1.25) / 2.0)
 
 
-@pytest.mark.parametrize("depth", [1, 2, 3])
-@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+# depth 1 (nothing to reduce: both runs are the full system) is slow except for GD and l_inf-SAM
+@pytest.mark.parametrize(
+    "algorithm, depth",
+    [
+        pytest.param(
+            algorithm,
+            depth,
+            id=f"{algorithm}-{depth}",
+            marks=pytest.mark.slow if depth == 1 and algorithm not in ("gd", "linf-sam") else (),
+        )
+        for depth in (1, 2, 3)
+        for algorithm in sorted(ALGORITHMS)
+    ],
+)
 def test_reduced_matches_full_system(algorithm, depth):
     """Claim (docs/theory.md §8): balanced layers stay equal, so the reduced system (one group of
     multiplicity L) traces the same path as the full L x d system: |Delta log|beta|| <= 1e-8,
@@ -311,6 +323,9 @@ def test_log_t_original_matches_quadrature():
     assert tr.log_t_original[-1] > 50  # the margin reached ~ 0.25 e^3 + 0.18 e^6 ~ 78
 
 
+@pytest.mark.slow  # 1.3-2.2 s (the Radau reference, twice); log t against an independent
+# quadrature stays in the default run (the test above; tests/test_quadrature.py for horizons
+# where K is far larger)
 def test_log_t_original_long_horizon():
     """Over a long horizon (GD, L = 2, mu = (1..5), alpha = 0.4, tau <= 2: K = -log c grows to
     ~1e8) log t matches an independent solution to 1e-9 relative: v = log t - K solves the ODE

@@ -26,7 +26,12 @@ def fake_run(d: int, leader_path: list[int], n: int) -> dict:
     return {"t": tau, "log_abs_beta": log_abs_beta}
 
 
-@pytest.mark.parametrize("mu", [(0.5, 1.7, 2.9), (1.0, 2.0, 3.0, 4.0, 5.0), (0.2, 0.3)], ids=str)
+# mu = (1..5), the one it was always drawn for, is slow: any other mu stays in the default run
+@pytest.mark.parametrize(
+    "mu",
+    [(0.5, 1.7, 2.9), pytest.param((1.0, 2.0, 3.0, 4.0, 5.0), marks=pytest.mark.slow), (0.2, 0.3)],
+    ids=str,
+)
 def test_phase_diagram_any_mu(tmp_path, mu):
     """The phase diagram draws for any increasing mu (once drawn for mu = (1..5) only),
     including runs that stopped early."""
@@ -72,6 +77,8 @@ def test_regimes_cli_bad_input_before_any_work(monkeypatch, capsys, args, word):
     assert err.count("\n") == 1 and err.startswith("error:") and word in err
 
 
+@pytest.mark.slow  # 1.3-1.8 s (a fresh process); the same through main: the test below; a bad input
+# through ``python -m figures.regimes`` stays in the default run in tests/test_robustness_engine.py
 def test_regimes_cli_unknown_option_is_one_line():
     run = subprocess.run(
         [sys.executable, "-m", "figures.regimes", "--bogus"],
@@ -81,6 +88,16 @@ def test_regimes_cli_unknown_option_is_one_line():
         timeout=600,  # a hang guard: a slow machine only waits longer
     )
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+
+
+def test_regimes_cli_unknown_option_is_one_line_in_process(capsys):
+    """``main(["--bogus"])``: status 2 (argparse's exit), one line on stderr, no traceback."""
+    try:
+        status = figures.regimes.main(["--bogus"])
+    except SystemExit as exc:
+        status = exc.code
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and "Traceback" not in err
 
 
 @pytest.mark.slow

@@ -74,6 +74,7 @@ def test_checker_sees_lazy_imports():
     ]
 
 
+@pytest.mark.slow  # every module of analysis is checked for figures by test_no_upward_imports
 def test_analysis_imports_only_flows_and_itself():
     """analysis depends on flows (and numpy / scipy), never on figures."""
     for path in sorted((ROOT / "analysis").rglob("*.py")):

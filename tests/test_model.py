@@ -97,18 +97,36 @@ def random_problem(seed: int, L: int, n: int, d: int):
 # --------------------------------------------------------------------------- model
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
+#: The random problems of the gradient check (each new shape and loss costs a sympy derivation).
+GRADIENT_PROBLEMS = dict(
     seed=st.integers(0, 2**32 - 1),
     L=st.sampled_from([1, 2, 3]),
     n=st.integers(1, 3),
     d=st.integers(1, 3),
     loss=st.sampled_from(LOSS_NAMES),
 )
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**GRADIENT_PROBLEMS)
 def test_loss_gradient_matches_finite_differences_and_sympy(seed, L, n, d, loss):
     """Claim: loss_gradient(theta) is grad of the mean loss of docs/theory.md §1 (finite differences of
     loss_value, and sympy's exact derivative of the model written from its definition), also at
-    exact zeros of theta (leave-one-out products without division)."""
+    exact zeros of theta (leave-one-out products without division). 15 random problems here,
+    40 more with ``-m slow`` (the test below)."""
+    check_loss_gradient(seed, L, n, d, loss)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**GRADIENT_PROBLEMS)
+def test_loss_gradient_matches_finite_differences_and_sympy_longer(seed, L, n, d, loss):
+    """The same claim on 40 random problems."""
+    check_loss_gradient(seed, L, n, d, loss)
+
+
+def check_loss_gradient(seed: int, L: int, n: int, d: int, loss: str) -> None:
+    """``loss_gradient`` on a random problem against sympy and central differences."""
     data, theta = random_problem(seed, L, n, d)
     got = loss_gradient(theta, data, loss)
     assert got.shape == theta.shape

@@ -200,6 +200,7 @@ def test_relu_cnn_on_banded_data_shows_the_three_regimes():
     assert banded_regime_of("l2-sam", 1.6).regime == "major first"
 
 
+@pytest.mark.slow  # 1.1-1.7 s (six more trainings); the regimes themselves: the test above
 def test_the_banded_regimes_do_not_hang_on_the_step_or_the_noise():
     """The same three regimes with half the step (twice the steps) and without noise: the
     leader sequence of the sequential run is an effect of the flow, not of the scheme."""

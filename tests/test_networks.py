@@ -323,8 +323,24 @@ DIAGONAL_SETTINGS = [
 ]
 
 
-@pytest.mark.parametrize("algorithm,extra", DIAGONAL_CASES)
-@pytest.mark.parametrize("depth,balanced,momentum,weight_decay", DIAGONAL_SETTINGS)
+def _diagonal_cases() -> list:
+    """Every (setting, algorithm) pair (ids ``depth-balanced-momentum-weight_decay-algorithm-
+    extra``); in the default run every algorithm from both unbalanced settings (both depths, with
+    and without momentum and weight decay) and GD from all four, the other pairs ``slow``."""
+    return [
+        pytest.param(
+            *setting,
+            algorithm,
+            extra,
+            id="-".join(map(str, setting)) + f"-{algorithm}-extra{k}",
+            marks=() if not setting[1] or (algorithm, extra) == ("gd", {}) else pytest.mark.slow,
+        )
+        for setting in DIAGONAL_SETTINGS
+        for k, (algorithm, extra) in enumerate(DIAGONAL_CASES)
+    ]
+
+
+@pytest.mark.parametrize("depth,balanced,momentum,weight_decay,algorithm,extra", _diagonal_cases())
 def test_diagonal_network_through_train_is_iterate(
     algorithm, extra, depth, balanced, momentum, weight_decay
 ):

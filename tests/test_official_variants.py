@@ -129,15 +129,17 @@ def schedule_lesam_sigma(epoch, sigma_init, sigma_min, decay_start, total_epochs
 # --------------------------------------------------------------------------- LE-SAM
 
 
+# slow: the second case of each kind of cap (not binding, binding, absent); the default run
+# keeps one of each, with both depths and both settings of adaptive
 @pytest.mark.parametrize(
     "depth,rho_max,adaptive",
     [
         (2, 0.3, False),
-        (3, 0.3, True),
-        (2, 1e-3, True),
+        pytest.param(3, 0.3, True, marks=pytest.mark.slow),
+        pytest.param(2, 1e-3, True, marks=pytest.mark.slow),
         (3, 1e-3, False),
         (2, 0.0, True),
-        (3, -1.0, False),
+        pytest.param(3, -1.0, False, marks=pytest.mark.slow),
     ],
 )
 def test_official_lesam_matches_the_transcription(depth, rho_max, adaptive):

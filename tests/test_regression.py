@@ -118,7 +118,9 @@ def plain_flow(theta0: np.ndarray, t_max: float, times: np.ndarray) -> np.ndarra
     return sol.y.T.reshape((len(times),) + shape)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "reference"])
+# the reference backend is slow (0.7 s): its field equals the numpy backend's with the squared
+# loss at random points in the default run (tests/test_backends.py)
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("reference", marks=pytest.mark.slow)])
 def test_gd_flow_from_a_zero_layer_matches_the_plain_ode(backend):
     """From ``u(0) = alpha``, ``v(0) = 0`` (depth 2) the GD flow equals ``solve_ivp`` on the
     plain parameters, and conserves ``u_j^2 - v_j^2 = alpha^2`` for every coordinate."""
@@ -149,7 +151,11 @@ def test_zero_layers_at_depth_three():
         np.testing.assert_allclose(conserved - conserved[0], 0.0, atol=1e-9)
 
 
-@pytest.mark.parametrize("algorithm", ["l2-sam", "usam", "1-usam"])
+# 1-usam is slow (0.5-0.7 s: per-example steps); the per-example flow on regression stays in the
+# default run against usam on one example (test_one_usam_on_one_example_is_usam)
+@pytest.mark.parametrize(
+    "algorithm", ["l2-sam", "usam", pytest.param("1-usam", marks=pytest.mark.slow)]
+)
 def test_sam_flows_on_regression_are_the_limit_of_small_steps(algorithm):
     """The regression flows of the SAM family are approached by their discrete iterations
     as the step shrinks: the distance at t = 4 falls about linearly with eta."""
@@ -279,7 +285,13 @@ def test_sparse_regression_is_the_notebook_data():
 # ---------------------------------------------------------------- the implicit-bias limit
 
 
-@pytest.mark.parametrize("alpha", [0.3, pytest.param(0.6, marks=pytest.mark.slow), 2.0])
+# alpha = 0.3 and 0.6 (1.4 s, 1 s) are slow: the engine's flow to the limit stays in the default
+# run at alpha = 2.0 (both inits), and the limit itself at alpha = 0.1 .. 3 in
+# tests/test_implicit_bias.py (test_flow_converges_to_the_woodworth_interpolator)
+@pytest.mark.parametrize(
+    "alpha",
+    [pytest.param(0.3, marks=pytest.mark.slow), pytest.param(0.6, marks=pytest.mark.slow), 2.0],
+)
 def test_gd_flows_end_at_the_woodworth_interpolator(alpha):
     """GD flows from ``u = alpha``, ``v = 0`` (and a signed init) converge to the minimiser of
     the potential of :mod:`analysis.implicit_bias`, solved by its dual Newton method: at a
@@ -309,6 +321,10 @@ def _staircase_data(seed: int, shape: tuple[int, int]) -> Dataset:
     return Dataset(rng.standard_normal(shape), rng.standard_normal(shape[0]), task="regression")
 
 
+@pytest.mark.slow  # 2.5-3.5 s; in the default run: simulate follows gd_mirror_flow down to alpha =
+# 1e-8 (tests/test_mirror.py), the mirror flow from 1e-300 ends at the minimum-l1 interpolator
+# (ibid.), runs from 1e-30 pass every saddle (tests/test_saddle_to_saddle.py) and a lost
+# conserved quantity ends a run with 'precision lost' (tests/test_results.py)
 def test_gd_from_alpha_1e300_follows_the_conserved_flow_or_says_where_it_stops():
     """From ``u = 1e-300``, ``v = 0`` the asinh chart takes the init's scale
     (``chart_scale=None``) and the run is not stopped on a saddle. Coordinate 5 enters the
@@ -342,6 +358,9 @@ def test_gd_from_alpha_1e300_follows_the_conserved_flow_or_says_where_it_stops()
         assert "gd_mirror_flow" in tr.message and k < 50
 
 
+@pytest.mark.slow  # 1.5-2 s (200 outputs of two long runs on the numpy backend); in the default
+# run the same run ends with cause 'precision lost' (tests/test_results.py) and the broken law is
+# found by split_layers (test_split_layers_finds_a_broken_conservation_law)
 def test_a_lost_conserved_quantity_cuts_the_gd_path():
     """When a coordinate grows until its two layers agree to rounding and must later shrink
     back (a sign reversal of s_j at alpha = 1e-12), float64 cannot follow: the run ends with

@@ -90,10 +90,10 @@ def test_budget_spent_returns_the_path_so_far():
         sigma=0.5,
         rho_max=999.0,
         t_max=100.0,
-        max_nfev=8_000,
+        max_nfev=3_000,  # the path reaches s ~ 37 after ~1,600 evaluations, then stalls there
     )
     assert tr.cause is Cause.BUDGET_SPENT and tr.status == -1
-    assert "max_nfev=8000" in tr.message
+    assert "max_nfev=3000" in tr.message
     assert tr.t[-1] > 10.0 and len(tr.t) > 10 and np.all(np.isfinite(tr.log_abs_beta[:, 0]))
 
 

@@ -18,7 +18,9 @@ print exactly one line, ``error: ...`` naming the option or file, on stderr (no 
 write nothing. Known failures outside this file's remit are ``xfail(strict=True)``.
 
 ``SAMFLOWS_FUZZ_EXAMPLES=400 python -m pytest tests/test_robustness_engine.py`` searches longer
-(the default, 20 examples per keyword, keeps the file under ~15 s).
+(the default, 8 examples per keyword, keeps the file's default run to a few seconds; one
+drawn call may spend its whole budget, seconds on its own); ``-m slow`` draws 40 more examples
+per keyword (``test_simulate_one_keyword_longer``).
 """
 
 from __future__ import annotations
@@ -62,8 +64,10 @@ ROOT = Path(__file__).resolve().parent.parent
 #: (the benchmark's default call 3.2 ms against 1.1 ms), and a BDF call took 5.1 s there.
 SECONDS = 15.0
 
-#: Examples per keyword (environment ``SAMFLOWS_FUZZ_EXAMPLES`` for a longer search).
-EXAMPLES = int(os.environ.get("SAMFLOWS_FUZZ_EXAMPLES", "20"))
+#: Examples per keyword (environment ``SAMFLOWS_FUZZ_EXAMPLES`` for a longer search), and in the
+#: ``slow`` run of the same property.
+EXAMPLES = int(os.environ.get("SAMFLOWS_FUZZ_EXAMPLES", "8"))
+SLOW_EXAMPLES = 40
 
 #: The valid, cheap call every example perturbs (le-sam's keywords are given so that drawing
 #: ``algorithm='le-sam'`` is a valid run; the other algorithms ignore them). The budget
@@ -280,7 +284,9 @@ def check_trajectory(traj, kw: dict) -> None:
     if traj.status == 1:
         assert traj.blowup_time is not None and traj.cause is Cause.BLOW_UP, traj.message
     assert traj.algorithm == kw["algorithm"] and traj.depth == depth
-    assert traj.clock == kw["clock"]
+    default_clock = "original" if kw["data"].regression else "rescaled"  # documented default
+    clock = default_clock if kw["clock"] is None else kw["clock"]
+    assert traj.clock == clock
     # output times: from 0 up to t_max, all of the grid when the run reached t_max
     t = traj.t
     T = t.size
@@ -296,7 +302,7 @@ def check_trajectory(traj, kw: dict) -> None:
     assert not np.any(np.isnan(traj.tau)) and np.all(traj.tau[1:] >= traj.tau[:-1])
     log_t = traj.log_t_original
     assert log_t.shape == (T,)
-    if kw["clock"] == "original":
+    if clock == "original":
         np.testing.assert_array_equal(traj.tau[0], 0.0)
         with np.errstate(divide="ignore"):
             np.testing.assert_array_equal(log_t, np.log(t))
@@ -330,20 +336,36 @@ def check_trajectory(traj, kw: dict) -> None:
 # --------------------------------------------------------------------------- simulate, fuzzed
 
 
-@pytest.mark.parametrize("param", PARAMS)
-@settings(
+FUZZ = dict(
     deadline=None,
-    max_examples=EXAMPLES,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-@given(data=st.data())
-def test_simulate_one_keyword(param, data):
-    """Every keyword of simulate, one at a time: a ValueError naming it, or a valid run."""
+
+
+def one_keyword(param: str, data) -> None:
+    """Draw a value of ``param``: a ValueError naming it, or a valid run."""
     value = data.draw(drawable(param), label=param)
     traj, kw = call(param, value)
     if traj is not None:
         check_trajectory(traj, kw)
+
+
+@pytest.mark.parametrize("param", PARAMS)
+@settings(max_examples=EXAMPLES, **FUZZ)
+@given(data=st.data())
+def test_simulate_one_keyword(param, data):
+    """Every keyword of simulate, one at a time: a ValueError naming it, or a valid run."""
+    one_keyword(param, data)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("param", PARAMS)
+@settings(max_examples=SLOW_EXAMPLES, **FUZZ)
+@given(data=st.data())
+def test_simulate_one_keyword_longer(param, data):
+    """The same property, :data:`SLOW_EXAMPLES` examples per keyword."""
+    one_keyword(param, data)
 
 
 def test_baseline_is_valid():

@@ -133,7 +133,14 @@ def test_saddles_are_the_constrained_minimisers(case):
     assert np.max(np.abs(g)) <= 1e-9 * np.max(np.abs(X).T @ np.abs(y))
 
 
-@pytest.mark.parametrize("case", range(len(_random_problems()) + 1))
+# the random problems after the first eight are slow; the example (the last case) is not
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(k, marks=pytest.mark.slow if 8 <= k < len(_random_problems()) else ())
+        for k in range(len(_random_problems()) + 1)
+    ],
+)
 def test_jump_times_are_where_s_first_reaches_one(case):
     X, y = _example() if case == len(_random_problems()) else _random_problems()[case]
     path = s2s.saddle_path(X, y)
@@ -412,6 +419,8 @@ def test_orthogonal_jumps_have_the_logistic_offset():
         assert np.max(np.abs(jumps)) > 10 * tol  # the offset is there, and it is c / log(1/alpha)
 
 
+@pytest.mark.slow  # 2-2.6 s (four long flows); the engine's flows against the staircase stay in
+# the default run on the decoupled data (test_orthogonal_jumps_have_the_logistic_offset)
 def test_flow_approaches_the_staircase():
     """GD flows at alpha = 1e-2, 1e-4, 1e-8, 1e-30 against the limit, in t / log(1/alpha).
 

@@ -386,6 +386,8 @@ def test_simulate_file_without_its_arrays_is_recomputed(tmp_path, capsys):
 # --------------------------------------------------------------------------- command line
 
 
+@pytest.mark.slow  # 2 s (two fresh processes); the same through main: the test below; a bad input
+# through ``python -m flows.sweep`` stays in the default run in tests/test_robustness_engine.py
 def test_cli_list_and_bad_name():
     """``--list`` names every figure with its caption; an unknown name is a one-line error
     with status 2."""
@@ -403,6 +405,18 @@ def test_cli_list_and_bad_name():
     assert all(name in out for name in FIGURES)
     assert all(fig.caption in out and fig.title in out for fig in FIGURES.values())
     assert procs[1].returncode == 2 and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cli_list_and_bad_name_in_process(capsys):
+    """The same through ``main``: ``--list`` names every figure with its caption and title; an
+    unknown name is one line on stderr, status 2, no traceback."""
+    assert main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in FIGURES)
+    assert all(fig.caption in out and fig.title in out for fig in FIGURES.values())
+    assert main(["no_such_figure"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_cli_list_names_only_the_figures_asked_for(capsys):
@@ -441,6 +455,9 @@ def test_bad_directories_fail_before_any_compute(fake_table, tmp_path, capsys, o
     assert not (tmp_path / "o" / "fake_a.png").exists()
 
 
+@pytest.mark.slow  # 1.8 s (a fresh process); in process: test_bad_directories_fail_before_any_compute;
+# a bad input through ``python -m flows.sweep`` stays in the default run in
+# tests/test_robustness_engine.py
 def test_bad_directory_cli_one_line(tmp_path):
     """The same from the command line, for a real figure: no traceback, status 2."""
     blocker = tmp_path / "a_file"
@@ -756,6 +773,8 @@ def test_workers_exit_when_the_sweep_is_killed(tmp_path):
                 pass
 
 
+@pytest.mark.slow  # 1.4-2.2 s (two sweeps of two workers each); the per-task lock across processes
+# stays in the default run: test_lock_held_by_another_process_is_waited_for
 def test_two_sweeps_on_one_cache_compute_each_task_once(tmp_path):
     """Two sweeps started together on the same cache and tasks: each task computed once (per-task
     lock; the second sweep waits and reuses), and both get every result."""

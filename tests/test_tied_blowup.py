@@ -59,13 +59,20 @@ def test_one_example_carrying_the_weight_is_not_stiff():
 
 CASES = [
     ("teacher", teacher_data(), 3, 1.0),
-    ("teacher", teacher_data(), 3, 0.1),
-    ("teacher", teacher_data(), 4, 1.0),
+    # slow: the same data and depth as the case above from a smaller init (0.5 s)
+    pytest.param("teacher", teacher_data(), 3, 0.1, marks=pytest.mark.slow),
+    # slow: L = 4 (0.5 s); the tied blow-up stays in the default run at L = 3 on two data sets, and
+    # the blow-up at L = 4 in test_time_to_blowup_is_exact_on_one_coordinate
+    pytest.param("teacher", teacher_data(), 4, 1.0, marks=pytest.mark.slow),
     ("blobs seed 3", gaussian_blobs(seed=3), 3, 1.0),
 ]
 
 
-@pytest.mark.parametrize(("name", "data", "depth", "alpha"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("name", "data", "depth", "alpha"),
+    CASES,
+    ids=[getattr(c, "values", c)[0] for c in CASES],
+)
 def test_tied_runs_end_in_the_blowup_at_an_l2_over_L_kkt_point(name, data, depth, alpha):
     """The run switches to the stiff method, ends with status 1 (the extrapolated blow-up, at
     most TIED_BLOWUP_TOL of time left) and its last direction is within 1e-6 rad of a KKT point
@@ -82,6 +89,8 @@ def test_tied_runs_end_in_the_blowup_at_an_l2_over_L_kkt_point(name, data, depth
     assert len(nearest.support_vectors) >= 2
 
 
+@pytest.mark.slow  # 1.1-1.5 s (two runs to the blow-up); the extrapolation's bound on the time
+# left stays in the default run (test_tied_runs_end_in_the_blowup_at_an_l2_over_L_kkt_point)
 def test_the_extrapolated_blowup_time_does_not_hang_on_the_tolerance():
     """The path ends at different times for rtol 1e-10 and 1e-12 (where the tied margins are
     lost to rounding); the extrapolated blow-up times agree to within the time each leaves."""
@@ -101,7 +110,8 @@ def test_a_late_blowup_beyond_the_resolution_of_tau_is_detected():
     assert tr.blowup_time == pytest.approx(alpha**-2 / (2 * mu.max()), rel=1e-9)
 
 
-@pytest.mark.parametrize("method", ["BDF", "Radau"])
+# Radau is slow (0.4 s): a user-chosen implicit method is watched from the start with BDF
+@pytest.mark.parametrize("method", ["BDF", pytest.param("Radau", marks=pytest.mark.slow)])
 def test_an_implicit_method_is_watched_for_lost_ties(method):
     """Chosen by the user, an implicit method is watched for lost ties from the start: on FLOW
     data (L = 3, alpha = 0.3, rtol 1e-8, where a tie broken by rounding once sent BDF to a

@@ -1,8 +1,10 @@
 """Input validation: every bad input is a ``ValueError`` naming the parameter, and the CLI
 turns it into one ``error: ...`` line on stderr with exit status 2 (no traceback).
 
-Fast (a few seconds): validation happens before any integration, and the CLI subprocesses
-are launched concurrently by one module-scoped fixture.
+Fast (a few seconds): validation happens before any integration, and the CLI cases run in this
+process through ``main``. As processes (the whole path of ``python -m flows.run``, launched
+concurrently by one module-scoped fixture) they are ``slow``; a bad input through ``python -m
+flows.run`` stays in the default run in tests/test_robustness_engine.py.
 """
 
 from __future__ import annotations
@@ -244,8 +246,9 @@ HAPPY_RUNS = {
 }
 
 
-#: Run as processes (the whole path of ``python -m flows.run``); the other cases run in this
-#: process through ``main`` (no start-up cost), with warnings as errors.
+#: Run as processes (the whole path of ``python -m flows.run``, ``slow``: 1-3 s each); every
+#: case also runs in this process through ``main`` (no start-up cost), the bad inputs with
+#: warnings as errors.
 SUBPROCESS_CASES = {"rho -1": CLI_BAD["rho -1"][0], **HAPPY_RUNS}
 #: A hang guard, not a pass criterion: a case still running then has hung.
 HANG_GUARD = 600.0
@@ -311,6 +314,7 @@ def _assert_one_error_line(result):
     return lines[0]
 
 
+@pytest.mark.slow  # the same input through main: test_cli_bad_input[rho -1]
 def test_cli_bad_input_as_a_process(cli):
     """``python -m flows.run --rho -1``: one error line naming rho, status 2."""
     assert "rho" in _assert_one_error_line(cli["rho -1"])
@@ -345,8 +349,8 @@ def test_cli_regression_run(tmp_path, monkeypatch, capsys):
     assert loss < 1e-4
 
 
-def test_cli_happy_csv_and_png(cli):
-    code, out, err, cwd = cli["csv+png"]
+def _check_csv_and_png(result):
+    code, out, err, cwd = result
     assert code == 0, err
     assert "Traceback" not in err
     csv, png = cwd / "traj.csv", cwd / "traj.png"
@@ -366,8 +370,8 @@ def test_cli_happy_csv_and_png(cli):
     np.testing.assert_allclose(table[:, 0], np.linspace(0.0, 1.0, 17))
 
 
-def test_cli_happy_npz(cli):
-    code, out, err, cwd = cli["npz"]
+def _check_npz(result):
+    code, out, err, cwd = result
     assert code == 0, err
     path = cwd / "traj.npz"
     assert path.stat().st_size > 0
@@ -379,6 +383,35 @@ def test_cli_happy_npz(cli):
         traj = Trajectory.from_arrays(f)
     assert traj.cause is Cause.REACHED_END and traj.algorithm == "l2-sam"
     assert traj.hyperparameters == {"rho": 1.0}
+
+
+def _happy_in_process(name, tmp_path, monkeypatch, capsys):
+    """The happy run ``name`` through ``flows.run.main`` in ``tmp_path`` (the library's warnings
+    as the suite treats them): ``(returncode, out, err, cwd)``."""
+    import flows.run
+
+    monkeypatch.chdir(_workdir(tmp_path))
+    code = flows.run.main(HAPPY_RUNS[name])
+    out, err = capsys.readouterr()
+    return code, out, err, tmp_path
+
+
+@pytest.mark.slow  # the same checks through main: the test below
+def test_cli_happy_csv_and_png(cli):
+    _check_csv_and_png(cli["csv+png"])
+
+
+def test_cli_happy_csv_and_png_in_process(tmp_path, monkeypatch, capsys):
+    _check_csv_and_png(_happy_in_process("csv+png", tmp_path, monkeypatch, capsys))
+
+
+@pytest.mark.slow  # the same checks through main: the test below
+def test_cli_happy_npz(cli):
+    _check_npz(cli["npz"])
+
+
+def test_cli_happy_npz_in_process(tmp_path, monkeypatch, capsys):
+    _check_npz(_happy_in_process("npz", tmp_path, monkeypatch, capsys))
 
 
 @pytest.mark.parametrize(
