@@ -97,3 +97,20 @@ def test_importing_flows_and_analysis_loads_no_matplotlib():
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )
     assert run.stdout.strip() == "[]", run.stdout
+
+
+def test_every_package_is_shipped():
+    """Every folder of flows, analysis and figures with an ``__init__.py`` is listed in
+    pyproject.toml's ``[tool.setuptools] packages`` (a missing one breaks the installed wheel,
+    not the editable install the tests run on)."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for top in ("flows", "analysis", "figures")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert found == listed, (sorted(found - listed), sorted(listed - found))
