@@ -30,7 +30,7 @@ from scipy.integrate import DOP853
 from .checks import integer, positive
 from .data import Dataset
 from .initialization import initialization
-from .model import Loss, get_loss, loss_arguments, loss_for
+from .model import Loss, get_loss, loss_arguments, loss_for, signed_weights
 from .results import Cause, Trajectory
 
 LOG2 = float(np.log(2.0))
@@ -128,9 +128,8 @@ class MirrorCoordinates:
 def _loss_slopes(beta: np.ndarray, data: Dataset, loss: Loss) -> tuple[np.ndarray, np.ndarray]:
     """``l'(u_i)`` and ``|l'(u_i)|`` at ``beta`` (float)."""
     u = loss_arguments(data.signed_features @ beta, data)
-    magnitude = np.exp(loss.log_abs_derivative(u))
-    descent = np.ones_like(u) if loss.descent_sign is None else loss.descent_sign(u)
-    return -descent * magnitude, magnitude
+    log_w = loss.log_abs_derivative(u)
+    return -signed_weights(log_w, u, loss, 0.0), np.exp(log_w)
 
 
 def gd_mirror_flow(

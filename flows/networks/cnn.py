@@ -216,10 +216,6 @@ class TwoLayerCNN:
 
         return A @ head, pullback
 
-    def pullback(self, theta: np.ndarray, X: np.ndarray, g: np.ndarray) -> np.ndarray:
-        """``sum_i g_i grad_theta f(x_i)`` (:meth:`vjp`)."""
-        return self.vjp(theta, X)[1](g)
-
     def input_gradients(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
         """``grad_x f(x_i)`` (n, H W): ``sum_qc v_qc sigma'(<w_c, x_(q)>) w_c`` scattered back
         onto the input entries of each window (zero-padding entries dropped)."""

@@ -28,7 +28,7 @@ from ..algorithms import (
 from ..checks import choice, integer, real_array
 from ..clocks import CLOCKS
 from ..discrete import BaseOptimizer, base_optimizer, check_budget
-from ..model import LOSSES, Loss, get_loss, logsumexp
+from ..model import LOSSES, Loss, get_loss, logsumexp, signed_weights
 from ..results import Cause
 from ..schedules import Hyperparameter, Schedule
 from .model import NetworkModel
@@ -76,13 +76,11 @@ def loss_gradient(
     ``|l'(u_i)| / (n c)`` (a softmax in log space), so neither factor under- or overflows."""
     f, pullback = model.vjp(theta, X)
     u, du_df = _arguments(f, y, loss)
-    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
         log_slope = loss.log_abs_derivative(u)  # log|l'(u)|
-        if rescaled:
-            log_slope = log_slope - logsumexp(log_slope)
-        sign = -np.ones_like(u) if loss.descent_sign is None else -loss.descent_sign(u)
+        weights = signed_weights(log_slope, u, loss, None if rescaled else 0.0)  # -l'(u)
         scale = 1.0 if rescaled else 1.0 / len(y)
-        g = sign * np.exp(log_slope) * du_df * scale  # l'(u_i) du_i/df / n, or over n c
+        g = -weights * du_df * scale  # l'(u_i) du_i/df / n, or over n c
     return float(np.mean(loss.value(u))), pullback(g)
 
 
