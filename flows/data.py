@@ -46,8 +46,9 @@ def _separating_lp(Z: np.ndarray, bounds: list[tuple[float | None, float | None]
 
 def is_separable(X: np.ndarray, y: np.ndarray) -> bool:
     """Whether some ``beta`` has ``y_i <x_i, beta> >= 1`` for all i (an LP feasibility problem,
-    HiGHS), decided scale-invariantly: rows ``y_i x_i`` and then columns are normalised by their
-    largest entry before the LP, and a row ``y_i x_i = 0`` makes the data non-separable.
+    HiGHS), decided scale-invariantly: the rows ``sign(y_i) x_i`` (positive multiples of
+    ``y_i x_i``) and then the columns are normalised by their largest entry before the LP, and a
+    row ``y_i x_i = 0`` makes the data non-separable.
 
     Parameters
     ----------
@@ -62,7 +63,8 @@ def is_separable(X: np.ndarray, y: np.ndarray) -> bool:
         raise ValueError(
             f"y must have one label per row of X: got {y.shape[0]} labels for {X.shape[0]} rows"
         )
-    return _separating_lp(y[:, None] * X, [(None, None)] * X.shape[1])
+    # a positive factor per row changes no feasibility: sign(y_i) x_i, whose product cannot overflow
+    return _separating_lp(np.sign(y)[:, None] * X, [(None, None)] * X.shape[1])
 
 
 #: The tasks a :class:`Dataset` describes; the first is the default.

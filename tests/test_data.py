@@ -218,3 +218,11 @@ def test_kept_sign_pattern_holds_and_blocks_separation(algorithm, kw):
     assert run.status == 0
     assert np.all(run.beta * pattern >= 0)
     assert run.loss[-1] < 0.1
+
+
+def test_is_separable_where_the_products_y_x_overflow():
+    """Claim: separability depends on y_i x_i only up to a positive factor per row, so labels
+    and features whose products overflow float64 are decided as their signs say (an LP on
+    inf would be an error)."""
+    assert is_separable(np.array([[1.8e16]]), np.array([1e292]))
+    assert not is_separable(np.array([[1e200], [1e200]]), np.array([1e200, -1e200]))
