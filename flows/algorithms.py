@@ -188,8 +188,10 @@ class Algorithm:
         perturbation of ``w_j`` is a multiple of ``prod_{k != l} w_j^(k)``), so ``a_j`` cannot
         cross 0 (:func:`flows.initialization.kept_sign_pattern`).
     compiled_id : the id of its compiled perturbation in
-        :func:`flows.compiled._segment_kernels.perturbed_into` (None: the compiled segment loop
-        does not apply and the run takes the Python loop, on any backend).
+        :func:`flows.compiled._segment_kernels.perturbed_into` and
+        :mod:`flows.compiled._discrete_kernels` (for a per-example algorithm: the perturbation
+        each example's gradient gets, which only the discrete kernel applies; None: the
+        compiled loops do not apply and the run takes the Python loops, on any backend).
     reads_theta : ``perturb`` reads :attr:`GradientSummary.log_abs_theta` (the fields compute
         it only then).
     per_example : m-sharpness with m = 1 (:mod:`flows.per_example`): ``perturb`` acts on each
@@ -303,7 +305,13 @@ ALGORITHMS: dict[str, Algorithm] = {
         asam_perturbation, (RHO, ETA_ASAM), _asam_radius, zero_invariant=True, reads_theta=True
     ),
     "1-sam": Algorithm(
-        l2_perturbation, (RHO,), _rho, zero_invariant=True, per_example=True, residual_switch=True
+        l2_perturbation,
+        (RHO,),
+        _rho,
+        zero_invariant=True,
+        per_example=True,
+        residual_switch=True,
+        compiled_id=1,
     ),
     "1-usam": Algorithm(
         unnormalized_perturbation,
@@ -311,6 +319,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         _unnormalised_radius,
         zero_invariant=True,
         per_example=True,
+        compiled_id=2,
     ),
 }
 

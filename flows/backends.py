@@ -2,8 +2,9 @@
 
 * ``numba`` (extra ``fast``): the field :class:`~flows.compiled.field.CompiledField`, the
   compiled DOP853 segment loop (:mod:`flows.compiled.segment`), l_inf-SAM's compiled sliding
-  combination (:mod:`flows.compiled.sliding`) and the compiled interval rule of the original-time
-  quadrature (:mod:`flows.compiled.quadrature`);
+  combination (:mod:`flows.compiled.sliding`), the compiled interval rule of the original-time
+  quadrature (:mod:`flows.compiled.quadrature`) and the compiled loop of ``iterate``'s steps
+  (:mod:`flows.compiled.discrete`);
 * ``numpy``: the fused field :class:`~flows.fused.FusedField`; scipy's solvers
   (:mod:`flows.integrator.solver`), the numpy sliding combination
   (:mod:`flows.integrator.filippov`) and quadrature (:mod:`flows.clocks`);
@@ -26,7 +27,7 @@ from typing import Any, NamedTuple
 
 from . import compiled
 from .clocks import Rule
-from .compiled import quadrature, segment
+from .compiled import discrete, quadrature, segment
 from .compiled.field import CompiledField
 from .compiled.sliding import CompiledSliding
 from .field import Problem, ReferenceField
@@ -66,6 +67,9 @@ class Backend:
     sliding : ``(field, surfaces) -> combination or None``: the compiled sliding combination of
         l_inf-SAM (:class:`flows.compiled.sliding.CompiledSliding`; None: numpy's).
     interval_rule : the interval rule of the original-time quadrature (None: numpy's).
+    discrete : ``(problem, eta, momentum, weight_decay, loss_limit) -> loop or None``: the
+        compiled loop of :func:`flows.iterate`'s steps (:func:`flows.compiled.discrete.stepper`;
+        None: numpy's steps).
     """
 
     name: str
@@ -76,6 +80,7 @@ class Backend:
     segment_loop: SegmentLoop | None = None
     sliding: Callable[..., Any] | None = None
     interval_rule: Callable[[], Rule] | None = None
+    discrete: Callable[..., Any] | None = None
 
 
 def _compiled_loss(problem: Problem) -> bool:
@@ -95,6 +100,7 @@ BACKENDS: dict[str, Backend] = {
         ),
         sliding=CompiledSliding.of,
         interval_rule=quadrature.interval_rule,
+        discrete=discrete.stepper,
     ),
     "numpy": Backend("numpy", FusedField),
     "reference": Backend("reference", ReferenceField),

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .algorithms import get_algorithm, resolve_hyperparameters
-from .checks import integer, positive, real
+from .backends import choose_backend
+from .checks import choice, integer, positive, real
 from .clocks import CLOCKS
 from .data import Dataset
 from .field import Problem
@@ -39,6 +40,8 @@ class DiscreteRun:
         if ``beta`` already overflows at step 0, only the initial ``theta`` is returned, with
         its ``beta = +-inf`` and ``loss = nan``).
     cause : ``Cause.REACHED_END`` or ``Cause.OVERFLOW`` (:class:`flows.results.Cause`).
+    backend : ``'numba'`` where the compiled loop ran the steps (steps outside the plain float
+        range are numpy's there too), ``'numpy'`` otherwise.
     """
 
     steps: np.ndarray
@@ -53,6 +56,7 @@ class DiscreteRun:
     cause: Cause = Cause.REACHED_END
     momentum: float = 0.0
     weight_decay: float = 0.0
+    backend: str = "numpy"
 
     @property
     def log_abs_beta(self) -> np.ndarray:
@@ -93,6 +97,7 @@ class BaseOptimizer:
     eta: float | Schedule
     momentum: float = 0.0
     weight_decay: float = 0.0
+    backend: str = "numpy"
 
     @property
     def unit(self) -> float:
@@ -125,6 +130,7 @@ def iterate(
     loss: str | None = None,
     momentum: float = 0.0,
     weight_decay: float = 0.0,
+    backend: str = "auto",
     **hyperparameters: Hyperparameter | None,
 ) -> DiscreteRun:
     """Run ``steps`` iterations of GD / SAM with step size ``eta`` (see :func:`flows.simulate`
@@ -135,7 +141,13 @@ def iterate(
     ``weight_decay`` (both 0: plain gradient steps), and ``eta`` a number or a named schedule.
     Step ``k`` (from ``theta_k`` to ``theta_{k+1}``) is at the time ``t_k = k * eta`` (``eta``'s
     peak value for a schedule), where every schedule (``eta``'s and the hyper-parameters') is
-    evaluated."""
+    evaluated.
+
+    ``backend``: ``'auto'`` (the default) runs the steps in the compiled loop of
+    :mod:`flows.compiled.discrete` where numba is installed and the run allows it (an algorithm
+    and a loss with compiled twins, no schedule), ``'numba'`` insists on numba, ``'numpy'`` runs
+    every step in numpy. Either way a step that leaves the plain float range is the numpy
+    step; :attr:`DiscreteRun.backend` says which ran."""
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
     hp = resolve_hyperparameters(algorithm, hyperparameters)
@@ -147,7 +159,10 @@ def iterate(
     problem = Problem(
         data, get_algorithm(algorithm), hp, the_loss, init.multiplicity, CLOCKS["original"]
     )
-    kept_steps, kept, cause, message = _run(init.groups.copy(), problem, base, steps, record_every)
+    compiled = discrete_steps(backend, problem, base)
+    kept_steps, kept, cause, message = _run(
+        init.groups.copy(), problem, base, steps, record_every, compiled
+    )
     thetas = np.array(kept)
     betas = np.prod(thetas, axis=1)
     steps_arr = np.array(kept_steps)
@@ -164,6 +179,7 @@ def iterate(
         cause=cause,
         momentum=base.momentum,
         weight_decay=base.weight_decay,
+        backend="numpy" if compiled is None else "numba",
     )
 
 
@@ -205,11 +221,39 @@ def base_optimizer(eta, momentum, weight_decay) -> BaseOptimizer:
     )
 
 
+#: The backends ``iterate`` takes.
+BACKENDS = ("auto", "numba", "numpy")
+
+
+def discrete_steps(backend: str, problem: Problem, base: BaseOptimizer):
+    """The compiled loop of the run (``Backend.discrete`` of :data:`flows.backends.BACKENDS`),
+    or None for numpy's steps; ``ValueError`` naming ``backend`` when ``'numba'`` cannot run
+    it."""
+    chosen = choose_backend(choice(backend, "backend", BACKENDS), problem)
+    steps = None
+    if chosen.discrete is not None:
+        steps = chosen.discrete(
+            problem, base.eta, base.momentum, base.weight_decay, LOSS_CHECK_ARGUMENT
+        )
+    if steps is None and backend == "numba":
+        raise ValueError(
+            "backend 'numba' runs iterate for the algorithms and losses with compiled twins, at "
+            "a constant step size and hyper-parameters; use backend='auto' or 'numpy'"
+        )
+    return steps
+
+
 def _run(
-    theta: np.ndarray, problem: Problem, base: BaseOptimizer, steps: int, record_every: int
+    theta: np.ndarray,
+    problem: Problem,
+    base: BaseOptimizer,
+    steps: int,
+    record_every: int,
+    compiled_steps=None,
 ) -> tuple[list[int], list[np.ndarray], Cause, str]:
     """The recorded ``(steps, thetas)`` from ``theta`` (L, d), the cause and the message.
 
+    ``compiled_steps`` (:func:`discrete_steps`) runs the steps it can; numpy runs the others.
     Stops at the first iterate that float64 cannot represent, keeping the last one that it can.
     """
     kept_steps, kept = [0], [theta.copy()]
@@ -223,7 +267,16 @@ def _run(
         )
     last_k, last, buffer = 0, theta, None
     field = FusedField(problem)
-    for k in range(1, steps + 1):
+    k = 0
+    while k < steps:
+        if compiled_steps is not None:
+            k, theta, buffer = compiled_steps.advance(
+                theta, buffer, k, steps, record_every, kept_steps, kept
+            )
+            last_k, last = k, theta
+            if k == steps:
+                break
+        k += 1
         with np.errstate(over="ignore", invalid="ignore"):
             g = perturbed_gradient(theta, problem, (k - 1) * base.unit, field)
             buffer = base.direction(g, theta, buffer)

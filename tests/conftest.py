@@ -1,6 +1,7 @@
-"""Session set-up: the numba kernels of l_inf-SAM's sliding combination are compiled on the
-second core while the tests start on the first (``python -m flows.compiled.warm --group
-sliding``; the first test that needs them then loads them from numba's cache). With the cache
+"""Session set-up: the numba kernels of l_inf-SAM's sliding combination and of ``iterate``'s
+compiled loop are compiled on the second core while the tests start on the first (``python -m
+flows.compiled.warm --group sliding --group discrete``; the first test that needs them then
+loads them from numba's cache). With the cache
 warm this costs the second core about a second; it changes no result (the same machine code,
 compiled in another process)."""
 
@@ -17,11 +18,22 @@ _warming: list[subprocess.Popen] = []
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Start compiling the sliding kernels in a process of their own (numba installed)."""
+    """Start compiling the sliding and discrete kernels in a process of their own (numba
+    installed)."""
     if compiled.available():
         _warming.append(
             subprocess.Popen(
-                [sys.executable, "-m", "flows.compiled.warm", "--group", "sliding", "--jobs", "1"],
+                [
+                    sys.executable,
+                    "-m",
+                    "flows.compiled.warm",
+                    "--group",
+                    "sliding",
+                    "--group",
+                    "discrete",
+                    "--jobs",
+                    "1",
+                ],  # fmt: skip
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )

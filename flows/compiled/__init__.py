@@ -5,6 +5,7 @@
 :mod:`~flows.compiled.segment`             the DOP853 segment loop (:mod:`flows.integrator.solver`)
 :mod:`~flows.compiled.sliding`             l_inf-SAM's sliding combination (:mod:`flows.integrator.filippov`)
 :mod:`~flows.compiled.quadrature`          the original-time interval rule (:mod:`flows.clocks`)
+:mod:`~flows.compiled.discrete`            the loop of ``iterate``'s steps (:mod:`flows.discrete`)
 :mod:`~flows.compiled.warm`                compiles the kernels ahead (``python -m flows.compiled.warm``)
 =========================================  ==================================================
 

@@ -238,6 +238,51 @@ def summary_into(w, depth, multiplicity, features, offsets, loss_id, pattern, us
     return norm > 0, np.log(norm) + log_c
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def perturbed_point_into(w, depth, multiplicity, features, offsets, loss_id, algorithm_id, hp,
+                         pattern, frozen, work, point):  # fmt: skip
+    """``point = w + eps(w)`` for the perturbation ``algorithm_id`` (an entry's
+    ``compiled_id`` in :data:`flows.algorithms.ALGORITHMS`, ``hp`` its hyper-parameters in the
+    entry's order): 0 GD, 1 l2-SAM ``rho u``, 2 USAM ``rho ||grad L|| u``, 3 LE-SAM
+    ``min(sigma / (||grad L|| + varrho), rho_max) u``, 4 l_inf-SAM ``rho sign(grad L)`` (the signs
+    ``pattern`` where ``frozen``), with ``u = grad L / ||grad L||``. False where ``grad L = 0``
+    or the radius is not finite (the numpy path decides there)."""
+    for layer in range(w.shape[0]):
+        for j in range(w.shape[1]):
+            point[layer, j] = w[layer, j]
+    if algorithm_id == 0:
+        return True
+    if algorithm_id == 4 and frozen:
+        _add_scaled(point, w, hp[0], pattern)
+        return True
+    ok, log_norm = summary_into(
+        w, depth, multiplicity, features, offsets, loss_id, pattern, False, work
+    )
+    if not ok or not np.isfinite(log_norm):
+        return False
+    direction = work[6]
+    if algorithm_id == 4:
+        radius, direction = hp[0], work[5]
+    elif algorithm_id == 1:
+        radius = hp[0]
+    elif algorithm_id == 2:
+        radius = hp[0] * np.exp(log_norm)
+    else:
+        radius = min(hp[0] / (np.exp(log_norm) + hp[2]), hp[1])
+    if not np.isfinite(radius):
+        return False
+    _add_scaled(point, w, radius, direction)
+    return True
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _add_scaled(out, a, scale, b):
+    """``out = a + scale * b`` (elementwise, shape (G, d))."""
+    for layer in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[layer, j] = a[layer, j] + scale * b[layer, j]
+
+
 @njit(cache=True)
 def chart_velocity(
     w, point, z, held, depth, features, offsets, loss_id, original_clock, log_chart, delta, limit

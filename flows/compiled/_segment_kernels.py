@@ -62,48 +62,16 @@ def field_into(y, problem, work, out):
 @njit(cache=True, error_model="numpy", inline="always")
 def perturbed_into(z, problem, work):
     """The float parameters ``w`` (into ``work[7]``) at chart coordinates ``z`` (G, d) and the
-    perturbed point ``w + eps`` (into ``work[8]``); False outside the float path."""
+    perturbed point ``w + eps`` (into ``work[8]``, :func:`kernels.perturbed_point_into`; l_inf-SAM
+    with the segment's frozen sign(grad L)); False outside the float path."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
      algorithm_id, hp, limit, pattern, offsets) = problem  # fmt: skip
     w, point = work[7], work[8]
-    ok = kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w)
-    _copy_into(point, w)
-    if not ok or algorithm_id == 0:
-        return ok
-    if algorithm_id == 4:  # l_inf-SAM, with the segment's frozen sign(grad L)
-        _add_scaled(point, w, hp[0], pattern)
-        return True
-    ok, log_norm = kernels.summary_into(
-        w, depth, mult, features, offsets, loss_id, chart_sign, False, work
+    if not kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
+        return False
+    return kernels.perturbed_point_into(
+        w, depth, mult, features, offsets, loss_id, algorithm_id, hp, pattern, True, work, point
     )
-    if not ok:
-        return False
-    if algorithm_id == 1:  # l2-SAM
-        radius = hp[0]
-    elif algorithm_id == 2:  # USAM
-        radius = hp[0] * np.exp(log_norm)
-    else:  # LE-SAM
-        radius = min(hp[0] / (np.exp(log_norm) + hp[2]), hp[1])
-    if not np.isfinite(radius):
-        return False
-    _add_scaled(point, w, radius, work[6])
-    return True
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _copy_into(out, a):
-    """``out[...] = a`` (shape (G, d))."""
-    for layer in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            out[layer, j] = a[layer, j]
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _add_scaled(out, a, scale, b):
-    """``out = a + scale * b`` (elementwise, shape (G, d))."""
-    for layer in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            out[layer, j] = a[layer, j] + scale * b[layer, j]
 
 
 @njit(cache=True, error_model="numpy")

@@ -1,7 +1,7 @@
 """The compiled segment loop (extra ``fast``): DOP853 steps in numba, no Python per step.
 
 Where it applies (:func:`applies`: the compiled backend, ``method='DOP853'``, an algorithm with
-a compiled perturbation and no schedule, no held, sliding or near-zero entries, and no parameter
+a compiled perturbation (not a per-example one) and no schedule, no held, sliding or near-zero entries, and no parameter
 at 0 whose frozen sign is not decided yet (l_inf-SAM from an init with zeros: the Python loop
 meets its crossing at the first step); any depth),
 :func:`advance` integrates the current segment with :func:`flows.compiled._segment_kernels.segment`
@@ -49,6 +49,7 @@ def applies(field, mode: Mode, method: str) -> bool:
         isinstance(field, CompiledField)
         and method == "DOP853"
         and problem.algorithm.compiled_id is not None
+        and not problem.algorithm.per_example
         and _constant_values(problem) is not None
         and mode.near_zero is None
         and not mode.frozen

@@ -7,7 +7,8 @@ that first call on small problems, one per group of kernels, in parallel process
 
 * ``segment``: the compiled DOP853 segment loop, its events, the original-time quadrature;
 * ``sliding``: l_inf-SAM's sliding combination, on scipy's loop (so that it needs none of the
-  segment loop's kernels), with the field kernels and the quadrature's interval rule.
+  segment loop's kernels), with the field kernels and the quadrature's interval rule;
+* ``discrete``: the compiled loop of ``iterate``'s steps.
 
 Regression (the squared loss) runs on the same kernels with the same argument types (the
 targets as offsets, zeros in classification), so these calls compile what it needs too.
@@ -49,8 +50,24 @@ def _sliding_group() -> None:
              method="RK45", backend="numba")  # fmt: skip
 
 
+def _discrete_group() -> None:
+    """``iterate``'s compiled loop: l2-SAM on one example, 1-USAM in regression."""
+    from ..data import single_example
+    from ..datasets import sparse_regression
+    from ..discrete import iterate
+
+    iterate(single_example([1.0, 2.0]), "l2-sam", 2, 0.4, eta=0.1, steps=3, rho=0.1,
+            backend="numba")  # fmt: skip
+    iterate(sparse_regression().train, "1-usam", 2, 0.1, eta=0.1, steps=3, rho=0.1,
+            backend="numba")  # fmt: skip
+
+
 #: The groups of kernels, each compiled by one small call.
-GROUPS: dict[str, Callable[[], None]] = {"segment": _segment_group, "sliding": _sliding_group}
+GROUPS: dict[str, Callable[[], None]] = {
+    "segment": _segment_group,
+    "sliding": _sliding_group,
+    "discrete": _discrete_group,
+}
 
 
 def compile_group(name: str) -> int:

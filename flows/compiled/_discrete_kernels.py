@@ -1,0 +1,219 @@
+"""The numba kernels of :mod:`flows.compiled.discrete`: ``iterate``'s steps in one compiled loop.
+
+A step is ``theta_{k+1} = theta_k - eta b_k`` with ``b_k`` the SGD direction of
+:class:`flows.discrete.BaseOptimizer` (momentum, weight decay) driven by the perturbed gradient
+``g_k = grad L(theta_k + eps(theta_k))``, or for a per-example algorithm
+``g_k = (1/n) sum_i grad l_i(theta_k + eps(grad l_i(theta_k)))`` (:mod:`flows.per_example`).
+The perturbation is the one of ``algorithm_id`` (the table entry's ``compiled_id``,
+:func:`flows.compiled._field_kernels.perturbed_point_into`), and the gradient is
+``grad L = -c G * prod_{k != l} theta^(k)`` from :func:`flows.compiled._field_kernels.forward_into`.
+
+The loop computes only where the numpy float path of :class:`flows.fused.FusedField` (and of
+:func:`flows.per_example._float_velocity`) holds, and only keeps a step whose iterate
+:func:`flows.discrete._not_representable` would accept without evaluating the loss. Anywhere
+else it stops before the step, and the Python loop takes that step (status
+:data:`HANDED_BACK`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import _field_kernels as kernels
+
+FINISHED, HANDED_BACK = 0, 1
+
+
+@njit(cache=True, error_model="numpy")
+def run(theta, buffer, started, k, last, record_every, problem, kept, kept_steps):
+    """Steps ``k + 1, ..., last`` from ``theta`` (the iterate at step ``k``), in place.
+
+    ``buffer`` is the momentum buffer ``b_{k-1}`` (unused until ``started``). Every iterate of
+    a step that ``record_every`` divides, and the one of step ``last``, goes into ``kept`` and
+    its step into ``kept_steps``, until ``kept`` is full. Returns ``(status, k, recorded,
+    started)``, ``k`` the last step taken: :data:`FINISHED` at ``last`` or with ``kept`` full,
+    :data:`HANDED_BACK` where step ``k + 1`` needs the Python loop (``theta`` and ``buffer`` are
+    then those after step ``k``)."""
+    (features, offsets, loss_id, algorithm_id, per_example, hp, eta, momentum, weight_decay,
+     limit, loss_limit) = problem  # fmt: skip
+    layers, d = theta.shape
+    work = kernels.workspace(theta.shape, features.shape[0])
+    gradient = np.empty((layers, d))
+    point = np.empty((layers, d))
+    step = np.empty((layers, d))
+    candidate = np.empty((layers, d))
+    beta = np.empty(d)
+    ones = np.ones(layers)
+    recorded = 0
+    while k < last and recorded < kept.shape[0]:
+        if per_example:
+            ok = per_example_gradient_into(theta, problem, work, point, gradient)
+        else:
+            ok = perturbed_gradient_into(theta, problem, work, ones, point, gradient)
+        if not ok:
+            return HANDED_BACK, k, recorded, started
+        for layer in range(layers):
+            for j in range(d):
+                direction = gradient[layer, j]
+                if weight_decay != 0.0:
+                    direction = direction + weight_decay * theta[layer, j]
+                if momentum != 0.0 and started:
+                    direction = momentum * buffer[layer, j] + direction
+                step[layer, j] = direction
+                candidate[layer, j] = theta[layer, j] - eta * direction
+        if not representable(candidate, features, offsets, loss_id, loss_limit, beta):
+            return HANDED_BACK, k, recorded, started
+        for layer in range(layers):
+            for j in range(d):
+                theta[layer, j] = candidate[layer, j]
+                buffer[layer, j] = step[layer, j]
+        started = True
+        k += 1
+        if k % record_every == 0 or k == last:
+            kept[recorded, :, :] = theta
+            kept_steps[recorded] = k
+            recorded += 1
+    return FINISHED, k, recorded, started
+
+
+@njit(cache=True, error_model="numpy")
+def perturbed_gradient_into(w, problem, work, ones, point, out):
+    """``grad L(w + eps(w))`` into ``out`` (the perturbed point into ``point``), False where
+    the numpy float path (:meth:`flows.fused.FusedField._float_velocity`) would not hold
+    (``ones``: the layers' multiplicities)."""
+    (features, offsets, loss_id, algorithm_id, per_example, hp, eta, momentum, weight_decay,
+     limit, loss_limit) = problem  # fmt: skip
+    depth = w.shape[0]
+    if not parameters_in_range(w, depth, limit):
+        return False
+    if not kernels.perturbed_point_into(
+        w, depth, ones, features, offsets, loss_id, algorithm_id, hp, point, False, work, point
+    ):
+        return False
+    if algorithm_id != 0 and not point_in_range(point, depth, limit, True):
+        return False
+    log_c = kernels.forward_into(point, depth, features, offsets, loss_id, work)
+    scale = np.exp(log_c)
+    g, loo = work[3], work[1]
+    for layer in range(depth):
+        for j in range(w.shape[1]):
+            out[layer, j] = -(scale * (g[j] * loo[layer, j]))
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def per_example_gradient_into(w, problem, work, point, out):
+    """``(1/n) sum_i grad l_i(w + eps_i)``, ``eps_i = eps(grad l_i(w))``, into ``out``, False
+    where the numpy float path (:func:`flows.per_example._float_velocity`) would not hold
+    (an example's gradient 0 among them). ``algorithm_id`` 1 normalises ``grad l_i``, 2 does
+    not."""
+    (features, offsets, loss_id, algorithm_id, per_example, hp, eta, momentum, weight_decay,
+     limit, loss_limit) = problem  # fmt: skip
+    depth, d = w.shape
+    n = features.shape[0]
+    if not parameters_in_range(w, depth, limit):
+        return False
+    beta, loo, g = work[0], work[1], work[4]
+    kernels.products_into(w, depth, beta, loo)
+    for layer in range(depth):
+        for j in range(d):
+            out[layer, j] = 0.0
+    total = 0.0
+    for i in range(n):
+        u = -offsets[i]
+        for j in range(d):
+            u += features[i, j] * beta[j]
+        weight = kernels.descent_sign(u, loss_id) * np.exp(kernels.log_abs_derivative(u, loss_id))
+        norm2 = 0.0
+        for layer in range(depth):
+            for j in range(d):
+                g[layer, j] = weight * features[i, j] * loo[layer, j]  # -grad l_i
+                norm2 += g[layer, j] ** 2
+        norm = np.sqrt(norm2)
+        if not (norm > 0.0 and np.isfinite(norm) and np.isfinite(weight)):
+            return False
+        radius = hp[0] if algorithm_id == 1 else hp[0] * np.exp(np.log(norm))
+        for layer in range(depth):
+            for j in range(d):
+                point[layer, j] = w[layer, j] + radius * (-g[layer, j] / norm)
+        if not point_in_range(point, depth, limit, False):
+            return False
+        example_beta, example_loo = work[7][0], work[8]
+        kernels.products_into(point, depth, example_beta, example_loo)
+        u = -offsets[i]
+        for j in range(d):
+            u += features[i, j] * example_beta[j]
+        size = np.exp(kernels.log_abs_derivative(u, loss_id))
+        total += size
+        weight = kernels.descent_sign(u, loss_id) * size
+        for layer in range(depth):
+            for j in range(d):
+                out[layer, j] += weight * features[i, j] * example_loo[layer, j]
+    if not (total > 0.0 and np.isfinite(total)):
+        return False
+    scale = np.exp(np.log(total) - np.log(n))
+    for layer in range(depth):
+        for j in range(d):
+            out[layer, j] = -(scale * (out[layer, j] / total))
+    return True
+
+
+@njit(cache=True, inline="always")
+def parameters_in_range(w, depth, limit):
+    """:meth:`flows.fused.FusedField._float_rows` at ``w`` (exact zeros count as 1): the
+    largest ``|w|^L`` within ``exp(+-limit)``, the smallest above ``exp(-4 limit)``."""
+    top, bottom = -np.inf, np.inf
+    for v in w.ravel():
+        size = abs(v) if v != 0.0 else 1.0
+        top = max(top, size)
+        bottom = min(bottom, size)
+    return -limit < depth * np.log(top) < limit and depth * np.log(bottom) > -4.0 * limit
+
+
+@njit(cache=True, inline="always")
+def point_in_range(point, depth, limit, smallest_matters):
+    """The perturbed point's range test of the numpy float path: the largest ``|w|^L`` within
+    ``exp(+-limit)`` and, if ``smallest_matters``, the smallest nonzero one above
+    ``exp(-4 limit)``."""
+    top, bottom = 0.0, 1.0
+    for v in point.ravel():
+        top = max(top, abs(v))
+        if v != 0.0:
+            bottom = min(bottom, abs(v))
+    if not -limit < depth * np.log(top) < limit:
+        return False
+    return not smallest_matters or depth * np.log(bottom) > -4.0 * limit
+
+
+@njit(cache=True, inline="always")
+def representable(theta, features, offsets, loss_id, loss_limit, beta):
+    """Whether :func:`flows.discrete._not_representable` accepts ``theta`` without looking at
+    the loss: finite parameters, ``beta`` and margins, and every loss argument within
+    ``loss_limit`` or the mean loss below ``exp(loss_limit)``."""
+    layers, d = theta.shape
+    for j in range(d):
+        b = 1.0
+        for layer in range(layers):
+            if not np.isfinite(theta[layer, j]):
+                return False
+            b *= theta[layer, j]
+        if not np.isfinite(b):
+            return False
+        beta[j] = b
+    largest = 0.0
+    for i in range(features.shape[0]):
+        m = 0.0
+        for j in range(d):
+            m += features[i, j] * beta[j]
+        if not np.isfinite(m):
+            return False
+        largest = max(largest, abs(m - offsets[i]))
+    if largest <= loss_limit:
+        return True
+    log_l = np.empty(features.shape[0])
+    top = kernels.margin_terms_into(beta, features, offsets, loss_id, False, log_l)
+    total = 0.0
+    for v in log_l:
+        total += np.exp(v - top)
+    return top + np.log(total) - np.log(log_l.size) < loss_limit
