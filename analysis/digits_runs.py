@@ -11,7 +11,7 @@ import numpy as np
 from flows.data import Dataset, sign_constrained_separable
 from flows.datasets import digits
 from flows.integrator.driver import simulate
-from flows.sweep.registry import Result, register
+from flows.sweep.registry import Result, flow_kernels, register
 
 from .lesam.radius import initial_gradient_norm
 from .saliency import orthant_signs
@@ -152,6 +152,7 @@ register(
     "digits_flow",
     digits_flow,
     cost=digits_flow_cost,
+    kernels=lambda p: flow_kernels({"method": "LSODA", **p}),
     keys=(
         "tau",
         "loss",

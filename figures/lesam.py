@@ -33,7 +33,7 @@ from flows.integrator.driver import simulate
 from flows.model import DEFAULT_LOSS
 from flows.schedules import Schedule, warmup_cosine
 from flows.sweep.kinds import simulate_arguments
-from flows.sweep.registry import Result, Task, register
+from flows.sweep.registry import Result, Task, flow_kernels, register
 
 from .common import MU5, OKABE_ITO
 
@@ -157,14 +157,25 @@ def lesam_scan(params: dict) -> Result:
 
 
 register(
-    "lesam-run", lesam_run, cost=lambda p: 0.3 + 0.002 * p.get("n_points", 201), keys=RUN_KEYS[:9]
+    "lesam-run",
+    lesam_run,
+    cost=lambda p: 0.3 + 0.002 * p.get("n_points", 201),
+    keys=RUN_KEYS[:9],
+    kernels=flow_kernels,
 )
-register("lesam-classify", lesam_classify, cost=lambda p: 0.08 * len(p["points"]), keys=("regime",))
+register(
+    "lesam-classify",
+    lesam_classify,
+    cost=lambda p: 0.08 * len(p["points"]),
+    keys=("regime",),
+    kernels=lambda p: flow_kernels({}),
+)
 register(
     "lesam-scan",
     lesam_scan,
     cost=lambda p: 0.1 * len(p["grid"]) + 1.5,
     keys=("regime", "leaders", "lower", "upper", "below", "above", "converged"),
+    kernels=lambda p: flow_kernels({}),
 )
 
 

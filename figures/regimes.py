@@ -31,7 +31,7 @@ from analysis.regimes.classification import classify
 from analysis.regimes.inputs import check_mu
 from flows.checks import positive
 from flows.run import OneLineParser, check_output_path
-from flows.sweep.registry import Result, Task, compute, register
+from flows.sweep.registry import Result, Task, compute, flow_kernels, register
 
 from .common import MU5, Figure, coordinate_colors, format_mu, plt, save
 
@@ -73,7 +73,12 @@ def collapse_boundary_cost(params: dict) -> float:
     return 2.0 * np.log2(1.0 / params["rtol"])
 
 
-register("collapse-boundary", collapse_boundary_task, cost=collapse_boundary_cost)
+register(
+    "collapse-boundary",
+    collapse_boundary_task,
+    cost=collapse_boundary_cost,
+    kernels=lambda p: flow_kernels({}),
+)
 
 
 def phase_runs(mu, ratios, tau_max: float, n_tau: int) -> list[Task]:

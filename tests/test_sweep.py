@@ -876,3 +876,32 @@ def test_warm_sweep_redraws_only_what_changed(tmp_path, capsys, monkeypatch):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "(0 up to date)" in out and "wrote" in out
+
+
+def test_compile_gate_starts_one_first_compile_per_kernel_group():
+    """Claim: while the first task of a kernel group runs, the gate passes over the other tasks
+    of that group (a task of another group, or of none, starts instead); once it is done the
+    group's tasks start freely; with every queued task waiting and nothing running, ``force``
+    starts the first; an inactive gate (no numba) keeps the queue's order."""
+    from collections import deque
+
+    from flows.sweep.gate import CompileGate
+    from flows.sweep.registry import Task
+
+    flow_a = Task("simulate", {"algorithm": "gd", "mu": [1.0]})
+    flow_b = Task("simulate", {"algorithm": "l2-sam", "mu": [2.0]})
+    steps = Task("iterate", {"algorithm": "gd", "mu": [1.0]})
+    plain = Task("no-kernels", {})
+    gate = CompileGate()
+    queue = deque([(flow_a, False), (flow_b, False), (steps, False), (plain, False)])
+    assert gate.take(queue)[0] is flow_a
+    assert gate.take(queue)[0] is steps  # flow_b waits for flow_a's first compile
+    assert gate.take(queue)[0] is plain
+    assert gate.take(queue) is None and [e[0] for e in queue] == [flow_b]
+    gate.done(flow_a)
+    assert gate.take(queue)[0] is flow_b
+    again = deque([(Task("iterate", {"algorithm": "usam"}), False)])
+    assert gate.take(again) is None and gate.take(again, force=True) is not None
+    off = CompileGate(active=False)
+    queue = deque([(flow_a, False), (flow_b, False)])
+    assert [off.take(queue)[0], off.take(queue)[0]] == [flow_a, flow_b]

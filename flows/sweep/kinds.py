@@ -13,7 +13,7 @@ from ..integrator.driver import simulate
 from ..mirror import gd_mirror_flow
 from ..results import ARRAY_NAMES
 from ..schedules import from_spec
-from .registry import Result, register
+from .registry import Result, flow_kernels, register
 
 
 def dataset_from(params: dict) -> tuple[Dataset, dict]:
@@ -94,6 +94,13 @@ def iterate_cost(params: dict) -> float:
     return per_step * float(params.get("steps", 1000)) * (1.0 + _samples(params) / 20.0)
 
 
-register("simulate", run_simulate, simulate_cost, SIMULATE_KEYS)
-register("iterate", run_iterate, iterate_cost, ("t", "beta", "loss", "status"))
+def iterate_kernels(params: dict) -> frozenset[str]:
+    """``'discrete'`` where the run may take the compiled loop of ``iterate``."""
+    algorithm = ALGORITHMS.get(params.get("algorithm", "l2-sam"))
+    compiled = algorithm is not None and algorithm.compiled_id is not None
+    return frozenset({"discrete"} if compiled else ())
+
+
+register("simulate", run_simulate, simulate_cost, SIMULATE_KEYS, kernels=flow_kernels)
+register("iterate", run_iterate, iterate_cost, ("t", "beta", "loss", "status"), iterate_kernels)
 register("gd_mirror", run_gd_mirror, simulate_cost, SIMULATE_KEYS)

@@ -111,6 +111,11 @@ TASK_KINDS: dict[str, Callable[[dict], Result]] = {}
 COST_ESTIMATES: dict[str, Callable[[dict], float]] = {}
 #: Arrays every result of a kind must hold (checked when a cached file is read).
 RESULT_KEYS: dict[str, tuple[str, ...]] = {}
+#: The numba kernel groups a task of a kind may compile (``params -> names``; kinds without
+#: one compile nothing): the groups of :data:`flows.compiled.warm.GROUPS`, ``'field'`` (the
+#: compiled field at one point, which scipy's solvers call), ``'segment'`` (the compiled DOP853
+#: loop and the quadrature), ``'sliding'``, ``'discrete'``.
+KERNEL_GROUPS: dict[str, Callable[[dict], frozenset[str]]] = {}
 
 
 def register(
@@ -118,8 +123,11 @@ def register(
     fn: Callable[[dict], Result],
     cost: Callable[[dict], float] | None = None,
     keys: tuple[str, ...] = (),
+    kernels: Callable[[dict], frozenset[str]] | None = None,
 ) -> None:
-    """Add a task kind, with an optional cost heuristic and the arrays its results hold.
+    """Add a task kind, with an optional cost heuristic, the arrays its results hold and the
+    numba kernel groups its tasks may compile (:data:`KERNEL_GROUPS`; the runner starts one
+    first compile of a group at a time, :mod:`flows.sweep.gate`).
 
     ``fn`` should be a module-level function: it is sent to worker processes by reference.
     """
@@ -128,6 +136,32 @@ def register(
         COST_ESTIMATES[kind] = cost
     if keys:
         RESULT_KEYS[kind] = tuple(keys)
+    if kernels is not None:
+        KERNEL_GROUPS[kind] = kernels
+
+
+def kernel_groups(task: Task) -> frozenset[str]:
+    """The kernel groups ``task`` may compile (:data:`KERNEL_GROUPS`; none if its kind names
+    none or its heuristic fails)."""
+    groups = KERNEL_GROUPS.get(task.kind)
+    if groups is None:
+        return frozenset()
+    try:
+        return frozenset(groups(task.params))
+    except Exception:  # a heuristic must never stop a run
+        return frozenset()
+
+
+def flow_kernels(params: dict) -> frozenset[str]:
+    """The kernel groups of a :func:`flows.simulate` run with these keywords: the field, the
+    DOP853 loop unless another ``method`` is asked for, and the sliding kernels for
+    l_inf-SAM."""
+    groups = {"field"}
+    if params.get("method", "DOP853") == "DOP853":
+        groups.add("segment")
+    if params.get("algorithm") == "linf-sam":
+        groups.add("sliding")
+    return frozenset(groups)
 
 
 def estimated_cost(task: Task, measured: dict[str, float] | None = None) -> float:

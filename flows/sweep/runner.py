@@ -23,6 +23,8 @@ from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 
+from ..backends import BACKENDS
+from .gate import CompileGate
 from .pool import local_pool, stop_pool
 from .progress import RunEvents, TaskLines
 from .registry import TASK_KINDS, Result, Task, estimated_cost
@@ -254,13 +256,18 @@ def _drain(
 def _drain_on(
     executor: Executor, limit: int, queue: deque, cache: Cache, since: float, tally: _Tally
 ) -> None:
-    """Run the queue on ``executor``, at most ``limit`` tasks submitted at a time; on an error
-    or an interruption the submitted tasks that have not started are cancelled."""
+    """Run the queue on ``executor``, at most ``limit`` tasks submitted at a time, one first
+    compile of each numba kernel group at a time (:class:`flows.sweep.gate.CompileGate`); on an
+    error or an interruption the submitted tasks that have not started are cancelled."""
     pending: dict[Future, Task] = {}
+    gate = CompileGate(active=BACKENDS["numba"].available())
     try:
         while queue or pending:
             while queue and len(pending) < limit:
-                task, block = queue.popleft()
+                entry = gate.take(queue, force=not pending)
+                if entry is None:
+                    break
+                task, block = entry
                 tally.events.started(task)
                 pending[
                     executor.submit(
@@ -269,7 +276,9 @@ def _drain_on(
                 ] = task
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                tally.settle(queue, pending.pop(future), future.result)
+                task = pending.pop(future)
+                gate.done(task)
+                tally.settle(queue, task, future.result)
     except BaseException:
         for future in pending:
             future.cancel()
