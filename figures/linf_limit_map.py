@@ -19,7 +19,7 @@ from matplotlib.patches import Patch
 from analysis.limits import observed_linf_limit, predict_linf_limit, predict_linf_limits
 from flows.data import single_example
 from flows.integrator.driver import simulate
-from flows.sweep.registry import Result, Task, register
+from flows.sweep.registry import Result, Task, flow_kernels, register
 
 from .common import OKABE_ITO, Figure, plt, save
 from .linf_coordinates import RHO, solver_options
@@ -62,7 +62,11 @@ def run_linf_limit(params: dict) -> Result:
     }
 
 
-register("linf_limit", run_linf_limit)
+register(
+    "linf_limit",
+    run_linf_limit,
+    kernels=lambda p: flow_kernels({"algorithm": "linf-sam", **p}),
+)
 
 
 def _grid(quick: bool) -> tuple[float, ...]:
