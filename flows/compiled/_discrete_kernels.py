@@ -71,7 +71,9 @@ def run(theta, buffer, started, k, last, record_every, problem, kept, kept_steps
         started = True
         k += 1
         if k % record_every == 0 or k == last:
-            kept[recorded, :, :] = theta
+            for layer in range(layers):  # loops: an array assignment compiles its error messages
+                for j in range(d):
+                    kept[recorded, layer, j] = theta[layer, j]
             kept_steps[recorded] = k
             recorded += 1
     return FINISHED, k, recorded, started
