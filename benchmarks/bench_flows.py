@@ -63,7 +63,7 @@ from scipy.integrate import solve_ivp
 from scipy.special import expit
 
 import analysis.regimes.leaders as regimes
-from flows import Dataset, compiled, simulate, single_example
+from flows import Dataset, compiled, iterate, simulate, single_example
 from flows.datasets import sparse_regression
 
 #: What ``simulate(backend="auto")`` uses here.
@@ -1011,6 +1011,84 @@ def part_regression(report: Report, quick: bool) -> dict:
     }
 
 
+#: Part 7: the step size and steps of the discrete runs (fig 17's GD step, 1-USAM's rho).
+ETA_7, STEPS_7, RHOS_7 = 0.3, 2001, {"gd": 0.0, "usam": 0.1, "1-usam": 0.2}
+
+
+def hand_iterate(X: np.ndarray, y: np.ndarray, theta0: np.ndarray, algorithm: str,
+                 rho: float, eta: float, steps: int) -> np.ndarray:  # fmt: skip
+    """The discrete run written out for ``beta = u * v`` and ``L = (1/2n) ||X beta - y||^2``
+    (independent of ``flows``): ``grad_u = (X^T r / n) v``, ``grad_v = (X^T r / n) u``; USAM
+    ascends by ``rho grad L``, 1-USAM by ``rho grad l_i`` per example (``l_i = r_i^2 / 2``) and
+    averages the examples' gradients. Returns the last ``(2, d)`` iterate."""
+    n = X.shape[0]
+    u, v = theta0[0].copy(), theta0[1].copy()
+
+    def grad(u, v, rows=slice(None), scale=1.0 / n):
+        r = X[rows] @ (u * v) - y[rows]
+        g = scale * (X[rows].T @ r)
+        return g * v, g * u
+
+    for _ in range(steps):
+        if algorithm == "gd":
+            gu, gv = grad(u, v)
+        elif algorithm == "usam":
+            eu, ev = grad(u, v)
+            gu, gv = grad(u + rho * eu, v + rho * ev)
+        else:
+            r = X @ (u * v) - y
+            eu, ev = rho * r[:, None] * X * v, rho * r[:, None] * X * u  # (n, d): rho grad l_i
+            pu, pv = u + eu, v + ev
+            ri = np.sum(X * pu * pv, axis=1) - y
+            gu, gv = np.mean(ri[:, None] * X * pv, axis=0), np.mean(ri[:, None] * X * pu, axis=0)
+        u, v = u - eta * gu, v - eta * gv
+    return np.vstack([u, v])
+
+
+def part_discrete(report: Report, quick: bool) -> None:
+    """Part 7: ``iterate`` compiled, numpy and written out by hand (the numpy floor)."""
+    data = sparse_regression().train
+    theta0 = np.vstack([np.full(data.d, ALPHA_6), np.zeros(data.d)])
+    steps = 201 if quick else STEPS_7
+    report.add(
+        f"## 7. Discrete iterations: `iterate` on `sparse_regression()`, L = 2, u = {ALPHA_6:g}, "
+        f"v = 0, eta = {ETA_7:g}, {steps} steps"
+    )
+    report.add()
+    report.add(
+        "Per step, best of several runs. *By hand*: the same steps written out in numpy for "
+        "`beta = u * v` (`hand_iterate`; independent of `flows`, and the floor of a numpy loop); "
+        "the difference is the largest |theta - theta_hand| / max|theta_hand| at the last step."
+    )
+    report.add()
+    rows = []
+    for algorithm, rho in RHOS_7.items():
+        hp = {} if algorithm == "gd" else {"rho": rho}
+
+        def run(backend, algorithm=algorithm, hp=hp):
+            return iterate(data, algorithm, 2, theta0, eta=ETA_7, steps=steps,
+                           record_every=steps, backend=backend, **hp).theta[-1]  # fmt: skip
+
+        hand = best_of(partial(hand_iterate, data.X, data.y, theta0, algorithm, rho, ETA_7, steps))
+        timed = {b: best_of(partial(run, b)) for b in (DEFAULT_BACKEND, "numpy")}
+        scale = np.max(np.abs(hand.value))
+        gap = {b: float(np.max(np.abs(t.value - hand.value)) / scale) for b, t in timed.items()}
+        per = {b: t.seconds / steps * 1e6 for b, t in timed.items()}
+        rows.append([
+            algorithm, f"{per[DEFAULT_BACKEND]:.3g}", f"{per['numpy']:.3g}",
+            f"{hand.seconds / steps * 1e6:.3g}",
+            f"{per['numpy'] / per[DEFAULT_BACKEND]:.1f}x",
+            f"{hand.seconds / steps * 1e6 / per[DEFAULT_BACKEND]:.1f}x",
+            sci(gap[DEFAULT_BACKEND]), sci(gap["numpy"]),
+        ])  # fmt: skip
+    report.table(
+        ["algorithm", f"{DEFAULT_BACKEND} [us/step]", "numpy [us/step]", "by hand [us/step]",
+         f"numpy / {DEFAULT_BACKEND}", f"by hand / {DEFAULT_BACKEND}",
+         f"{DEFAULT_BACKEND} vs by hand", "numpy vs by hand"],
+        rows,
+    )  # fmt: skip
+
+
 #: The numpy backend's target: within this factor of the numpy floor (the problem written by
 #: hand for itself in the same scipy DOP853).
 NUMPY_FLOOR_TARGET = 1.5
@@ -1204,6 +1282,7 @@ def main(argv: list[str] | None = None) -> int:
     phase = part_phase(report, args.quick)
     part_numba(report)
     regression = part_regression(report, args.quick)
+    part_discrete(report, args.quick)
     report.add("## Summary")
     report.add()
     report.table(
