@@ -48,7 +48,7 @@ def run(theta, buffer, started, k, last, record_every, problem, kept, kept_steps
     recorded = 0
     while k < last and recorded < kept.shape[0]:
         if per_example:
-            ok = per_example_gradient_into(theta, problem, work, point, gradient)
+            ok = per_example_gradient_into(theta, problem, work, ones, point, gradient)
         else:
             ok = perturbed_gradient_into(theta, problem, work, ones, point, gradient)
         if not ok:
@@ -105,59 +105,24 @@ def perturbed_gradient_into(w, problem, work, ones, point, out):
 
 
 @njit(cache=True, error_model="numpy")
-def per_example_gradient_into(w, problem, work, point, out):
-    """``(1/n) sum_i grad l_i(w + eps_i)``, ``eps_i = eps(grad l_i(w))``, into ``out``, False
-    where the numpy float path (:func:`flows.per_example._float_velocity`) would not hold
-    (an example's gradient 0 among them). ``algorithm_id`` 1 normalises ``grad l_i``, 2 does
-    not."""
+def per_example_gradient_into(w, problem, work, ones, point, out):
+    """``(1/n) sum_i grad l_i(w + eps_i)``, ``eps_i = eps(grad l_i(w))``, into ``out``:
+    ``-c F`` of :func:`flows.compiled._field_kernels.per_example_field_into`; False where the
+    numpy float path would not hold there."""
     (features, offsets, loss_id, algorithm_id, per_example, hp, eta, momentum, weight_decay,
      limit, loss_limit) = problem  # fmt: skip
-    depth, d = w.shape
-    n = features.shape[0]
+    depth = w.shape[0]
     if not parameters_in_range(w, depth, limit):
         return False
-    beta, loo, g = work[0], work[1], work[4]
-    kernels.products_into(w, depth, beta, loo)
-    for layer in range(depth):
-        for j in range(d):
-            out[layer, j] = 0.0
-    total = 0.0
-    for i in range(n):
-        u = -offsets[i]
-        for j in range(d):
-            u += features[i, j] * beta[j]
-        weight = kernels.descent_sign(u, loss_id) * np.exp(kernels.log_abs_derivative(u, loss_id))
-        norm2 = 0.0
-        for layer in range(depth):
-            for j in range(d):
-                g[layer, j] = weight * features[i, j] * loo[layer, j]  # -grad l_i
-                norm2 += g[layer, j] ** 2
-        norm = np.sqrt(norm2)
-        if not (norm > 0.0 and np.isfinite(norm) and np.isfinite(weight)):
-            return False
-        radius = hp[0] if algorithm_id == 1 else hp[0] * np.exp(np.log(norm))
-        for layer in range(depth):
-            for j in range(d):
-                point[layer, j] = w[layer, j] + radius * (-g[layer, j] / norm)
-        if not point_in_range(point, depth, limit, False):
-            return False
-        example_beta, example_loo = work[7][0], work[8]
-        kernels.products_into(point, depth, example_beta, example_loo)
-        u = -offsets[i]
-        for j in range(d):
-            u += features[i, j] * example_beta[j]
-        size = np.exp(kernels.log_abs_derivative(u, loss_id))
-        total += size
-        weight = kernels.descent_sign(u, loss_id) * size
-        for layer in range(depth):
-            for j in range(d):
-                out[layer, j] += weight * features[i, j] * example_loo[layer, j]
-    if not (total > 0.0 and np.isfinite(total)):
+    ok, log_c = kernels.per_example_field_into(
+        w, depth, ones, features, offsets, loss_id, algorithm_id, hp, limit, work, point, out
+    )
+    if not ok:
         return False
-    scale = np.exp(np.log(total) - np.log(n))
+    scale = np.exp(log_c)
     for layer in range(depth):
-        for j in range(d):
-            out[layer, j] = -(scale * (out[layer, j] / total))
+        for j in range(w.shape[1]):
+            out[layer, j] = -(scale * out[layer, j])
     return True
 
 

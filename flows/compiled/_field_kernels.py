@@ -176,11 +176,14 @@ def signed_direction_into(beta, features, offsets, top, log_w, direction):
 def workspace(shape, n):
     """Buffers for the ``*_into`` kernels at parameters of ``shape`` (G, d) and ``n`` examples:
     ``(beta, loo, log_w, direction)`` of :func:`forward_into`, then ``g``, ``sign``, ``unit``
-    (:func:`summary_into`), ``w`` and the perturbed point."""
+    (:func:`summary_into`), ``w``, the perturbed point, the velocity ``F`` (G, d), and an
+    example's ``beta`` (d) and leave-one-out products (G, d)
+    (:func:`per_example_field_into`)."""
     groups, d = shape
     return (np.empty(d), np.empty((groups, d)), np.empty(n), np.empty(d),
             np.empty((groups, d)), np.empty((groups, d)), np.empty((groups, d)),
-            np.empty((groups, d)), np.empty((groups, d)))  # fmt: skip
+            np.empty((groups, d)), np.empty((groups, d)), np.empty((groups, d)),
+            np.empty(d), np.empty((groups, d)))  # fmt: skip
 
 
 @njit(cache=True)
@@ -312,22 +315,95 @@ def chart_velocity_into(
     w, point, z, held, depth, features, offsets, loss_id, original_clock, log_chart, delta, limit,
     work, out,
 ):  # fmt: skip
-    """:func:`chart_velocity` into ``out`` (zeros where the flag is False)."""
+    """:func:`chart_velocity` into ``out`` (zeros where the flag is False); the velocity
+    ``F = G(w') prod_{k != l} w'`` stays in ``work[9]``."""
     groups, d = w.shape
     out[:] = 0.0
     if not in_float_range(point, depth, log_chart, limit):
         return False
     log_c = forward_into(point, depth, features, offsets, loss_id, work)
-    direction, loo = work[3], work[1]
+    direction, loo, velocity = work[3], work[1], work[9]
+    for layer in range(groups):
+        for j in range(d):
+            velocity[layer, j] = direction[j] * loo[layer, j]
+    return chart_map_into(velocity, log_c, w, z, held, original_clock, log_chart, delta, out)
+
+
+@njit(cache=True, inline="always")
+def chart_map_into(velocity, log_c, w, z, held, original_clock, log_chart, delta, out):
+    """``d(z, tau)/ds`` from the rescaled velocity ``F`` (G, d) and ``log c``: ``(dtau/ds) F / w``
+    in the log chart, ``(dtau/ds) F / (delta cosh z)`` in the asinh chart, ``dtau/ds = c`` in
+    the original clock and 1 in the rescaled one, held entries 0; the last entry ``dtau/ds``."""
+    groups, d = w.shape
+    out[:] = 0.0
     speed = np.exp(log_c) if original_clock else 1.0
     for layer in range(groups):
         for j in range(d):
             if held[layer, j]:
                 continue
-            field = speed * direction[j] * loo[layer, j]
+            field = speed * velocity[layer, j]
             if log_chart:
                 out[layer * d + j] = field / w[layer, j]
             else:
                 out[layer * d + j] = field / (delta * np.cosh(z[layer, j]))
     out[groups * d] = speed
     return True
+
+
+@njit(cache=True, error_model="numpy")
+def per_example_field_into(w, depth, multiplicity, features, offsets, loss_id, algorithm_id, hp,
+                           limit, work, point, velocity):  # fmt: skip
+    """The per-example field (:mod:`flows.per_example`) at float parameters ``w`` (G, d):
+    ``F = sum_i q_i z_i prod_{k != l} w_i^(k)`` into ``velocity``, ``w_i = w + eps(grad l_i(w))``
+    (``algorithm_id`` 1: ``rho`` times the unit gradient; 2: ``rho grad l_i``; norms over the
+    layers counted with ``multiplicity``), ``q_i = s_i |l'(u_i(w_i))| / sum_k |l'(u_k(w_k))|``;
+    returns ``(ok, log c)``, ``c = (1/n) sum_i |l'(u_i(w_i))|``. Not ok where the numpy float
+    path (:func:`flows.per_example._float_velocity`) would not hold: an example's gradient 0 or
+    not finite, a perturbed point outside the float range (``point`` is the scratch for it), or
+    every ``l'(u_i(w_i)) = 0``."""
+    groups, d = w.shape
+    n = features.shape[0]
+    beta, loo, g = work[0], work[1], work[4]
+    example_beta, example_loo = work[10], work[11]
+    products_into(w, depth, beta, loo)
+    for layer in range(groups):
+        for j in range(d):
+            velocity[layer, j] = 0.0
+    total = 0.0
+    for i in range(n):
+        u = -offsets[i]
+        for j in range(d):
+            u += features[i, j] * beta[j]
+        weight = descent_sign(u, loss_id) * np.exp(log_abs_derivative(u, loss_id))
+        norm2 = 0.0
+        for layer in range(groups):
+            for j in range(d):
+                g[layer, j] = weight * features[i, j] * loo[layer, j]  # -grad l_i
+                norm2 += multiplicity[layer] * g[layer, j] ** 2
+        norm = np.sqrt(norm2)
+        if not (norm > 0.0 and np.isfinite(norm) and np.isfinite(weight)):
+            return False, 0.0
+        radius = hp[0] if algorithm_id == 1 else hp[0] * np.exp(np.log(norm))
+        top = 0.0
+        for layer in range(groups):
+            for j in range(d):
+                point[layer, j] = w[layer, j] + radius * (-g[layer, j] / norm)
+                top = max(top, abs(point[layer, j]))
+        if not -limit < depth * np.log(top) < limit:
+            return False, 0.0
+        products_into(point, depth, example_beta, example_loo)
+        u = -offsets[i]
+        for j in range(d):
+            u += features[i, j] * example_beta[j]
+        size = np.exp(log_abs_derivative(u, loss_id))
+        total += size
+        weight = descent_sign(u, loss_id) * size
+        for layer in range(groups):
+            for j in range(d):
+                velocity[layer, j] += weight * features[i, j] * example_loo[layer, j]
+    if not (total > 0.0 and np.isfinite(total)):
+        return False, 0.0
+    for layer in range(groups):
+        for j in range(d):
+            velocity[layer, j] = velocity[layer, j] / total
+    return True, np.log(total) - np.log(n)

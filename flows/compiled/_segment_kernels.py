@@ -49,8 +49,15 @@ def field(y, problem):
 def field_into(y, problem, work, out):
     """:func:`field` into ``out`` with the buffers ``work`` (:func:`kernels.workspace`)."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern, offsets) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets, per_example) = problem  # fmt: skip
     z = y[:-1].reshape(shape)
+    if per_example:
+        ok, log_c = per_example_into(z, problem, work)
+        if not ok:
+            out[:] = 0.0
+            return False
+        return kernels.chart_map_into(work[9], log_c, work[7], z, held, original, log_chart,
+                                      delta, out)  # fmt: skip
     if not perturbed_into(z, problem, work):
         out[:] = 0.0
         return False
@@ -59,13 +66,28 @@ def field_into(y, problem, work, out):
                                        out)  # fmt: skip
 
 
+@njit(cache=True, error_model="numpy")
+def per_example_into(z, problem, work):
+    """The float parameters ``w`` (into ``work[7]``) at chart coordinates ``z`` and the
+    per-example field ``F`` there (into ``work[9]``,
+    :func:`kernels.per_example_field_into`); ``(ok, log c)``, not ok outside the float path."""
+    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
+     algorithm_id, hp, limit, pattern, offsets, per_example) = problem  # fmt: skip
+    w = work[7]
+    if not kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
+        return False, 0.0
+    return kernels.per_example_field_into(
+        w, depth, mult, features, offsets, loss_id, algorithm_id, hp, limit, work, work[8], work[9]
+    )
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def perturbed_into(z, problem, work):
     """The float parameters ``w`` (into ``work[7]``) at chart coordinates ``z`` (G, d) and the
     perturbed point ``w + eps`` (into ``work[8]``, :func:`kernels.perturbed_point_into`; l_inf-SAM
     with the segment's frozen sign(grad L)); False outside the float path."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern, offsets) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets, per_example) = problem  # fmt: skip
     w, point = work[7], work[8]
     if not kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
         return False
@@ -92,7 +114,7 @@ def event_values(y, problem, watch):
        (:class:`flows.integrator.events.LossFloor`).
     """
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern, offsets) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets, per_example) = problem  # fmt: skip
     thresholds, parameter_signs, direction_signs, direction_offsets = watch
     z = y[:-1].reshape(shape)
     top = -np.inf
@@ -188,17 +210,17 @@ def _largest_growth_rate(y, problem):
     ``F = G(w') prod_{k != l} w'`` the velocity at the perturbed point; ``-inf`` if none (or
     outside the float path, where the field hands back anyway).
 
-    Through :func:`field_into` (compiled once for the loop), which leaves ``w``, ``G(w')`` and
-    the leave-one-out products at ``w'`` in ``work[7]``, ``work[3]`` and ``work[1]``."""
+    Through :func:`field_into` (compiled once for the loop), which leaves ``w`` and ``F`` in
+    ``work[7]`` and ``work[9]``."""
     shape, features = problem[0], problem[6]
     work = kernels.workspace(shape, features.shape[0])
     top = -np.inf
     if not field_into(y, problem, work, np.empty(y.size)):
         return top
-    w, direction, loo = work[7], work[3], work[1]
+    w = work[7]
     for layer in range(shape[0]):
         for j in range(shape[1]):
-            velocity = direction[j] * loo[layer, j]
+            velocity = work[9][layer, j]
             if velocity * w[layer, j] > 0 and abs(w[layer, j]) > 1:
                 top = max(top, np.log(abs(velocity)) - np.log(abs(w[layer, j])))
     return top
@@ -442,7 +464,10 @@ def exponents(s, t_old, h, F, y_old, problem):
                 y[c] *= x if i % 2 == 0 else 1 - x
         for c in range(n):
             y[c] += y_old[k, c]
-        if perturbed_into(z, problem, work) and kernels.in_float_range(
+        if problem[15]:  # per-example
+            ok, log_c = per_example_into(z, problem, work)
+            out[q] = -log_c if ok else np.nan
+        elif perturbed_into(z, problem, work) and kernels.in_float_range(
             work[8], depth, False, limit
         ):
             out[q] = -kernels.forward_into(work[8], depth, features, offsets, loss_id, work)

@@ -9,8 +9,10 @@ Everything else (points outside the float range, batches, events) is the inherit
 code. The formulas are those of :meth:`FusedField._float_rhs`, written as loops; the tests
 hold the two to 1e-10 in log|beta|. The kernels take the data as the rows ``z_i`` and the
 offsets ``o_i`` of the loss arguments ``u_i = <beta, z_i> - o_i``
-(:attr:`flows.data.Dataset.offsets`; zeros in classification). A per-example algorithm
-(:mod:`flows.per_example`) has no compiled field: the inherited numpy code evaluates it.
+(:attr:`flows.data.Dataset.offsets`; zeros in classification). At one point a
+per-example algorithm (:mod:`flows.per_example`) is evaluated by the inherited numpy code; the
+compiled segment loop has its own kernel for it
+(:func:`flows.compiled._field_kernels.per_example_field_into`).
 
 numba compiles on first use (all kernels, with the compiled loop of :mod:`flows.compiled.segment`:
 ~25 s on 2 cores) and caches the machine code on disk.

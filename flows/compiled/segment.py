@@ -1,7 +1,8 @@
 """The compiled segment loop (extra ``fast``): DOP853 steps in numba, no Python per step.
 
 Where it applies (:func:`applies`: the compiled backend, ``method='DOP853'``, an algorithm with
-a compiled perturbation (not a per-example one) and no schedule, no held, sliding or near-zero entries, and no parameter
+a compiled perturbation (a per-example one too, unless its perturbation switches at a zero
+residual: the loop does not watch that event) and no schedule, no held, sliding or near-zero entries, and no parameter
 at 0 whose frozen sign is not decided yet (l_inf-SAM from an init with zeros: the Python loop
 meets its crossing at the first step); any depth),
 :func:`advance` integrates the current segment with :func:`flows.compiled._segment_kernels.segment`
@@ -25,6 +26,7 @@ from ..integrator.segments import Mode, Segment
 from ..integrator.surface_events import DirectionCrossing
 from ..integrator.watched import segment_events
 from ..schedules import constant_values
+from .discrete import PER_EXAMPLE_IDS
 from .field import CompiledField
 
 #: Steps stored per compiled call (a longer segment takes several calls).
@@ -49,7 +51,8 @@ def applies(field, mode: Mode, method: str) -> bool:
         isinstance(field, CompiledField)
         and method == "DOP853"
         and problem.algorithm.compiled_id is not None
-        and not problem.algorithm.per_example
+        and not problem.algorithm.residual_switch
+        and (not problem.algorithm.per_example or problem.algorithm.compiled_id in PER_EXAMPLE_IDS)
         and _constant_values(problem) is not None
         and mode.near_zero is None
         and not mode.frozen
@@ -85,6 +88,7 @@ def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
         FLOAT_RANGE,
         np.zeros(problem.shape) if mode.pattern is None else field.pattern_signs(mode.pattern),
         field.offsets_c,
+        problem.algorithm.per_example,
     )
 
 
