@@ -1,48 +1,103 @@
-"""Session set-up: the numba kernels of l_inf-SAM's sliding combination and of ``iterate``'s
-compiled loop are compiled on the second core while the tests start on the first (``python -m
-flows.compiled.warm --group sliding --group discrete``; the first test that needs them then
-loads them from numba's cache). With the cache
-warm this costs the second core about a second; it changes no result (the same machine code,
-compiled in another process)."""
+"""Session set-up: the numba kernels are compiled ahead, in two processes of their own, while the
+tests start; a test process that needs a kernel before they are done waits for them instead of
+compiling the same kernel itself.
+
+The suite runs on every core (pytest-xdist, ``-n auto --dist loadfile`` in ``pyproject.toml``).
+At the start of the session the main process runs ``python -m flows.compiled.warm --group
+segment`` and ``... --group sliding --group discrete`` (numba installed): the two take about
+the same time from an empty cache, and a second or two each when numba's cache is warm. Every
+process that runs tests (the xdist workers, or the main process with ``-p no:xdist``) holds the
+first load of a ``flows`` kernel until both have exited, then loads it from numba's cache. The
+waiting changes no result, only who compiles: the same machine code, compiled in another process.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
 from flows import compiled
 
+#: The groups of :mod:`flows.compiled.warm`, split into two processes of similar compile time.
+WARM_PROCESSES = (("segment",), ("sliding", "discrete"))
+#: Environment variable naming the directory where each compiling process leaves a file when it
+#: has exited (the xdist workers inherit it).
+WARM_DONE = "SAMFLOWS_TEST_WARM_DONE"
+#: Longest wait for the compiling processes, in seconds (then the test process compiles itself).
+WAIT_CAP = 1800.0
+
 _warming: list[subprocess.Popen] = []
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Start compiling the sliding and discrete kernels in a process of their own (numba
-    installed)."""
-    if compiled.available():
-        _warming.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "flows.compiled.warm",
-                    "--group",
-                    "sliding",
-                    "--group",
-                    "discrete",
-                    "--jobs",
-                    "1",
-                ],  # fmt: skip
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+def _is_worker(config: pytest.Config) -> bool:
+    """Whether this process is an xdist worker (the main process starts the compiles)."""
+    return hasattr(config, "workerinput")
+
+
+def _start_warming() -> None:
+    """Start the compiling processes; a thread per process leaves ``done-<i>`` in the directory
+    named by :data:`WARM_DONE` when it has exited."""
+    done = Path(tempfile.mkdtemp(prefix="samflows-warm-"))
+    for i, groups in enumerate(WARM_PROCESSES):
+        args = [arg for group in groups for arg in ("--group", group)]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flows.compiled.warm", *args, "--jobs", "1"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
+        _warming.append(proc)
+        marker = done / f"done-{i}"
+        threading.Thread(target=lambda p=proc, m=marker: (p.wait(), m.touch()), daemon=True).start()
+    os.environ[WARM_DONE] = f"{done}{os.pathsep}{len(WARM_PROCESSES)}"
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Stop the compiling process if it is still running (an interrupted or very short run)."""
+def _hold_kernel_loads_until_warm() -> None:
+    """Make the first load of a ``flows`` kernel in this process wait for the compiling
+    processes (at most :data:`WAIT_CAP` seconds)."""
+    if WARM_DONE not in os.environ:
+        return
+    folder, count = os.environ[WARM_DONE].rsplit(os.pathsep, 1)
+    markers = [Path(folder) / f"done-{i}" for i in range(int(count))]
+    from numba.core.dispatcher import Dispatcher
+
+    load = Dispatcher.compile
+    state = {"waited": False}
+
+    def compile_after_warm(self, sig):
+        if not state["waited"] and self.py_func.__module__.startswith("flows."):
+            deadline = time.monotonic() + WAIT_CAP
+            while not all(m.exists() for m in markers) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            state["waited"] = True
+        return load(self, sig)
+
+    Dispatcher.compile = compile_after_warm
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Main process: start compiling; every test process: wait for it at the first kernel."""
+    if not compiled.available():
+        return
+    if not _is_worker(config):
+        _start_warming()
+    _hold_kernel_loads_until_warm()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the compiling processes if they are still running (an interrupted or short run)."""
+    if _is_worker(config):
+        return
     for proc in _warming:
         if proc.poll() is None:
             proc.terminate()
         proc.wait()
+    if WARM_DONE in os.environ:
+        shutil.rmtree(os.environ[WARM_DONE].rsplit(os.pathsep, 1)[0], ignore_errors=True)

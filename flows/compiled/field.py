@@ -80,6 +80,8 @@ class CompiledField(FusedField):
         problem = self.problem
         if problem.algorithm.per_example:
             return None
+        # one array layout for every solver (a strided state is a second numba specialisation)
+        z = np.ascontiguousarray(z, dtype=float)
         w, ok = self.kernels.parameters(
             z, self.log_chart, self.chart_sign, self.delta, self.depth, FLOAT_RANGE
         )

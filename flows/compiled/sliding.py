@@ -72,6 +72,9 @@ class CompiledSliding:
     ) -> tuple[np.ndarray, bool]:
         """``(lambda, exact)``: Newton's method on the multilinear system of one point."""
         lam, exact = self.kernels.newton(
-            np.ascontiguousarray(rows, dtype=float), signs, iterations, tol
+            np.ascontiguousarray(rows, dtype=float),
+            np.ascontiguousarray(signs, dtype=float),
+            iterations,
+            tol,
         )
         return lam, bool(exact)

@@ -42,12 +42,17 @@ def _segment_group() -> None:
 
 
 def _sliding_group() -> None:
-    """l_inf-SAM sliding on several examples, with scipy's RK45 (no compiled segment loop)."""
+    """l_inf-SAM sliding on several examples, with scipy's RK45 (no compiled segment loop), and
+    the Newton solve of a point where several surfaces meet."""
+    import numpy as np
+
     from ..datasets import gaussian_blobs
     from ..integrator.driver import simulate
+    from . import _sliding_kernels
 
     simulate(gaussian_blobs(), "linf-sam", 2, [1.5, 0.8], rho=1.0, t_max=8.0, n_points=3,
              method="RK45", backend="numba")  # fmt: skip
+    _sliding_kernels.newton(np.ones((2, 4)), np.ones((4, 2)), 1, 0.0)
 
 
 def _discrete_group() -> None:
