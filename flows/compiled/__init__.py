@@ -9,8 +9,9 @@
 :mod:`~flows.compiled.warm`                compiles the kernels ahead (``python -m flows.compiled.warm``)
 =========================================  ==================================================
 
-The modules ``_*_kernels`` hold the numba functions themselves; importing them compiles (or
-loads from numba's on-disk cache). Nothing here imports numba until a compiled object is built.
+The modules ``_*_kernels`` hold the numba functions themselves; numba compiles each on its first
+call (or loads it from its on-disk cache, which :mod:`~flows.compiled._cache` keys on every source
+of the kernels). Nothing here imports numba until a compiled object is built.
 """
 
 from __future__ import annotations

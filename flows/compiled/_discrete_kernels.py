@@ -21,6 +21,9 @@ import numpy as np
 from numba import njit
 
 from . import _field_kernels as kernels
+from ._cache import install
+
+install()  # numba's cache keyed on every source of the kernels (flows.compiled._cache)
 
 FINISHED, HANDED_BACK = 0, 1
 
@@ -130,12 +133,8 @@ def per_example_gradient_into(w, problem, work, ones, point, out):
 def parameters_in_range(w, depth, limit):
     """:meth:`flows.fused.FusedField._float_rows` at ``w`` (exact zeros count as 1): the
     largest ``|w|^L`` within ``exp(+-limit)``, the smallest above ``exp(-4 limit)``."""
-    top, bottom = -np.inf, np.inf
-    for v in w.ravel():
-        size = abs(v) if v != 0.0 else 1.0
-        top = max(top, size)
-        bottom = min(bottom, size)
-    return -limit < depth * np.log(top) < limit and depth * np.log(bottom) > -4.0 * limit
+    largest, smallest = kernels.extreme_sizes(w, 1.0, 1.0)
+    return kernels.sizes_in_float_range(largest, smallest, depth, limit, True)
 
 
 @njit(cache=True, inline="always")
@@ -143,14 +142,8 @@ def point_in_range(point, depth, limit, smallest_matters):
     """The perturbed point's range test of the numpy float path: the largest ``|w|^L`` within
     ``exp(+-limit)`` and, if ``smallest_matters``, the smallest nonzero one above
     ``exp(-4 limit)``."""
-    top, bottom = 0.0, 1.0
-    for v in point.ravel():
-        top = max(top, abs(v))
-        if v != 0.0:
-            bottom = min(bottom, abs(v))
-    if not -limit < depth * np.log(top) < limit:
-        return False
-    return not smallest_matters or depth * np.log(bottom) > -4.0 * limit
+    largest, smallest = kernels.extreme_sizes(point, 0.0, np.inf)
+    return kernels.sizes_in_float_range(largest, smallest, depth, limit, smallest_matters)
 
 
 @njit(cache=True, inline="always")

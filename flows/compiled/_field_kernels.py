@@ -13,6 +13,9 @@ import numpy as np
 from numba import njit
 
 from ..signedlog import LOG2
+from ._cache import install
+
+install()  # numba's cache keyed on every source of the kernels (flows.compiled._cache)
 
 #: The ``compiled_id`` of the squared loss (:data:`flows.model.LOSSES`): the loss whose example
 #: weights are signed (``sign(-l'(u)) = -sign(u)``) and vanish at an exact interpolator.
@@ -299,15 +302,33 @@ def chart_velocity(
 
 
 @njit(cache=True, inline="always")
-def in_float_range(point, depth, log_chart, limit):
-    """Whether float parameters ``point`` are in the float range (see
-    :meth:`FusedField._float_rows`; small entries matter in the log chart only)."""
+def extreme_sizes(point, zero_top, zero_bottom):
+    """``(largest, smallest)`` of ``|w_ij|`` over ``point``, an exact zero counting as
+    ``zero_top`` for the largest and as ``zero_bottom`` for the smallest."""
     largest, smallest = 0.0, np.inf
     for v in point.ravel():
-        largest = max(largest, abs(v))
-        smallest = min(smallest, abs(v))
-    top, bottom = np.log(largest), np.log(smallest)  # log is increasing: one call each
-    return -limit < depth * top < limit and (not log_chart or depth * bottom > -4.0 * limit)
+        size = abs(v)
+        largest = max(largest, size if v != 0.0 else zero_top)
+        smallest = min(smallest, size if v != 0.0 else zero_bottom)
+    return largest, smallest
+
+
+@njit(cache=True, inline="always")
+def sizes_in_float_range(largest, smallest, depth, limit, small_matters):
+    """The test of :meth:`FusedField._float_rows` on the extreme sizes of a point: ``largest^L``
+    within ``exp(+-limit)`` and, if ``small_matters``, ``smallest^L`` above ``exp(-4 limit)``
+    (one ``log`` each: it is increasing)."""
+    top = depth * np.log(largest)
+    return -limit < top < limit and (not small_matters or depth * np.log(smallest) > -4.0 * limit)
+
+
+@njit(cache=True, inline="always")
+def in_float_range(point, depth, log_chart, limit):
+    """Whether float parameters ``point`` are in the float range (see
+    :meth:`FusedField._float_rows`, where an exact zero is ``log|w| = -inf``: small entries
+    matter in the log chart only)."""
+    largest, smallest = extreme_sizes(point, 0.0, 0.0)
+    return sizes_in_float_range(largest, smallest, depth, limit, log_chart)
 
 
 @njit(cache=True)
@@ -384,12 +405,10 @@ def per_example_field_into(w, depth, multiplicity, features, offsets, loss_id, a
         if not (norm > 0.0 and np.isfinite(norm) and np.isfinite(weight)):
             return False, 0.0
         radius = hp[0] if algorithm_id == 1 else hp[0] * np.exp(np.log(norm))
-        top = 0.0
         for layer in range(groups):
             for j in range(d):
                 point[layer, j] = w[layer, j] + radius * (-g[layer, j] / norm)
-                top = max(top, abs(point[layer, j]))
-        if not -limit < depth * np.log(top) < limit:
+        if not in_float_range(point, depth, False, limit):
             return False, 0.0
         products_into(point, depth, example_beta, example_loo)
         u = -offsets[i]

@@ -16,6 +16,9 @@ import numpy as np
 from numba import njit
 
 from .. import clocks
+from ._cache import install
+
+install()  # numba's cache keyed on every source of the kernels (flows.compiled._cache)
 
 #: The tables and thresholds of :mod:`flows.clocks`, in the order :func:`_rule` takes them.
 _TABLES = (np.ascontiguousarray(clocks._TO_CHEBYSHEV), clocks._GL_X, clocks._GL_LOGW)

@@ -21,7 +21,10 @@ from numba import njit
 from scipy.integrate._ivp import dop853_coefficients as coefficients
 
 from . import _field_kernels as kernels
+from ._cache import install
 from ._field_kernels import forward, parameters
+
+install()  # numba's cache keyed on every source of the kernels (flows.compiled._cache)
 
 REACHED_END, LEFT_FLOAT_RANGE, EVENT_AHEAD, BUDGET_SPENT, STEP_TOO_SMALL = 0, 1, 2, 3, 4
 

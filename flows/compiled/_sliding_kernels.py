@@ -26,6 +26,9 @@ import numpy as np
 from numba import njit
 
 from . import _field_kernels as kernels
+from ._cache import install
+
+install()  # numba's cache keyed on every source of the kernels (flows.compiled._cache)
 
 PARAMETER, DIRECTION = 0, 1
 
