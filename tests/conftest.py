@@ -23,8 +23,14 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from flows import compiled
+
+# No hypothesis example has a time limit: on a busy machine a test only takes longer (the
+# properties' own settings may lower the number of examples, never add a deadline).
+settings.register_profile("samflows", deadline=None)
+settings.load_profile("samflows")
 
 #: The groups of :mod:`flows.compiled.warm`, split into two processes of similar compile time.
 WARM_PROCESSES = (("segment",), ("sliding", "discrete"))
