@@ -283,9 +283,13 @@ class FusedField:
                 ok &= self.depth * log_abs.min(axis=(-2, -1)) > -4.0 * FLOAT_RANGE
             return ok
 
-    def _float_evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _float_evaluate(
+        self, theta: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | float, np.ndarray]:
         """Direction ``G`` (..., d), ``log c`` (...) and leave-one-out products at float
-        parameters ``theta`` (..., G, d)."""
+        parameters ``theta`` (..., G, d); at one point (G, d) ``log c`` is a float."""
+        if theta.ndim == 2:
+            return self._point_evaluate(theta)
         if self.groups == 1:
             m = self.depth
             beta = theta[..., 0, :] ** m
@@ -311,6 +315,33 @@ class FusedField:
         p = e * loss.descent_sign(u) / np.where(exact, 1.0, total)
         log_c = np.where(exact, -np.inf, top + np.log(np.where(exact, 1.0, total)))
         return p @ self.features, log_c[..., 0] - self.log_n, loo
+
+    def _point_evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+        """:meth:`_float_evaluate` at one point ``theta`` (G, d), with ``log c`` a float: the
+        same operations in the same order (the same bits), without the batch axes.
+
+        ``G = sum_i p_i z_i`` with ``p = e / sum e``, ``e_i = exp(log|l'(u_i)| - top)`` (times
+        the descent signs of a signed loss), ``log c = top + log sum e - log n``.
+        """
+        if self.groups == 1:
+            m = self.depth
+            beta = theta[0] ** m
+            loo = theta if m == 2 else theta ** (m - 1)
+        else:
+            beta = np.multiply.reduce(theta, axis=0)
+            loo = theta[::-1] if self.groups == 2 else _exclusive(theta, np.multiply, 1.0)
+        loss = self.problem.loss
+        u = self.loss_arguments(beta @ self.features.T)
+        log_w = loss.log_abs_derivative(u)
+        if self.n == 1 and loss.descent_sign is None:
+            return self.features[0], float(log_w[0]), loo
+        top = log_w.max()
+        if top == -np.inf:  # every l'(u_i) = 0 (an exact interpolator): p = 0, log c = -inf
+            return np.zeros(self.features.shape[1]), -math.inf, loo
+        e = np.exp(log_w - top)
+        total = e.sum()
+        p = e / total if loss.descent_sign is None else e * loss.descent_sign(u) / total
+        return p @ self.features, float(top + np.log(total)) - self.log_n, loo
 
     def _float_perturbed(
         self, w: np.ndarray, pattern_signs: np.ndarray | None, time=0.0, small_matter=False
@@ -415,7 +446,7 @@ class FusedField:
             sign, unit = pattern_signs, pattern_signs * (np.abs(g) / norm)
         log_abs_w = log_magnitudes(w) if problem.algorithm.reads_theta else None
         grad = GradientSummary(
-            unit, sign, float(np.log(norm) + log_c), self.multiplicity, log_abs_w
+            unit, sign, math.log(norm) + float(log_c), self.multiplicity, log_abs_w
         )
         point = w + problem.algorithm.perturb(grad, self.hyperparameters(float(time)))
         size = np.abs(point)

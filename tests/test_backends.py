@@ -383,7 +383,7 @@ def test_compiled_blowup_event_equals_python_event(name, monkeypatch):
             continue
         problem = fast_segment._problem_tuple(fld, seg.mode)
         s = np.sort(rng.uniform(seg.start, seg.end, 60))
-        for when, y in zip(s, seg.raw(s)):
+        for when, y in zip(s, seg.raw(s), strict=True):
             work = _field_kernels.workspace(problem[0], problem[6].shape[0])
             if not _numba_dop853.field_into(y, problem, work, np.empty(y.size)):
                 continue  # the compiled loop hands back here (1-USAM's perturbed points
@@ -452,6 +452,51 @@ def test_compiled_log_loss_equals_the_loss_table():
         features = np.ascontiguousarray(data.signed_features)
         got = kernels.log_mean_loss(w, 3, features, offsets, loss_id)
         np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_one_point_float_evaluation_equals_batch_and_signed_log(loss):
+    """The numpy field's one-point float evaluation (what the solver calls, ``theta`` of shape
+    (G, d)) equals the batched float formulas bit for bit (a batch of one, shape (1, G, d): the
+    same operations in the same order) and the signed-log evaluation to rtol 1e-12: direction G,
+    log c and the leave-one-out products, for 1..3 layers as one group or as separate ones, one
+    example and several, at random points with an exact zero; at an exact interpolator of the
+    squared loss all three give G = 0 and log c = -inf."""
+    rng = np.random.default_rng(5)
+    if LOSSES[loss].task == "regression":
+        one = Dataset(np.array([[1.0, 2.0, 3.0]]), np.array([0.7]), task="regression")
+        several, clock = (
+            (one, Dataset(EXACT_ROWS, EXACT_ROWS @ np.ones(3), task="regression")),
+            "original",
+        )
+    else:
+        several, clock = (single_example([1.0, 2.0, 3.0]), blobs()), "rescaled"
+    checked = 0
+    for data in several:
+        for mult in ([1], [2], [3], [1, 1], [1, 1, 1]):
+            problem = Problem(data, get_algorithm("gd"), {}, LOSSES[loss], np.array(mult),
+                              get_clock(clock), AsinhChart())  # fmt: skip
+            field = FusedField(problem)
+            points = [rng.uniform(0.2, 2.0, problem.shape) * np.sign(rng.normal(size=problem.shape))
+                      for _ in range(4)]  # fmt: skip
+            points[1][0, 0] = 0.0
+            if data.n > 1 and data.regression:
+                points.append(np.ones(problem.shape))  # an exact interpolator
+            for w in points:
+                one = field._float_evaluate(w)
+                # a batch of one; the constant direction of one example comes unbatched
+                batch = [np.broadcast_to(b, (1, *np.shape(a)))[0]
+                         for a, b in zip(one, field._float_evaluate(w[None]), strict=True)]  # fmt: skip
+                direction, log_c, loo = field.evaluate(*SignedLog.from_float(w))
+                for a, b in zip(one, batch, strict=True):
+                    np.testing.assert_array_equal(a, b)
+                np.testing.assert_allclose(one[0], direction.to_float(), rtol=1e-12, atol=1e-300)
+                assert one[1] == pytest.approx(float(log_c), rel=1e-12)
+                np.testing.assert_allclose(one[2], loo.to_float(), rtol=1e-12, atol=1e-300)
+                if np.all(w == 1) and data.regression:
+                    assert np.all(one[0] == 0) and one[1] == -np.inf
+                checked += 1
+    assert checked == (45 if LOSSES[loss].task == "regression" else 40)
 
 
 # Points beyond the float range: the numpy field's float path meets inf - inf there before it

@@ -56,7 +56,9 @@ class CompiledField(FusedField):
         self.mult_f = self.multiplicity.astype(float)
         self.no_pattern = np.zeros(problem.shape)
 
-    def _float_evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _float_evaluate(
+        self, theta: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | float, np.ndarray]:
         """:meth:`FusedField._float_evaluate`, compiled for one point (G, d): the forward pass
         behind one-point velocities (the blow-up event) and the stationary event."""
         if theta.ndim != 2:
