@@ -23,6 +23,9 @@ Parts (every table is printed as Markdown and, in a full run, written to ``resul
    l2-SAM rho = 0.1 and GD, L = 2, alpha = 0.4, original clock, t in [0, 10], 101 outputs.
    Reference: ``simulate(rtol=1e-13)`` itself (self-referenced), checked against RK45 at
    rtol 1e-12. RK45 runs on the full theta with the exact l2-SAM field in plain numpy.
+   After part 2, the numpy backend against its floor: each call split into its field
+   evaluations (recorded, then replayed through the same right-hand side) and the rest,
+   and the cost per evaluation at which the numpy call would be 1.5x its floor.
 3. fig5-type runs (collapse for alpha <= 0.345): time and nfev, new engine against the old one
    (``backend="reference", chart="asinh"``).
 4. ``analysis.regimes.leaders.leader_phase_diagram`` on a 100 x 100 grid (10 x 20 with ``--quick``),
@@ -65,6 +68,7 @@ from scipy.special import expit
 import analysis.regimes.leaders as regimes
 from flows import Dataset, compiled, iterate, simulate, single_example
 from flows.datasets import sparse_regression
+from flows.integrator import driver
 
 #: What ``simulate(backend="auto")`` uses here.
 DEFAULT_BACKEND = "numba" if compiled.available() else "numpy"
@@ -74,6 +78,9 @@ DEPTH = 2
 ALPHA = 0.4
 N_TIMES = 101
 TARGET = 1e-6  # max error in log|beta| for "equal accuracy"
+#: The numpy backend's target: within this factor of the numpy floor (the problem written by
+#: hand for itself in the same scipy DOP853).
+NUMPY_FLOOR_TARGET = 1.5
 REPS = 3
 REP_BUDGET = 8.0  # seconds: no further repetition once a configuration has used this much
 CHEAP_SPENT, CHEAP_REPS = 0.3, 25  # cheap calls: repeated until 0.3 s spent (at most 25 calls)
@@ -488,7 +495,9 @@ def part_single(report: Report, quick: bool) -> dict:
             ]  # fmt: skip
         )
     report.table(["log t", "max relative difference"], log_t_rows)
-    rows = [measure(m, c, fn, ref) for m, c, fn in single_configs(data, quick)]
+    configs = single_configs(data, quick)
+    calls = {(m, c): fn for m, c, fn in configs}
+    rows = [measure(m, c, fn, ref) for m, c, fn in configs]
     floor = quadrature_floor(data, ref)
     rows += [floor] if floor else []
     methods = [
@@ -525,6 +534,15 @@ def part_single(report: Report, quick: bool) -> dict:
         "rk_over_floor_default": ratio(rk, numpy_floor),
         "rk_over_floor_cheapest": ratio(rk, cheapest(rows, SINGLE_FLOOR)),
         "failures": [r for r in rows if r.status != 0],
+        "budget": [
+            (
+                "1. l2-SAM, default call",
+                numpy_default,
+                calls[numpy_default.method, numpy_default.config],
+                numpy_floor,
+                calls[numpy_floor.method, numpy_floor.config],
+            ),
+        ],  # fmt: skip
     }
 
 
@@ -654,10 +672,17 @@ def part_multi(report: Report, quick: bool) -> dict:
             f"= {sci(max_error(check, ref))}."
         )
         report.add()
+        calls = {(m, c): fn for m, c, fn in configs}
         rows = [measure(m, c, fn, ref) for m, c, fn in configs]
         report_rows(
             report, rows, rows[0], ["simulate", "simulate, numpy", MULTI_FLOOR, "RK45 full theta"]
         )
+        engine, by_hand = cheapest(rows, "simulate, numpy"), cheapest(rows, MULTI_FLOOR)
+        if engine and by_hand:
+            out.setdefault("budget", []).append(
+                (f"2. {name}, cheapest <= {TARGET:.0e}", engine, calls[engine.method, engine.config],
+                 by_hand, calls[by_hand.method, by_hand.config])
+            )  # fmt: skip
         out[algorithm] = ratio(cheapest(rows, "RK45 full theta"), cheapest(rows, "simulate"))
         report.add(FLOOR_TEXT)
         report.add()
@@ -669,6 +694,68 @@ def part_multi(report: Report, quick: bool) -> dict:
         )
         out["failures"] += [r for r in rows if r.status != 0]
     return out
+
+
+# --------------------------------------------------------------------------- numpy budget
+
+
+def field_cost(call: Callable[[], object], owner: object, name: str) -> tuple[float, int]:
+    """Seconds per right-hand-side evaluation of ``call()``, and how many it made.
+
+    ``owner.name`` is the integrator ``call`` hands its right-hand side to (first argument):
+    every state it is evaluated at is recorded during one call, then all of them are replayed
+    through the same right-hand side (best of several passes), so the time is the field's
+    alone, without the solver around it.
+    """
+    calls: list[tuple[Callable, float, np.ndarray]] = []
+    real = getattr(owner, name)
+
+    def spy(rhs, *args, **kwargs):
+        def recording(s, y):
+            calls.append((rhs, s, np.array(y)))
+            return rhs(s, y)
+
+        return real(recording, *args, **kwargs)
+
+    with mock.patch.object(owner, name, spy):
+        call()
+    replay = best_of(lambda: [rhs(s, y) for rhs, s, y in calls])
+    return replay.seconds / max(1, len(calls)), len(calls)
+
+
+BUDGET_TEXT = (
+    "Each call is split into its field evaluations (every state its solver evaluated, "
+    "recorded and replayed through the same right-hand side: count x cost of one) and the "
+    "rest (total minus field): for the floor that is scipy's DOP853 itself, for the numpy "
+    "backend the same solver plus the events, the charts' bookkeeping and the output. The "
+    f"last column is the cost per evaluation at which the numpy call, its rest unchanged, "
+    f"would be {NUMPY_FLOOR_TARGET}x its floor (negative: not even with a free field)."
+)
+
+
+def part_numpy_budget(report: Report, cases: list[tuple]) -> None:
+    """Where the numpy backend's time goes, against its floor (:data:`BUDGET_TEXT`)."""
+    report.add("### The numpy backend against its floor: field and rest")
+    report.add()
+    report.add(BUDGET_TEXT)
+    report.add()
+    rows = []
+    for case, engine, engine_call, by_hand, by_hand_call in cases:
+        per_eval, evals = field_cost(engine_call, driver, "integrate_segment")
+        floor_eval, floor_evals = field_cost(by_hand_call, sys.modules[__name__], "solve_ivp")
+        rest = engine.timed.seconds - evals * per_eval
+        floor_rest = by_hand.timed.seconds - floor_evals * floor_eval
+        needed = (NUMPY_FLOOR_TARGET * by_hand.timed.seconds - rest) / evals
+        rows.append([
+            case, ms(engine.timed.seconds), f"{evals} x {per_eval * 1e6:.1f}", ms(rest),
+            ms(by_hand.timed.seconds), f"{floor_evals} x {floor_eval * 1e6:.1f}", ms(floor_rest),
+            f"{needed * 1e6:.1f}",
+        ])  # fmt: skip
+    report.table(
+        ["case", "numpy [ms]", "field: evals x us", "rest [ms]", "floor [ms]",
+         "floor field: evals x us", "floor rest [ms]", f"field for {NUMPY_FLOOR_TARGET}x [us]"],
+        rows,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- 3. collapse runs
@@ -1089,11 +1176,6 @@ def part_discrete(report: Report, quick: bool) -> None:
     )  # fmt: skip
 
 
-#: The numpy backend's target: within this factor of the numpy floor (the problem written by
-#: hand for itself in the same scipy DOP853).
-NUMPY_FLOOR_TARGET = 1.5
-
-
 def verdict(met: bool) -> str:
     return "MET" if met else "NOT MET"
 
@@ -1278,6 +1360,7 @@ def main(argv: list[str] | None = None) -> int:
     report.add()
     single = part_single(report, args.quick)
     multi = part_multi(report, args.quick)
+    part_numpy_budget(report, single["budget"] + multi.get("budget", []))
     collapse = part_collapse(report, args.quick)
     phase = part_phase(report, args.quick)
     part_numba(report)
