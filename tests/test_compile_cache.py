@@ -78,3 +78,32 @@ def test_functions_outside_the_kernel_modules_keep_numba_s_own_locators(tmp_path
     for cls in _cache.caching.CacheImpl._locator_classes:
         if getattr(cls, "samflows_kernels", False):
             assert cls.from_function(namespace["f"], str(module)) is None
+
+
+def test_compile_seconds_count_this_packages_compiles_once_each():
+    """:func:`flows.compiled.compile_seconds` grows by the compile of a kernel of this package,
+    not by another module's, nor by a second call of a compiled kernel."""
+    import io
+
+    import numba
+
+    from flows import compiled
+
+    compiled.announce_compiles(io.StringIO())  # the timing listener (once per process)
+
+    def ours(x):
+        return x + 1.0
+
+    def theirs(x):
+        return x + 2.0
+
+    ours.__module__, theirs.__module__ = "flows.compiled._probe", "elsewhere"
+    before = compiled.compile_seconds()
+    numba.njit(theirs)(1.0)
+    assert compiled.compile_seconds() == before
+    kernel = numba.njit(ours)
+    kernel(1.0)
+    after = compiled.compile_seconds()
+    assert after > before
+    kernel(2.0)
+    assert compiled.compile_seconds() == after

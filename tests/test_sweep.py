@@ -16,6 +16,7 @@ import textwrap
 import time
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -650,6 +651,59 @@ def test_live_line_counts_and_time_left():
             "wrote a.png: 3 runs",
             "figures 1/2, runs 4/5, 0:08 elapsed, about 0:03 left",
         ]
+
+
+def test_compile_time_counts_as_work_done_not_in_the_rate():
+    """A run that waited for numba to compile counts its compile seconds as work done (they
+    took a worker's time) but not in the seconds per cost unit of the runs left (the kernels
+    compile once): the time left stays what the runs themselves take."""
+    progress, terminal, clock = fake_progress()
+    tasks = [Task("test-counting", {"x": float(x)}) for x in range(4)]
+    with progress:
+        progress.planned(tasks, 0, "on 2 process(es)", {t.key(): 1.0 for t in tasks})
+        clock.now += 10
+        progress.finished(tasks[0], "computed", 1.0, compiling=9.0)
+        progress.finished(tasks[1], "computed", 1.0)
+        progress.finished(tasks[2], "computed", 1.0)
+        progress.refresh(force=True)
+        # 12 s of work in 10 s; 1 cost unit left at 1 s per unit: 0.83 s, said 0:01 (with the
+        # compile in the rate, 4 s per unit: 3.3 s)
+        assert terminal.screen() == ["figures 0/2, runs 3/4, 0:10 elapsed, about 0:01 left"]
+
+
+def compiling_task(params: dict) -> dict:
+    """A task kind that takes ``params["took"]`` seconds of a fake clock, ``params["compiling"]``
+    of them compiling (see :func:`test_a_tasks_seconds_leave_out_its_compile_time`)."""
+    FAKE_CLOCKS["wall"] += params["took"]
+    FAKE_CLOCKS["compile"] += params["compiling"]
+    return {"x": np.array(1.0)}
+
+
+FAKE_CLOCKS = {"wall": 0.0, "compile": 0.0}
+register("test-compiling", compiling_task)
+
+
+def test_a_tasks_seconds_leave_out_its_compile_time(tmp_path, monkeypatch):
+    """The seconds of a computed task (stored with its result, recorded as its measured cost,
+    reported per figure) are its wall time less what numba spent compiling kernels
+    meanwhile; the verbose line names the compile time apart."""
+    import flows.sweep.runner as runner
+
+    fake_time = SimpleNamespace(
+        perf_counter=lambda: FAKE_CLOCKS["wall"], time=time.time, sleep=time.sleep
+    )
+    monkeypatch.setattr(runner, "time", fake_time)
+    monkeypatch.setattr(runner, "compile_seconds", lambda: FAKE_CLOCKS["compile"])
+    task = Task("test-compiling", {"took": 30.0, "compiling": 26.0})
+    seconds: dict[str, float] = {}
+    lines: list[str] = []
+    cache = Cache(tmp_path)
+    run_tasks([task], cache, jobs=1, log=lines.append, seconds=seconds)
+    assert seconds == {task.key(): 4.0}
+    assert cache.measured_costs()[task.cost_key()] == 4.0
+    with np.load(cache.path(task)) as stored:
+        assert float(stored["__seconds__"]) == 4.0
+    assert re.search(r"\] test-compiling\(.*\) 4\.0s \+ 26s compiling \(elapsed", lines[-1])
 
 
 def test_live_line_fits_the_width_and_lines_go_above_it():

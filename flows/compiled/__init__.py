@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from typing import Any
 
 NUMBA_INSTALLED = importlib.util.find_spec("numba") is not None
@@ -44,25 +45,45 @@ def require() -> None:
 
 def announce_compiles(stream=None) -> None:
     """Print :data:`COMPILE_NOTICE` on ``stream`` (stderr) when numba starts compiling a kernel of
-    this package, once per process; kernels loaded from numba's cache say nothing."""
+    this package, once per process, and from then on time every compile (:func:`compile_seconds`);
+    kernels loaded from numba's cache say nothing and take no compile time."""
     global _listener
     if _listener is not None:
         return
     from numba.core import event
 
-    class Announce(event.Listener):
-        """Says :data:`COMPILE_NOTICE` at the first compile of a ``flows.compiled`` kernel."""
+    class Watch(event.Listener):
+        """Says :data:`COMPILE_NOTICE` at the first compile of a ``flows.compiled`` kernel and
+        adds up the time of the outermost ones (a kernel's callees compile inside it)."""
 
         said = False
+        depth = 0
+        since = 0.0
+        seconds = 0.0
 
         def on_start(self, ev: Any) -> None:
-            if self.said or not ev.data["dispatcher"].py_func.__module__.startswith(__name__):
+            if not ev.data["dispatcher"].py_func.__module__.startswith(__name__):
                 return
-            self.said = True
-            print(COMPILE_NOTICE, file=stream or sys.stderr, flush=True)
+            if not self.said:
+                self.said = True
+                print(COMPILE_NOTICE, file=stream or sys.stderr, flush=True)
+            if self.depth == 0:
+                self.since = time.perf_counter()
+            self.depth += 1
 
         def on_end(self, ev: Any) -> None:
-            return None
+            if not ev.data["dispatcher"].py_func.__module__.startswith(__name__):
+                return
+            self.depth -= 1
+            if self.depth == 0:
+                self.seconds += time.perf_counter() - self.since
 
-    _listener = Announce()
+    _listener = Watch()
     event.register("numba:compile", _listener)
+
+
+def compile_seconds() -> float:
+    """Seconds this process has spent compiling this package's kernels so far (0 before the
+    first compiled object is built, and without numba): a task's own time is its wall time
+    less the compile time it caused."""
+    return 0.0 if _listener is None else float(_listener.seconds)

@@ -40,8 +40,9 @@ class RunEvents(Protocol):
     def started(self, task: Task) -> None:
         """``task`` was handed to a worker (or starts in this process)."""
 
-    def finished(self, task: Task, how: str, took: float) -> None:
-        """``task`` is done: ``how`` is ``"computed"`` (in ``took`` seconds) or ``"reused"``."""
+    def finished(self, task: Task, how: str, took: float, compiling: float = 0.0) -> None:
+        """``task`` is done: ``how`` is ``"computed"`` (in ``took`` seconds, while numba
+        compiled kernels for it ``compiling`` seconds more) or ``"reused"``."""
 
     def failed(self, task: Task, exc: BaseException) -> None:
         """``task`` raised ``exc``."""
@@ -78,10 +79,13 @@ class TaskLines:
     def started(self, task: Task) -> None:
         """Nothing to say."""
 
-    def finished(self, task: Task, how: str, took: float) -> None:
-        """``[done/total] <task> 1.6s (elapsed 2s)``."""
+    def finished(self, task: Task, how: str, took: float, compiling: float = 0.0) -> None:
+        """``[done/total] <task> 1.6s (elapsed 2s)``, ``1.6s + 25s compiling`` when numba
+        compiled kernels for it."""
         self.done += 1
         said = f"{took:.1f}s" if how == "computed" else "reused (computed by another process)"
+        if how == "computed" and compiling >= 0.5:
+            said += f" + {compiling:.0f}s compiling"
         self._line(f"  [{self.done}/{self.total}] ", f" {said} (elapsed {self._elapsed()}s)", task)
 
     def failed(self, task: Task, exc: BaseException) -> None:
@@ -138,6 +142,7 @@ class Progress:
         self.cost_total = self.cost_done = 0.0  # estimated costs: all runs, the runs done
         self.timed = 0  # runs computed and figures drawn here
         self.cost_timed = self.run_seconds = 0.0  # estimated cost, seconds of the computed runs
+        self.compile_seconds = 0.0  # what numba spent compiling kernels for them (a first use)
         self.drawn, self.draw_seconds = 0, 0.0
         self.start = clock()
         self.computing_since: float | None = None
@@ -167,12 +172,12 @@ class Progress:
             self.running.add(task.key())
             self.refresh()
 
-    def finished(self, task: Task, how: str, took: float) -> None:
+    def finished(self, task: Task, how: str, took: float, compiling: float = 0.0) -> None:
         """One more run done."""
         with self.lock:
-            self._done(task, took if how == "computed" else None)
+            self._done(task, took if how == "computed" else None, compiling)
             if self.lines is not None:
-                self.lines.finished(task, how, took)
+                self.lines.finished(task, how, took, compiling)
             self.refresh()
 
     def failed(self, task: Task, exc: BaseException) -> None:
@@ -191,8 +196,9 @@ class Progress:
                 self.lines.waiting(task)
             self.refresh()
 
-    def _done(self, task: Task, took: float | None) -> None:
-        """A run is done, computed here in ``took`` seconds unless None."""
+    def _done(self, task: Task, took: float | None, compiling: float = 0.0) -> None:
+        """A run is done, computed here in ``took`` seconds (and ``compiling`` more) unless
+        None."""
         cost = self.costs.get(task.key(), 0.0)
         self.running.discard(task.key())
         self.runs_done += 1
@@ -201,6 +207,7 @@ class Progress:
             self.timed += 1
             self.cost_timed += cost
             self.run_seconds += took
+            self.compile_seconds += compiling
 
     # ------------------------------------------------------------------ the sweep's lines
 
@@ -248,8 +255,9 @@ class Progress:
     def time_left(self, now: float) -> float | None:
         """Seconds until the sweep is done: the time spent times the work left over the work
         done, in seconds of one worker. A run left is its estimated cost, scaled by the
-        seconds over the estimated cost of the runs computed so far; a figure left, the mean
-        time of the drawings so far. None while too little is known (fewer than
+        seconds over the estimated cost of the runs computed so far (their compile time
+        counts as work done, not in that rate: the kernels compile once); a figure left, the
+        mean time of the drawings so far. None while too little is known (fewer than
         :data:`MIN_DONE` runs computed and figures drawn, less than :data:`MIN_SECONDS` spent,
         or no run computed while runs are left) and when no work is left."""
         if self.computing_since is None or self.timed < MIN_DONE:
@@ -261,7 +269,7 @@ class Progress:
         scale = self.run_seconds / self.cost_timed if runs_left > 0 else 0.0
         mean_draw = self.draw_seconds / self.drawn if self.drawn else 0.0
         left = scale * runs_left + mean_draw * (self.figures - self.figures_done)
-        done = self.run_seconds + self.draw_seconds
+        done = self.run_seconds + self.compile_seconds + self.draw_seconds
         if left <= 0 or done <= 0:
             return None
         return spent * left / done

@@ -22,16 +22,27 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 from ..backends import BACKENDS
+from ..compiled import compile_seconds
 from .gate import CompileGate
 from .pool import local_pool, stop_pool
 from .progress import RunEvents, TaskLines
 from .registry import TASK_KINDS, Result, Task, estimated_cost
 from .store import Cache
 
-#: ``(how, result, seconds)`` of one :func:`work` call
-Outcome = tuple[str, Result | None, float]
+
+class Outcome(NamedTuple):
+    """What one :func:`work` call did: ``how`` is ``"computed"``, ``"reused"`` or ``"busy"``
+    (see :func:`work`); ``seconds`` the task's own compute time, without ``compiling``, the
+    seconds numba spent compiling kernels for it (a first use after an install)."""
+
+    how: str
+    result: Result | None
+    seconds: float = 0.0
+    compiling: float = 0.0
+
 
 #: how often (seconds) a ``cache_here`` run retries the lock of a task another process computes
 LOCK_POLL = 0.2
@@ -118,23 +129,27 @@ def work(
 ) -> Outcome:
     """Compute one task under its lock; runs in a worker (or in the sweep itself).
 
-    Returns ``(how, result, seconds)``: ``how`` is ``"computed"``, ``"reused"`` (another process
+    Returns its :class:`Outcome`: ``how`` is ``"computed"``, ``"reused"`` (another process
     stored it after ``since`` while we waited for the lock) or ``"busy"`` (``block`` is False and
-    another process holds the lock; nothing done). ``fn`` is the task kind's function, sent by
-    reference so that any executor's workers can find it.
+    another process holds the lock; nothing done). The seconds stored with the result, and
+    returned, are the task's own: the time numba spent compiling kernels meanwhile is returned
+    apart. ``fn`` is the task kind's function, sent by reference so that any executor's
+    workers can find it.
     """
     cache = Cache(directory)
     with cache.lock(task, block) as held:
         if not held:
-            return "busy", None, 0.0
+            return Outcome("busy", None)
         done = cache.load(task, newer_than=since)
         if done is not None:
-            return "reused", done, 0.0
+            return Outcome("reused", done)
+        compiled = compile_seconds()
         start = time.perf_counter()
         result = fn(task.params)
         took = time.perf_counter() - start
-        cache.store(task, result, took)
-        return "computed", result, took
+        compiling = compile_seconds() - compiled
+        cache.store(task, result, took - compiling)
+        return Outcome("computed", result, took - compiling, compiling)
 
 
 def _load_cached(
@@ -186,7 +201,7 @@ class _Tally:
         """Record the outcome of ``task``: its result, its failure, or (``"busy"``) a wait for
         the process that holds its lock (the task goes back to ``queue``, blocking)."""
         try:
-            how, result, took = outcome()
+            how, result, took, compiling = outcome()
         except Exception as exc:  # noqa: BLE001 - reported by fail
             self.fail(task, exc)
             return
@@ -195,10 +210,13 @@ class _Tally:
             queue.append((task, True))
         else:
             assert result is not None  # only "busy" comes without a result
-            self.finish(task, how, result, took)
+            self.finish(task, how, result, took, compiling)
 
-    def finish(self, task: Task, how: str, result: Result, took: float) -> None:
-        """A result, computed here or by another process (``how == "reused"``)."""
+    def finish(
+        self, task: Task, how: str, result: Result, took: float, compiling: float = 0.0
+    ) -> None:
+        """A result, computed here (in ``took`` seconds, and ``compiling`` more) or by another
+        process (``how == "reused"``)."""
         key = task.key()
         self.results[key] = result
         if how == "computed":
@@ -206,7 +224,7 @@ class _Tally:
             self.timings[task.cost_key()] = took
             if self.seconds is not None:
                 self.seconds[key] = took
-        self.events.finished(task, how, took)
+        self.events.finished(task, how, took, compiling)
         if self.on_result is not None:
             self.on_result(task, result, how)
 
@@ -313,7 +331,7 @@ def _drain_here(
                     if block:  # already reported: wait quietly
                         held_elsewhere.append(task)
                     else:
-                        tally.settle(queue, task, lambda: ("busy", None, 0.0))
+                        tally.settle(queue, task, lambda: Outcome("busy", None))
                     continue
                 done = cache.load(task, newer_than=since)
                 if done is not None:
@@ -343,7 +361,7 @@ def _drain_here(
 
 def _store_here(future: Future, task: Task, cache: Cache) -> Outcome:
     """The outcome of a task computed elsewhere (without a cache), stored here."""
-    how, result, took = future.result()
-    if how == "computed" and result is not None:
-        cache.store(task, result, took)
-    return how, result, took
+    outcome = future.result()
+    if outcome.how == "computed" and outcome.result is not None:
+        cache.store(task, outcome.result, outcome.seconds)
+    return outcome
