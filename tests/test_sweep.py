@@ -671,6 +671,29 @@ def test_compile_time_counts_as_work_done_not_in_the_rate():
         assert terminal.screen() == ["figures 0/2, runs 3/4, 0:10 elapsed, about 0:01 left"]
 
 
+def test_a_run_still_out_counts_as_work_being_done():
+    """While one worker is busy with a long run (say, numba compiling the kernels), the time
+    since it started counts as work done, and as that much less of its own work left: the
+    time left is not that of a single worker."""
+    progress, terminal, clock = fake_progress(width=80)
+    tasks = [Task("test-counting", {"x": float(x)}) for x in range(20)]
+    costs = {t.key(): 1.0 for t in tasks} | {tasks[0].key(): 10.0}
+    with progress:
+        progress.planned(tasks, 0, "on 2 process(es)", costs)
+        progress.started(tasks[0])  # out all along
+        for task in tasks[1:7]:
+            progress.started(task)
+            clock.now += 1
+            progress.finished(task, "computed", 1.0)
+        progress.refresh(force=True)
+        # 6 s for 6 s of runs done and 6 s of the run out; left: 13 s for the runs not started
+        # and 10 - 6 s for the run out: 6 * 17 / 12 = 8.5 s, said 0:09 (without the run out's
+        # time as work done: 0:17; without it as work less left: 0:12; neither: 0:23)
+        assert terminal.screen() == [
+            "figures 0/2, runs 6/20 (1 started), 0:06 elapsed, about 0:09 left"
+        ]
+
+
 def compiling_task(params: dict) -> dict:
     """A task kind that takes ``params["took"]`` seconds of a fake clock, ``params["compiling"]``
     of them compiling (see :func:`test_a_tasks_seconds_leave_out_its_compile_time`)."""

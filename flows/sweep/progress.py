@@ -137,7 +137,7 @@ class Progress:
         self.figures, self.figures_done = figures, 0
         self.runs: int | None = None  # known once the cache is read
         self.runs_done = 0
-        self.running: set[str] = set()  # keys of the runs started and not done
+        self.running: dict[str, float] = {}  # the runs started and not done: when they started
         self.costs: dict[str, float] = {}
         self.cost_total = self.cost_done = 0.0  # estimated costs: all runs, the runs done
         self.timed = 0  # runs computed and figures drawn here
@@ -169,7 +169,7 @@ class Progress:
     def started(self, task: Task) -> None:
         """One more run out."""
         with self.lock:
-            self.running.add(task.key())
+            self.running[task.key()] = self.clock()
             self.refresh()
 
     def finished(self, task: Task, how: str, took: float, compiling: float = 0.0) -> None:
@@ -191,7 +191,7 @@ class Progress:
     def waiting(self, task: Task) -> None:
         """A run that another process computes is no longer out (it is waited for)."""
         with self.lock:
-            self.running.discard(task.key())
+            self.running.pop(task.key(), None)
             if self.lines is not None:
                 self.lines.waiting(task)
             self.refresh()
@@ -200,7 +200,7 @@ class Progress:
         """A run is done, computed here in ``took`` seconds (and ``compiling`` more) unless
         None."""
         cost = self.costs.get(task.key(), 0.0)
-        self.running.discard(task.key())
+        self.running.pop(task.key(), None)
         self.runs_done += 1
         self.cost_done += cost
         if took is not None:
@@ -257,7 +257,9 @@ class Progress:
         done, in seconds of one worker. A run left is its estimated cost, scaled by the
         seconds over the estimated cost of the runs computed so far (their compile time
         counts as work done, not in that rate: the kernels compile once); a figure left, the
-        mean time of the drawings so far. None while too little is known (fewer than
+        mean time of the drawings so far. A run still out counts the time since it started
+        as work done and as that much less of its own work left (a worker compiling the
+        kernels for minutes is busy, not idle). None while too little is known (fewer than
         :data:`MIN_DONE` runs computed and figures drawn, less than :data:`MIN_SECONDS` spent,
         or no run computed while runs are left) and when no work is left."""
         if self.computing_since is None or self.timed < MIN_DONE:
@@ -268,8 +270,12 @@ class Progress:
             return None
         scale = self.run_seconds / self.cost_timed if runs_left > 0 else 0.0
         mean_draw = self.draw_seconds / self.drawn if self.drawn else 0.0
-        left = scale * runs_left + mean_draw * (self.figures - self.figures_done)
-        done = self.run_seconds + self.compile_seconds + self.draw_seconds
+        out = {key: now - since for key, since in self.running.items()}
+        ahead = sum(
+            min(spent_on, scale * self.costs.get(key, 0.0)) for key, spent_on in out.items()
+        )
+        left = scale * runs_left - ahead + mean_draw * (self.figures - self.figures_done)
+        done = self.run_seconds + self.compile_seconds + self.draw_seconds + sum(out.values())
         if left <= 0 or done <= 0:
             return None
         return spent * left / done
