@@ -269,10 +269,10 @@ def test_amplification_in_alpha_at_fixed_tau(mu, collapse, n_alpha):
     k = int(np.argmin(np.abs(tau - 0.3)))
     assert abs(tau[k] - 0.3) < 1e-12
     at = lead[:, k]
-    table = dict(zip(np.round(ratios, 4).tolist(), (at + 1).tolist()))
+    table = dict(zip(np.round(ratios, 4).tolist(), (at + 1).tolist(), strict=True))
     assert np.all(np.diff(at) >= 0), f"leader at tau = 0.3 (1-based) per alpha: {table}"
     assert len(set(at.tolist())) >= 2, table
-    for ratio, got in zip(ratios, at):
+    for ratio, got in zip(ratios, at, strict=True):
         ref = reference_log_beta(mu, ratio, 1.0, tau[: k + 1])
         assert int(np.argmax(ref[-1])) == got
 
@@ -291,6 +291,7 @@ def test_amplification_in_alpha_at_fixed_tau(mu, collapse, n_alpha):
             f"(alphas {np.round(ratios, 4).tolist()}): first cases {bad[:3]} "
             f"({len(bad)} of {len(tau) - 1} tau values)",
             UserWarning,
+            stacklevel=2,
         )
 
 

@@ -12,6 +12,7 @@ Every closed form is checked against things that do not share its code:
 from __future__ import annotations
 
 import warnings
+from dataclasses import FrozenInstanceError
 
 import numpy as np
 import pytest
@@ -58,7 +59,7 @@ def quad_blowup_time(mu, b0, L):
 def independent_event_time(mu, alpha, rho, L):
     """First hit/blow-up time per coordinate, from quadrature only (inf if none)."""
     out = np.full(len(mu), np.inf)
-    for j, (m, a0) in enumerate(zip(mu, alpha)):
+    for j, (m, a0) in enumerate(zip(mu, alpha, strict=True)):
         if L >= 3 and a0 > rho:
             out[j] = quad_blowup_time(m, a0 - rho, L)
         elif L % 2 == 0 and a0 < rho:
@@ -131,7 +132,9 @@ def test_event_times_match_quadrature(regime, L):
     assert np.all(np.isnan(g.hit_time))
     if L >= 3:
         np.testing.assert_allclose(
-            g.blowup_time, [quad_blowup_time(m, a, L) for m, a in zip(MU, alpha)], rtol=1e-10
+            g.blowup_time,
+            [quad_blowup_time(m, a, L) for m, a in zip(MU, alpha, strict=True)],
+            rtol=1e-10,
         )
     else:
         assert np.all(g.blowup_time == np.inf)
@@ -294,10 +297,12 @@ def test_hit_then_slide_at_zero(L):
         # mu (a - rho)^(L-1), continued analytically through a = 0 (where it equals
         # -mu rho^(L-1) != 0), so the crossing is located precisely.  (The discontinuous
         # field itself makes DOP853 reject every step across 0.)
-        event = lambda t, a: a[0]
+        def event(t, a):
+            return a[0]
+
         event.terminal = True
         ref = solve_ivp(
-            lambda t, a: mu[j] * (a - RHO) ** (L - 1),
+            lambda t, a, j=j: mu[j] * (a - RHO) ** (L - 1),
             (0.0, 10 * t_hit[j]),
             [alpha[j]],
             events=event,
@@ -508,7 +513,7 @@ def test_solution_object():
     assert set(np.unique(sol.sign_a)) <= {-1, 0, 1}
     np.testing.assert_allclose(sol.beta, sol.a**3)
     np.testing.assert_allclose(sol.log_abs_beta, 3 * sol.log_abs_a)
-    with pytest.raises(Exception):
+    with pytest.raises(FrozenInstanceError):
         sol.depth = 4  # frozen
     with pytest.raises(ValueError):
         sol.log_abs_a[0, 0] = 1.0  # read-only arrays

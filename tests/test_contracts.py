@@ -69,10 +69,10 @@ from flows import (
 from flows.algorithms import known_hyperparameters
 from flows.closed_form import solutions
 from flows.model import LOSSES
+from flows.run import main
 
 #: The losses of classification data (the squared loss has its own tests, test_regression.py).
 MARGIN_LOSSES = sorted(k for k, v in LOSSES.items() if v.task == "classification")
-from flows.run import main
 
 CONTRACT = settings(
     max_examples=12,

@@ -187,7 +187,7 @@ def test_discrete_linf_sam_through_sliding_converges_to_filippov_flow():
     reference from the closed form; see filippov_reference)."""
     errors = sliding_errors(filippov_reference())
     assert errors[0] > errors[1] > errors[2]
-    assert all(1.7 <= a / b <= 2.3 for a, b in zip(errors[:-1], errors[1:])), errors
+    assert all(1.7 <= a / b <= 2.3 for a, b in zip(errors[:-1], errors[1:], strict=True)), errors
     assert errors[-1] < 5e-4
 
 
@@ -209,7 +209,7 @@ def test_discrete_linf_sam_through_sliding_converges_to_simulate():
     assert flow.times_of("sliding")
     errors = sliding_errors(float(flow.log_abs_beta[-1, 1]))
     assert errors[0] > errors[1] > errors[2]
-    assert all(1.7 <= a / b <= 2.3 for a, b in zip(errors[:-1], errors[1:])), errors
+    assert all(1.7 <= a / b <= 2.3 for a, b in zip(errors[:-1], errors[1:], strict=True)), errors
     assert errors[-1] < 5e-4
 
 

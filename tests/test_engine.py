@@ -291,7 +291,7 @@ def test_original_and_rescaled_clocks_trace_the_same_path(algorithm):
     # (the direction has a kink when a coordinate starts sliding)
     breaks = [0.0] + orig.times_of("sliding") + [np.inf]
     checked = 0
-    for lo, hi in zip(breaks[:-1], breaks[1:]):
+    for lo, hi in zip(breaks[:-1], breaks[1:], strict=True):
         piece = (orig.tau >= lo) & (orig.tau <= hi)
         sel = (resc.tau > lo + 0.02) & (resc.tau < hi - 0.02) & (resc.tau > 0)
         if not np.any(sel):
@@ -316,7 +316,7 @@ def test_log_t_original_matches_quadrature():
     def dt_dtau(s):
         return 1.0 + np.exp(np.sum(mu * alpha**2 * np.exp(2 * mu * s)))
 
-    for tau, log_t in zip(tr.tau[1:], tr.log_t_original[1:]):
+    for tau, log_t in zip(tr.tau[1:], tr.log_t_original[1:], strict=True):
         t_ref, err = quad(dt_dtau, 0.0, tau, epsabs=0, epsrel=1e-12, limit=200)
         assert err <= 1e-10 * t_ref
         assert log_t == pytest.approx(np.log(t_ref), rel=1e-9, abs=1e-9)
@@ -487,7 +487,7 @@ def test_original_time_on_a_sliding_mode_is_filippov():
             return mu[0] * ((rho - alpha[0]) * np.exp(mu[0] * s)) ** 2 + mu[1] * b2**2
         return mu[0] * rho**2 + mu[1] * b2**2
 
-    for tau, log_t in zip(tr.tau[1:], tr.log_t_original[1:]):
+    for tau, log_t in zip(tr.tau[1:], tr.log_t_original[1:], strict=True):
         pts = [hit] if tau > hit else None
         t_ref = quad(
             lambda s: 1.0 + np.exp(m_perturbed(s)), 0.0, tau, points=pts, epsabs=0, epsrel=1e-12

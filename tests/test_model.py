@@ -43,17 +43,17 @@ LOSS_NAMES = ["logistic", "exponential"]
 @functools.cache
 def symbolic_gradient(L: int, n: int, d: int, loss: str):
     """``grad L(theta)`` from sympy: a function of (theta (L, d), X (n, d), y (n,))."""
-    w = sp.Matrix(L, d, lambda l, j: sp.Symbol(f"w_{l}_{j}", real=True))
+    w = sp.Matrix(L, d, lambda layer, j: sp.Symbol(f"w_{layer}_{j}", real=True))
     x = sp.Matrix(n, d, lambda i, j: sp.Symbol(f"x_{i}_{j}", real=True))
     y = sp.Matrix(n, 1, lambda i, _: sp.Symbol(f"y_{i}", real=True))
-    beta = [sp.Mul(*[w[l, j] for l in range(L)]) for j in range(d)]
+    beta = [sp.Mul(*[w[layer, j] for layer in range(L)]) for j in range(d)]
     margins = [y[i] * sum(x[i, j] * beta[j] for j in range(d)) for i in range(n)]
     if loss == "logistic":
         ell = [sp.log(1 + sp.exp(-m)) for m in margins]
     else:
         ell = [sp.exp(-m) for m in margins]
     objective = sp.Add(*ell) / n
-    grads = [sp.diff(objective, w[l, j]) for l in range(L) for j in range(d)]
+    grads = [sp.diff(objective, w[layer, j]) for layer in range(L) for j in range(d)]
     fn = sp.lambdify([list(w), list(x), list(y)], grads, modules="mpmath")
 
     def grad(theta: np.ndarray, X: np.ndarray, yv: np.ndarray) -> np.ndarray:
@@ -161,9 +161,9 @@ def test_loss_gradient_at_large_margins_keeps_relative_precision(loss):
     beta = [mp.mpf(10.0) * mp.mpf(np.sqrt(2.0)), mp.mpf(11.0) * mp.mpf(20.0)]
     m = mp.mpf(1.0) * beta[0] + mp.mpf(3.0) * beta[1]
     lprime = -1 / (1 + mp.exp(m)) if loss == "logistic" else -mp.exp(-m)
-    others = [[mp.mpf(float(theta[1 - l, j])) for j in range(2)] for l in range(2)]
+    others = [[mp.mpf(float(theta[1 - layer, j])) for j in range(2)] for layer in range(2)]
     expected = np.array(
-        [[float(lprime * mp.mpf(mu[j]) * others[l][j]) for j in range(2)] for l in range(2)]
+        [[float(lprime * mp.mpf(mu[j]) * others[layer][j]) for j in range(2)] for layer in range(2)]
     )
     assert np.all(expected != 0) and np.all(np.abs(expected) < 1e-280)
     got = loss_gradient(theta, data, loss)
@@ -251,7 +251,9 @@ def test_add_float_extreme_magnitudes(sign, log_x, eps):
 
 def brute_leave_one_out(layers: np.ndarray) -> np.ndarray:
     """prod_{k != l} w^(k) by deleting a row: (L, d) -> (L, d)."""
-    return np.array([np.prod(np.delete(layers, l, axis=0), axis=0) for l in range(len(layers))])
+    return np.array(
+        [np.prod(np.delete(layers, layer, axis=0), axis=0) for layer in range(len(layers))]
+    )
 
 
 @pytest.mark.parametrize("mult", [(1,), (3,), (1, 1), (1, 1, 1, 1), (2, 1), (1, 3, 2), (2, 2)])
@@ -284,11 +286,11 @@ def test_leave_one_out_and_product_beyond_float_range():
     log_abs = np.array([[1e4, -1e4, 3.0], [2e4, 5e3, -np.inf], [-3e4, 7.0, 1.0]])
     sign = np.array([[1.0, -1.0, 1.0], [-1.0, -1.0, 0.0], [1.0, 1.0, -1.0]])
     got = leave_one_out(SignedLog(sign, log_abs), np.ones(3, dtype=int))
-    for l in range(3):
-        others = [k for k in range(3) if k != l]
+    for layer in range(3):
+        others = [k for k in range(3) if k != layer]
         want_sign = np.prod(sign[others], axis=0)
         want_log = np.where(want_sign == 0, -np.inf, np.sum(log_abs[others], axis=0))
-        assert_signed_log_equal(SignedLog(got.sign[l], got.log_abs[l]), want_sign, want_log)
+        assert_signed_log_equal(SignedLog(got.sign[layer], got.log_abs[layer]), want_sign, want_log)
     prod = product_of_layers(SignedLog(sign, log_abs), np.array([1, 1, 1]))
     assert_signed_log_equal(prod, [-1.0, 1.0, 0.0], [0.0, -4993.0, -np.inf])
     # balanced group of multiplicity 5: w^4 and w^5
@@ -318,7 +320,9 @@ def test_log_norm2_matches_numpy_and_mpmath():
         want = mp.log(
             mp.sqrt(
                 mp.fsum(
-                    mp.mpf(wi) * mp.exp(2 * mp.mpf(li)) for li, wi in zip(la, w) if li != -np.inf
+                    mp.mpf(wi) * mp.exp(2 * mp.mpf(li))
+                    for li, wi in zip(la, w, strict=True)
+                    if li != -np.inf
                 )
             )
         )
@@ -381,7 +385,7 @@ def test_chart_round_trip_and_asinh_reference(delta):
     back = signed_log_to_chart(w, delta)
     assert np.all(np.abs(back - z) <= log_rounding(z))
     np.testing.assert_array_equal(w.sign, np.sign(z))
-    for zi, si, li in zip(z, w.sign, w.log_abs):
+    for zi, si, li in zip(z, w.sign, w.log_abs, strict=True):
         if zi == 0:
             assert si == 0 and li == -np.inf
             continue

@@ -44,8 +44,8 @@ def loss_gradient(layers: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarra
     weights = -np.exp(-np.logaddexp(0.0, m))
     G = (weights * y) @ X / len(y)
     out = np.empty_like(layers)
-    for l in range(len(layers)):
-        out[l] = G * np.prod(np.delete(layers, l, axis=0), axis=0)
+    for layer in range(len(layers)):
+        out[layer] = G * np.prod(np.delete(layers, layer, axis=0), axis=0)
     return out
 
 

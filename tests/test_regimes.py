@@ -156,13 +156,14 @@ def check_regimes_on_grid(mu: tuple, ratios: np.ndarray) -> list[str]:
     results = [cached_classify(mu, float(r)) for r in ratios]
     regimes = [res.regime for res in results]
     table = "; ".join(
-        f"{r:.4g}: {res.regime} [{res.leaders.describe()}]" for r, res in zip(ratios, results)
+        f"{r:.4g}: {res.regime} [{res.leaders.describe()}]"
+        for r, res in zip(ratios, results, strict=True)
     )
     assert None not in regimes, f"undecided alphas for mu = {mu}: {table}"
     assert np.all(np.diff(regimes) >= 0), f"regimes not in order 1, 2, 3 for mu = {mu}: {table}"
     assert set(regimes) == {1, 2, 3}, table
     non_monotone = []
-    for r, res in zip(ratios, results):
+    for r, res in zip(ratios, results, strict=True):
         seq = res.leaders.coordinates
         if r < ac:
             assert res.regime == 1, (r, res.certificate)

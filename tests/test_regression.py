@@ -146,8 +146,8 @@ def test_zero_layers_at_depth_three():
     assert abs(tr.theta[-1, 2, 1]) > 1e-6
     ref = plain_flow(theta0, 5.0, tr.t)
     np.testing.assert_allclose(tr.theta, ref, rtol=1e-7, atol=1e-9)
-    for l, k in [(0, 1), (0, 2), (1, 2)]:
-        conserved = tr.theta[:, l] ** 2 - tr.theta[:, k] ** 2
+    for layer, other in [(0, 1), (0, 2), (1, 2)]:
+        conserved = tr.theta[:, layer] ** 2 - tr.theta[:, other] ** 2
         np.testing.assert_allclose(conserved - conserved[0], 0.0, atol=1e-9)
 
 

@@ -46,10 +46,10 @@ from flows.charts import CHARTS
 from flows.clocks import CLOCKS
 from flows.integrator.solver import METHODS
 from flows.model import LOSSES
+from flows.results import Cause
 
 #: The losses of classification data (the squared loss has its own tests, test_regression.py).
 MARGIN_LOSSES = sorted(k for k, v in LOSSES.items() if v.task == "classification")
-from flows.results import Cause
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::RuntimeWarning"),

@@ -75,7 +75,7 @@ def le_sam_reference(
     edges = [0.0, *[k for k in kinks if 0 < k < tau[-1]], tau[-1]]
     u = np.full(MU.size, np.log(alpha))
     out = np.empty((len(tau), MU.size))
-    for lo, hi in zip(edges[:-1], edges[1:]):
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         inside = (tau >= lo) & (tau <= hi)
         sol = solve_ivp(
             rhs,

@@ -237,7 +237,7 @@ def symbolic_l2_sam_field(d: int):
     m = sum(mu[j] * u[j] * v[j] for j in range(d))
     grad = [sp.diff(m, p) for p in params]
     norm = sp.sqrt(sum(g**2 for g in grad))
-    shifted = {p: p - rho * g / norm for p, g in zip(params, grad)}
+    shifted = {p: p - rho * g / norm for p, g in zip(params, grad, strict=True)}
     field = [g.xreplace(shifted) for g in grad]
     return mu, rho, u, v, field[:d], field[d:]
 
@@ -276,7 +276,7 @@ def test_sympy_reduced_l2_sam_field_matches_engine(d, loss):
         b = rng.uniform(0.05, 3.0, d) * rng.choice([-1.0, 1.0], d)
         base = {**{mu_s[j]: sp.Float(mu[j], 30) for j in range(d)}, rho_s: sp.Float(rho, 30)}
 
-        def evaluate(fields, uu, vv):
+        def evaluate(fields, uu, vv, base=base):
             subs = {
                 **base,
                 **{u_s[j]: sp.Float(uu[j], 30) for j in range(d)},
