@@ -15,12 +15,15 @@ the largest ``1 / r_i``) the constraints are ``A v >= h``, ``h = 1 / r`` in (0, 
 objective is ``sum_j w_j |v_j|`` (l1) or ``sum_j w_j^2 v_j^2 / 2`` (l2) with ``w = 1 / c`` in
 (0, 1]. All the scale of the data is now in ``w``:
 
-* l1 (:func:`solve_l1`): columns whose costs ``w_j`` span more than 2^20 are taken
-  *lexicographically* (the most expensive group first, with the cheaper columns free; its
-  optimum then bounds that group while the next one is minimised; HiGHS on each stage), which
-  is the weighted LP solved to the precision the costs allow. The vertex is *polished*: the
-  square system of its active constraints on its support, and the multipliers from the
-  transposed system, solved exactly.
+* l1 (:func:`solve_l1`): columns whose costs ``w_j`` span more than 2^20 are split into
+  groups at the widest gaps between their costs, each group spanning at most 2^20 (columns of
+  close costs stay together), and taken *lexicographically* (the most expensive group first,
+  with the cheaper columns free; its optimum then bounds that group while the next one is
+  minimised; HiGHS on each stage). That is the weighted LP wherever the cost ratio between
+  groups is beyond what an optimum trades; where the staged solution is not certified, the
+  one-stage LP is solved too and the candidate with the smaller residuals kept. The vertex is
+  *polished*: the square system of its active constraints on its support, and the
+  multipliers from the transposed system, solved exactly.
 * l2 (:func:`solve_l2`): candidates from the *least-distance program* (Lawson & Hanson,
   *Solving Least Squares Problems*, ch. 23) on the rows of ``Z`` normalised by their largest
   entry, ``u = argmin_{u >= 0} ||[G^T; t h^T] u - e_{d+1}||`` (scipy's NNLS; the scale
