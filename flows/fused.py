@@ -290,13 +290,7 @@ class FusedField:
         parameters ``theta`` (..., G, d); at one point (G, d) ``log c`` is a float."""
         if theta.ndim == 2:
             return self._point_evaluate(theta)
-        if self.groups == 1:
-            m = self.depth
-            beta = theta[..., 0, :] ** m
-            loo = theta if m == 2 else theta ** (m - 1)
-        else:
-            beta = np.prod(theta, axis=-2)
-            loo = theta[..., ::-1, :] if self.groups == 2 else _exclusive(theta, np.multiply, 1.0)
+        beta, loo = self._float_products(theta)
         loss = self.problem.loss
         u = self.loss_arguments(beta @ self.features.T)
         log_w = loss.log_abs_derivative(u)
@@ -316,6 +310,15 @@ class FusedField:
         log_c = np.where(exact, -np.inf, top + np.log(np.where(exact, 1.0, total)))
         return p @ self.features, log_c[..., 0] - self.log_n, loo
 
+    def _float_products(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``beta = prod_l w^(l)`` (..., d) and the leave-one-out products (..., G, d) of float
+        parameters ``theta`` (..., G, d)."""
+        if self.groups == 1:
+            m = self.depth
+            return theta[..., 0, :] ** m, theta if m == 2 else theta ** (m - 1)
+        loo = theta[..., ::-1, :] if self.groups == 2 else _exclusive(theta, np.multiply, 1.0)
+        return np.prod(theta, axis=-2), loo
+
     def _point_evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
         """:meth:`_float_evaluate` at one point ``theta`` (G, d), with ``log c`` a float: the
         same operations in the same order (the same bits), without the batch axes.
@@ -323,13 +326,7 @@ class FusedField:
         ``G = sum_i p_i z_i`` with ``p = e / sum e``, ``e_i = exp(log|l'(u_i)| - top)`` (times
         the descent signs of a signed loss), ``log c = top + log sum e - log n``.
         """
-        if self.groups == 1:
-            m = self.depth
-            beta = theta[0] ** m
-            loo = theta if m == 2 else theta ** (m - 1)
-        else:
-            beta = np.multiply.reduce(theta, axis=0)
-            loo = theta[::-1] if self.groups == 2 else _exclusive(theta, np.multiply, 1.0)
+        beta, loo = self._float_products(theta)
         loss = self.problem.loss
         u = self.loss_arguments(beta @ self.features.T)
         log_w = loss.log_abs_derivative(u)
