@@ -45,18 +45,21 @@ def require() -> None:
 
 def announce_compiles(stream=None) -> None:
     """Print :data:`COMPILE_NOTICE` on ``stream`` (stderr) when numba starts compiling a kernel of
-    this package, once per process, and from then on time every compile (:func:`compile_seconds`);
-    kernels loaded from numba's cache say nothing and take no compile time."""
+    this package, once per process, and from then on count and time every compile
+    (:func:`kernels_compiled`, :func:`compile_seconds`); kernels loaded from numba's cache say
+    nothing and take no compile time."""
     global _listener
     if _listener is not None:
         return
     from numba.core import event
 
     class Watch(event.Listener):
-        """Says :data:`COMPILE_NOTICE` at the first compile of a ``flows.compiled`` kernel and
-        adds up the time of the outermost ones (a kernel's callees compile inside it)."""
+        """Says :data:`COMPILE_NOTICE` at the first compile of a ``flows.compiled`` kernel,
+        counts the compiles and adds up the time of the outermost ones (a kernel's callees
+        compile inside it)."""
 
         said = False
+        count = 0
         depth = 0
         since = 0.0
         seconds = 0.0
@@ -70,6 +73,7 @@ def announce_compiles(stream=None) -> None:
             if self.depth == 0:
                 self.since = time.perf_counter()
             self.depth += 1
+            self.count += 1
 
         def on_end(self, ev: Any) -> None:
             if not ev.data["dispatcher"].py_func.__module__.startswith(__name__):
@@ -80,6 +84,12 @@ def announce_compiles(stream=None) -> None:
 
     _listener = Watch()
     event.register("numba:compile", _listener)
+
+
+def kernels_compiled() -> int:
+    """How many of this package's kernels this process has compiled so far (callees included;
+    0 before the first compiled object is built, and without numba)."""
+    return 0 if _listener is None else int(_listener.count)
 
 
 def compile_seconds() -> float:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
-from . import available
+from . import announce_compiles, available, kernels_compiled
 
 
 def _segment_group() -> None:
@@ -78,27 +78,10 @@ GROUPS: dict[str, Callable[[], None]] = {
 def compile_group(name: str) -> int:
     """Make the calls of group ``name``; the number of kernels numba compiled for them (0 when
     every one came from its cache)."""
-    from numba.core import event
-
-    class Count(event.Listener):
-        """Counts the compiles of this package's kernels."""
-
-        count = 0
-
-        def on_start(self, ev) -> None:
-            if ev.data["dispatcher"].py_func.__module__.startswith(__package__ or "flows"):
-                self.count += 1
-
-        def on_end(self, ev) -> None:
-            return None
-
-    counter = Count()
-    event.register("numba:compile", counter)
-    try:
-        GROUPS[name]()
-    finally:
-        event.unregister("numba:compile", counter)
-    return counter.count
+    announce_compiles()
+    before = kernels_compiled()
+    GROUPS[name]()
+    return kernels_compiled() - before
 
 
 def warm(groups: tuple[str, ...] = tuple(GROUPS), jobs: int | None = None) -> tuple[int, float]:
