@@ -13,3 +13,37 @@ Comparisons at equal training loss are :mod:`analysis.loss_levels`. Every public
 checks its inputs (``ValueError`` naming the parameter); every search has an iteration cap that
 is reported, never a silent number.
 """
+
+from .boundaries import LESAMBoundary, RegimeScan, lesam_boundary, scan_regimes
+from .perturbation import PerturbationSeries, log_gradient_norms, perturbation_along
+from .radius import (
+    check_data,
+    check_loss,
+    initial_gradient_norm,
+    lesam_radius,
+    official_lesam_size,
+    schedule_values,
+)
+from .regimes import LESAMRegime, classify_lesam, initial_lesam_rates
+from .stall import StallPoint, stall_point
+
+__all__ = [
+    "LESAMBoundary",
+    "LESAMRegime",
+    "PerturbationSeries",
+    "RegimeScan",
+    "StallPoint",
+    "check_data",
+    "check_loss",
+    "classify_lesam",
+    "initial_gradient_norm",
+    "initial_lesam_rates",
+    "lesam_boundary",
+    "lesam_radius",
+    "log_gradient_norms",
+    "official_lesam_size",
+    "perturbation_along",
+    "scan_regimes",
+    "schedule_values",
+    "stall_point",
+]

@@ -42,3 +42,46 @@ measured coordinate by coordinate against the size of its terms (``w_j + (|A|^T 
 rounding in a sum of large terms is not taken for a violation), dual feasibility, complementary
 slackness and the duality gap against the dual objective.
 """
+
+from .l1 import l1_residuals, solve_l1, solve_scaled_l1
+from .l2 import l2_residuals, solve_l2
+from .quasi_norm import (
+    KKTCheck,
+    KKTPoint,
+    kkt_check,
+    kkt_points,
+    kkt_residuals,
+    quasi_norm_objective,
+)
+from .scaling import (
+    Scaled,
+    Solution,
+    constraint_residuals,
+    equilibrated,
+    in_data_units,
+    refined_solve,
+    square_or_least_squares,
+    worst,
+)
+
+__all__ = [
+    "KKTCheck",
+    "KKTPoint",
+    "Scaled",
+    "Solution",
+    "constraint_residuals",
+    "equilibrated",
+    "in_data_units",
+    "kkt_check",
+    "kkt_points",
+    "kkt_residuals",
+    "l1_residuals",
+    "l2_residuals",
+    "quasi_norm_objective",
+    "refined_solve",
+    "solve_l1",
+    "solve_l2",
+    "solve_scaled_l1",
+    "square_or_least_squares",
+    "worst",
+]

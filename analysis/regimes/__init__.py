@@ -40,3 +40,39 @@ Every public function validates its inputs before any flow is simulated (``Value
 the parameter), and every search has an iteration cap: hitting it is reported
 (:class:`BoundarySearch`) or raises a ``RuntimeError`` naming the cap, never a silent number.
 """
+
+from .boundaries import (
+    BoundarySearch,
+    collapse_boundary,
+    collapse_boundary_search,
+    collapse_certificate_boundary,
+    initial_norm,
+    initial_rates_from_field,
+    regime3_boundary,
+    regime3_boundary_from_field,
+)
+from .classification import RegimeResult, classify, log_gradient_norm
+from .inputs import check_mu, check_rtol, horizon, scaled_mu, times_rho, unit_mu
+from .leaders import leader_phase_diagram, leader_sequence_at_depth
+
+__all__ = [
+    "BoundarySearch",
+    "RegimeResult",
+    "check_mu",
+    "check_rtol",
+    "classify",
+    "collapse_boundary",
+    "collapse_boundary_search",
+    "collapse_certificate_boundary",
+    "horizon",
+    "initial_norm",
+    "initial_rates_from_field",
+    "leader_phase_diagram",
+    "leader_sequence_at_depth",
+    "log_gradient_norm",
+    "regime3_boundary",
+    "regime3_boundary_from_field",
+    "scaled_mu",
+    "times_rho",
+    "unit_mu",
+]

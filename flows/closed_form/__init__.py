@@ -6,3 +6,23 @@
 :mod:`~flows.closed_form.checks`     input checks (``ValueError`` naming the parameter)
 ==================================  ============================================================
 """
+
+from .branches import even_hit, growth_above_rho, linear_growth, odd_saturate, power_growth
+from .checks import check_alpha, check_depth, check_mu, check_rho, check_tau
+from .solutions import ClosedFormSolution, gd, linf_sam
+
+__all__ = [
+    "ClosedFormSolution",
+    "check_alpha",
+    "check_depth",
+    "check_mu",
+    "check_rho",
+    "check_tau",
+    "even_hit",
+    "gd",
+    "growth_above_rho",
+    "linear_growth",
+    "linf_sam",
+    "odd_saturate",
+    "power_growth",
+]

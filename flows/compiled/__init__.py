@@ -97,3 +97,31 @@ def compile_seconds() -> float:
     first compiled object is built, and without numba): a task's own time is its wall time
     less the compile time it caused."""
     return 0.0 if _listener is None else float(_listener.seconds)
+
+
+# The modules below import the functions above (``from . import require``), so they come last;
+# none imports numba. The command line :mod:`~flows.compiled.warm` is not re-exported.
+from .discrete import CompiledSteps, stepper  # noqa: E402
+from .field import CompiledField  # noqa: E402
+from .quadrature import interval_rule  # noqa: E402
+from .segment import Advance, advance, applies, exponent  # noqa: E402
+from .sliding import CompiledSliding  # noqa: E402
+
+__all__ = [
+    "COMPILE_NOTICE",
+    "NUMBA_INSTALLED",
+    "Advance",
+    "CompiledField",
+    "CompiledSliding",
+    "CompiledSteps",
+    "advance",
+    "announce_compiles",
+    "applies",
+    "available",
+    "compile_seconds",
+    "exponent",
+    "interval_rule",
+    "kernels_compiled",
+    "require",
+    "stepper",
+]

@@ -14,7 +14,77 @@ them (``python -m flows.sweep``).
 =============================  ===============================================================
 """
 
-from . import kinds as _kinds  # noqa: F401  (registers the engine's task kinds)
-from .registry import Result, Task, register
+from .dask_cluster import (
+    DaskExecutor,
+    SchedulerError,
+    address_problem,
+    connect,
+    import_distributed,
+)
+from .gate import CompileGate
+from .kinds import (  # importing kinds registers the engine's task kinds
+    dataset_from,
+    iterate_cost,
+    iterate_kernels,
+    run_gd_mirror,
+    run_iterate,
+    run_simulate,
+    simulate_arguments,
+    simulate_cost,
+)
+from .pool import local_pool, single_blas_thread, stop_pool, worker_init
+from .progress import Above, Progress, RunEvents, TaskLines, clock_time
+from .registry import (
+    Result,
+    Task,
+    compute,
+    estimated_cost,
+    flow_kernels,
+    kernel_groups,
+    register,
+)
+from .runner import Outcome, TaskError, run_tasks, work
+from .stamps import Stamps, stamp
+from .store import Cache, warn
 
-__all__ = ["Result", "Task", "register"]
+# The command line (flows.sweep.cli, run by ``python -m flows.sweep``) is not re-exported.
+__all__ = [
+    "Above",
+    "Cache",
+    "CompileGate",
+    "DaskExecutor",
+    "Outcome",
+    "Progress",
+    "Result",
+    "RunEvents",
+    "SchedulerError",
+    "Stamps",
+    "Task",
+    "TaskError",
+    "TaskLines",
+    "address_problem",
+    "clock_time",
+    "compute",
+    "connect",
+    "dataset_from",
+    "estimated_cost",
+    "flow_kernels",
+    "import_distributed",
+    "iterate_cost",
+    "iterate_kernels",
+    "kernel_groups",
+    "local_pool",
+    "register",
+    "run_gd_mirror",
+    "run_iterate",
+    "run_simulate",
+    "run_tasks",
+    "simulate_arguments",
+    "simulate_cost",
+    "single_blas_thread",
+    "stamp",
+    "stop_pool",
+    "warn",
+    "work",
+    "worker_init",
+]
