@@ -32,18 +32,22 @@ from flows.checks import real, real_array
 from flows.data import Dataset, classification_only, is_separable
 
 from .angles import angle, angle_to_set  # re-exported: public names of this module
+from .margin_programs import quasi_norm
 from .margin_programs.l1 import solve_l1
 from .margin_programs.l2 import solve_l2
+from .margin_programs.quasi_norm import KKTCheck, kkt_check  # re-exported: the depth-L check
 from .margin_programs.scaling import CERTIFIED_TOLERANCE
 
 #: Largest KKT residual of a solution reported as optimal (:attr:`MaxMargin.status` 0).
 KKT_TOLERANCE = CERTIFIED_TOLERANCE
 
 __all__ = [
+    "KKTCheck",
     "KKT_TOLERANCE",
     "MaxMargin",
     "angle",
     "angle_to_set",
+    "kkt_check",
     "kkt_points",
     "l1_solution_set_single_example",
     "max_margin",
@@ -265,7 +269,6 @@ def kkt_points(data: Dataset, depth, **options):
     certificate by vertex enumeration on small data (docs/theory.md §10):
     :func:`analysis.margin_programs.quasi_norm.kkt_points`, with its options ``starts``,
     ``seed``, ``points``, ``max_vertex_systems`` and ``max_iterations``. At L = 2 it is the l1
-    program of :func:`max_margin` with ``p = 1``."""
-    from .margin_programs import quasi_norm
-
+    program of :func:`max_margin` with ``p = 1``. :func:`kkt_check` gives the residuals of any
+    direction."""
     return quasi_norm.kkt_points(data, depth, **options)

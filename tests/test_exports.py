@@ -1,5 +1,5 @@
 """The public names: every package of ``flows`` and ``analysis`` re-exports the public functions
-and classes of its modules, with ``__all__``.
+and classes of its modules, with ``__all__``; every name the docs cite exists.
 
 A package's modules are its files not starting with ``_``; a module's public names are the
 functions and classes it defines whose names do not start with ``_``. The deliberate exceptions
@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: The documents whose backticked dotted names (``flows.x.y``, ``analysis.x``, ``figures.x``) must
+#: import.
+DOCS = ("README.md", "CONTRIBUTING.md", "docs/theory.md")
+CITED = re.compile(r"`((?:flows|analysis|figures)(?:\.[A-Za-z_]\w*)+)")
 #: Modules whose package does not import them, and why.
 NOT_REEXPORTED = {
     "flows.compiled.warm": "a command line (python -m flows.compiled.warm)",
@@ -92,3 +97,49 @@ def test_public_names_are_reexported(package):
         if module not in NOT_REEXPORTED:
             wanted |= public_names(module)
     assert not wanted - exported, f"{package}.__all__ misses {sorted(wanted - exported)}"
+
+
+def cited_names(text: str) -> list[str]:
+    """The dotted names in backticks of ``text``, up to the first character of another kind
+    (```flows.sweep.register(kind, fn)``` cites ``flows.sweep.register``)."""
+    return sorted(set(CITED.findall(text)))
+
+
+def resolve(dotted: str) -> object:
+    """The object named by ``dotted``: its longest importable prefix, then attributes."""
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        try:
+            obj = importlib.import_module(prefix)
+        except ModuleNotFoundError as exc:
+            if exc.name != prefix:  # the module exists; something it imports does not
+                raise
+            continue
+        for part in parts[end:]:
+            obj = getattr(obj, part)
+        return obj
+    raise ModuleNotFoundError(dotted)
+
+
+def test_cited_names_are_found():
+    """The scan reads names out of backticks and stops at a call or a flag (it can fail)."""
+    text = "`flows.sweep.register(kind, fn)`, `python -m flows.run --rho 1` no, `flows.run --rho`"
+    assert cited_names(text) == ["flows.run", "flows.sweep.register"]
+    with pytest.raises(AttributeError):
+        resolve("analysis.maxmargin.no_such_name")
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_cited_names_import(doc):
+    """Every backticked ``flows.*``, ``analysis.*`` and ``figures.*`` name of the document
+    is a module or an attribute of one."""
+    names = cited_names((ROOT / doc).read_text(encoding="utf-8"))
+    assert names, f"{doc} cites no dotted name: the scan is broken"
+    missing = []
+    for name in names:
+        try:
+            resolve(name)
+        except (ImportError, AttributeError) as exc:
+            missing.append(f"{name} ({exc})")
+    assert not missing, f"{doc} cites names that do not exist: {missing}"
