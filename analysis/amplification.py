@@ -2,6 +2,11 @@
 
 Paper: Thm 4.4 / 4.5, Prop 4.7 (docs/theory.md §14). All quantities are computed from ``log|beta|`` so
 they stay meaningful far beyond float64.
+
+Coordinates are 0-based in the API (Python indices: :func:`leaders`,
+:attr:`LeaderSequence.coordinates`, :func:`analysis.regimes.leader_phase_diagram`) and 1-based
+where they are printed for people (``j`` of ``beta_j``, as in the paper:
+:meth:`LeaderSequence.describe`), under the label :data:`LEADERS_LABEL`.
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ import numpy as np
 from flows.results import Trajectory
 
 from ._checks import log_abs_beta_array, numeric_array, time_axis, trajectory
+
+#: The label of every printed line or table column of leaders (:meth:`LeaderSequence.describe`).
+LEADERS_LABEL = "leaders (1-based)"
 
 
 def leaders(log_abs_beta: np.ndarray) -> np.ndarray:
@@ -40,7 +48,8 @@ class LeaderSequence:
     switch_times: tuple[float, ...]
 
     def describe(self, one_based: bool = True) -> str:
-        """E.g. ``'1 (t=0.01) -> 2 (t=3.2) -> 5 (t=9.8)'``."""
+        """E.g. ``'1 (t=0.01) -> 2 (t=3.2) -> 5 (t=9.8)'``: 1-based coordinates (0-based with
+        ``one_based=False``), printed under :data:`LEADERS_LABEL`."""
         shift = 1 if one_based else 0
         return " -> ".join(
             f"{'none (beta = 0)' if c < 0 else c + shift} (t={s:.4g})"

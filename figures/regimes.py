@@ -21,7 +21,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 
-from analysis.amplification import leaders
+from analysis.amplification import LEADERS_LABEL, leaders
 from analysis.regimes.boundaries import (
     collapse_boundary,
     collapse_certificate_boundary,
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"collapse boundary (flow, bisection): alpha = {a1:.6g}   (alpha/rho = {a1 / rho:.6g})")
     print(f"regime-3 boundary (analytic):        alpha = {a3:.6g}   (alpha/rho = {a3 / rho:.6g})")
-    print(f"{'alpha':>10} {'regime':>7}  leader sequence (1-based, rescaled time)")
+    print(f"{'alpha':>10} {'regime':>7}  {LEADERS_LABEL}, rescaled time")
     for alpha in np.geomspace(0.5 * a1, 2.0 * a3, args.n_alpha):
         res = classify(mu, alpha, rho)
         print(f"{alpha:10.4g} {res.regime!s:>7}  {res.leaders.describe()}", flush=True)

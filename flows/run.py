@@ -128,7 +128,7 @@ def save_trajectory(traj: Trajectory, path: str) -> None:
 
 def summary(traj: Trajectory) -> str:
     """A few lines: status, final direction, leader sequence, final log|beta| and loss."""
-    from analysis.amplification import trajectory_leaders
+    from analysis.amplification import LEADERS_LABEL, trajectory_leaders
 
     np.set_printoptions(precision=4, suppress=True)
     lines = [
@@ -140,7 +140,7 @@ def summary(traj: Trajectory) -> str:
         f"final direction beta/|beta| = {traj.direction[-1]}",
         f"final log|beta| = {traj.log_abs_beta[-1]}",
         f"final loss = {traj.loss[-1]:.6g}",
-        f"leader over time (1-based): {trajectory_leaders(traj).describe()}",
+        f"{LEADERS_LABEL} over time: {trajectory_leaders(traj).describe()}",
     ]
     if traj.sliding_surfaces:
         lines.append(
@@ -150,7 +150,7 @@ def summary(traj: Trajectory) -> str:
     events = [e for e in traj.events if e.kind != "crossing"]
     if events:
         lines.append(
-            "events: "
+            "events (j 1-based): "
             + "; ".join(
                 f"{e.kind}{'' if e.entry is None else f' j={e.entry[1] + 1}'}"
                 f"{'' if e.surface is None else f' ({e.surface})'} at tau={e.tau:.6g}"

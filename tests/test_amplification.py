@@ -24,6 +24,7 @@ from scipy.integrate import solve_ivp
 from scipy.special import logsumexp
 
 from analysis.amplification import (
+    LEADERS_LABEL,
     LeaderSequence,
     leader_sequence,
     leaders,
@@ -32,6 +33,7 @@ from analysis.amplification import (
 )
 from analysis.regimes.boundaries import regime3_boundary
 from analysis.regimes.leaders import leader_phase_diagram
+from flows import run as flows_run
 from flows import simulate, single_example
 
 MU5 = (1.0, 2.0, 3.0, 4.0, 5.0)
@@ -335,3 +337,16 @@ def test_leader_helpers_validate_inputs():
         leader_sequence(np.array([0.0, np.nan, 1.0]), np.zeros((3, 2)))
     with pytest.raises(ValueError, match="traj"):
         trajectory_leaders(np.zeros((3, 2)))
+
+
+def test_printed_leaders_are_labelled_one_based(capsys):
+    """The summary of ``python -m flows.run`` prints the leaders under :data:`LEADERS_LABEL`,
+    each the API's 0-based coordinate plus 1."""
+    argv = ["--mu", "1,2,3,4,5", "--alpha", "0.4", "--rho", "1", "--t-max", "5", "--n-points", "51"]
+    assert flows_run.main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = [line for line in lines if line.startswith(f"{LEADERS_LABEL} over time: ")]
+    assert len(row) == 1, lines
+    printed = [int(part.split(" (t=")[0]) for part in row[0].split(": ", 1)[1].split(" -> ")]
+    traj = simulate(single_example(MU5), "l2-sam", 2, 0.4, rho=1.0, t_max=5.0, n_points=51)
+    assert printed == [c + 1 for c in trajectory_leaders(traj).coordinates] == [2, 3, 4, 5]
