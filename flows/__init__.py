@@ -9,6 +9,7 @@ from .algorithms import ALGORITHMS
 from .clocks import CLOCKS
 from .data import Dataset, single_example
 from .discrete import DiscreteRun, iterate
+from .initialization import orthant_init
 from .integrator.driver import simulate
 from .results import Cause, Trajectory
 
@@ -20,6 +21,7 @@ __all__ = [
     "DiscreteRun",
     "Trajectory",
     "iterate",
+    "orthant_init",
     "simulate",
     "single_example",
 ]

@@ -1,4 +1,6 @@
-"""Initializations ``w_j^(l)(0) = alpha_j`` (balanced) or ``alpha[l, j]`` (unbalanced), and depth."""
+"""Initializations ``w_j^(l)(0) = alpha_j`` (balanced) or ``alpha[l, j]`` (unbalanced), and depth;
+the signed init of an orthant (:func:`orthant_init`) and the signs an init keeps
+(:func:`kept_sign_pattern`)."""
 
 from __future__ import annotations
 
@@ -87,6 +89,46 @@ def initialization(alpha, depth: int, d: int, reduced: bool | None = None) -> In
     if reduced and depth > 1:
         return Initialization(layers[:1].copy(), np.array([depth]), True)
     return Initialization(layers, np.ones(depth, dtype=int), balanced)
+
+
+def orthant_init(signs, depth: int, scale) -> np.ndarray:
+    """A signed (depth, d) ``alpha`` that starts ``beta`` in the orthant of ``signs`` and keeps
+    it there (:func:`kept_sign_pattern` gives ``signs`` back at even depth, and at odd depth
+    for the algorithms whose entry is ``zero_invariant``).
+
+    Layer 0 is ``signs * scale`` (it carries the sign), the other layers ``scale`` (positive):
+    balanced magnitudes, so ``beta_j(0) = signs_j scale_j^depth``. Give it to ``simulate`` or
+    ``iterate`` as ``alpha`` when the data are separable only by a predictor with these signs
+    (e.g. ``signs = np.sign(teacher)``).
+
+    Parameters
+    ----------
+    signs : (d,) entries in {-1, +1}.
+    depth : number of layers L >= 1.
+    scale : initialization scale > 0: a scalar or a (d,) vector.
+
+    Returns
+    -------
+    (depth, d) float array.
+
+    Raises
+    ------
+    ValueError
+        Naming 'signs' (not a non-empty (d,) array of -1 and +1), 'depth' (not an int in
+        [1, MAX_DEPTH]) or 'scale' (not finite and > 0, or a vector of another length).
+    """
+    s = real_array(signs, "signs", ndim=1)
+    if not np.all(np.abs(s) == 1):
+        raise ValueError(f"signs must be -1 or +1, got {np.asarray(signs).tolist()}"[:300])
+    depth = check_depth(depth)
+    a = real_array(scale, "scale")
+    if a.ndim > 1 or (a.ndim == 1 and a.shape != s.shape):
+        raise ValueError(f"scale must be a scalar or a length-{s.size} vector, got shape {a.shape}")
+    if np.any(a <= 0):
+        raise ValueError(f"scale must be > 0, got {np.asarray(scale).tolist()}"[:300])
+    layers = np.tile(np.broadcast_to(a, s.shape), (depth, 1))
+    layers[0] *= s
+    return layers
 
 
 def kept_sign_pattern(

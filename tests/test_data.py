@@ -7,7 +7,9 @@
   and (d,) ``alpha`` must stay > 0;
 * the sign pattern that an initialization keeps (:func:`flows.initialization.kept_sign_pattern`)
   and separability under that sign constraint (:func:`flows.data.sign_constrained_separable`),
-  checked along discrete runs.
+  checked along discrete runs;
+* the init of an orthant (:func:`flows.orthant_init`): a flow from the teacher's orthant on
+  data only that orthant separates runs without the sign warning of ``simulate``.
 
 Fast (< 5 s): LPs on tiny data and short discrete runs.
 """
@@ -15,11 +17,12 @@ Fast (< 5 s): LPs on tiny data and short discrete runs.
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
 
-from flows import Dataset, iterate, single_example
+from flows import Dataset, iterate, orthant_init, simulate, single_example
 from flows.data import is_separable, sign_constrained_separable
 from flows.initialization import initialization, kept_sign_pattern
 
@@ -226,3 +229,65 @@ def test_is_separable_where_the_products_y_x_overflow():
     inf would be an error)."""
     assert is_separable(np.array([[1.8e16]]), np.array([1e292]))
     assert not is_separable(np.array([[1e200], [1e200]]), np.array([1e200, -1e200]))
+
+
+def teacher_with_signs(seed: int = 0, n: int = 12) -> tuple[Dataset, np.ndarray]:
+    """Data labelled by a mixed-sign teacher ``w``, which a positive ``beta`` does not
+    separate."""
+    w = np.array([1.0, -2.0, 0.5])
+    X = np.random.default_rng(seed).normal(size=(n, 3))
+    data = Dataset(X, np.sign(X @ w))
+    assert not sign_constrained_separable(data, [1, 1, 1])
+    return data, w
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_orthant_init_starts_in_the_teachers_orthant(depth):
+    """Claim: orthant_init(sign(w), L, scale) is balanced in magnitude, signed by its first
+    layer; it keeps sign(w) (kept_sign_pattern; at odd L for GD, whose field vanishes at 0);
+    a GD flow from it does not warn, from a positive init it warns and names orthant_init."""
+    data, w = teacher_with_signs()
+    alpha = orthant_init(np.sign(w), depth, 0.1)
+    assert alpha.shape == (depth, 3)
+    np.testing.assert_array_equal(alpha[0], 0.1 * np.sign(w))
+    np.testing.assert_array_equal(alpha[1:], 0.1)
+    np.testing.assert_array_equal(kept_sign_pattern(alpha, depth, algorithm="gd"), np.sign(w))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        traj = simulate(data, "gd", depth, alpha, t_max=1.0, n_points=11)
+    assert traj.status == 0
+    np.testing.assert_array_equal(traj.sign_beta[-1], np.sign(w))
+    with pytest.warns(RuntimeWarning, match="orthant_init"):
+        simulate(data, "gd", depth, 0.1, t_max=1.0, n_points=11)
+
+
+def test_orthant_init_scale_per_coordinate():
+    """Claim: a (d,) scale gives each coordinate its own magnitude in every layer."""
+    alpha = orthant_init([-1, 1], 2, [0.2, 0.3])
+    np.testing.assert_array_equal(alpha, [[-0.2, 0.3], [0.2, 0.3]])
+
+
+@pytest.mark.parametrize(
+    "signs, depth, scale, param",
+    [
+        ([1, 0], 2, 0.1, "signs"),
+        ([1, 0.5], 2, 0.1, "signs"),
+        ([1, -2], 2, 0.1, "signs"),
+        ([[1, -1]], 2, 0.1, "signs"),
+        ([], 2, 0.1, "signs"),
+        ([1, np.nan], 2, 0.1, "signs"),
+        ("+-", 2, 0.1, "signs"),
+        ([1, -1], 0, 0.1, "depth"),
+        ([1, -1], 2.5, 0.1, "depth"),
+        ([1, -1], 2, 0.0, "scale"),
+        ([1, -1], 2, -0.1, "scale"),
+        ([1, -1], 2, [0.1, 0.1, 0.1], "scale"),
+        ([1, -1], 2, [[0.1, 0.1]], "scale"),
+        ([1, -1], 2, np.inf, "scale"),
+    ],
+)
+def test_orthant_init_rejects(signs, depth, scale, param):
+    """Claim: signs other than a (d,) array of -1 and +1, a bad depth, or a scale that is not
+    finite and > 0 (scalar or (d,)) -> ValueError naming the parameter."""
+    with pytest.raises(ValueError, match=names(param)):
+        orthant_init(signs, depth, scale)

@@ -79,7 +79,7 @@ def warn_if_signs_cannot_separate(data: Dataset, alpha, depth: int, algorithm: s
         warnings.warn(
             f"the initialization keeps sign(beta) = {signs.astype(int).tolist()} (depth {depth}), "
             "and no predictor with these signs separates the data: the loss cannot tend to 0 "
-            "(use a signed (L, d) alpha to start in another orthant)",
+            "(alpha=flows.orthant_init(signs, depth, scale) starts beta in the orthant of signs)",
             RuntimeWarning,
             stacklevel=4,
         )
