@@ -7,6 +7,7 @@ float64 (the iterates are what a practitioner would run). Step ``k`` sits at ori
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +21,7 @@ from .field import Problem
 from .fused import FusedField
 from .initialization import initialization
 from .model import Loss, get_loss, loss_arguments, loss_for
-from .results import Cause
+from .results import Cause, write_csv
 from .schedules import Hyperparameter, Schedule, schedule_value
 from .signedlog import SignedLog
 
@@ -63,6 +64,33 @@ class DiscreteRun:
         """``log|beta|`` (-inf where 0)."""
         with np.errstate(divide="ignore"):
             return np.log(np.abs(self.beta))
+
+    def table(self) -> tuple[list[str], np.ndarray]:
+        """The columns of :meth:`to_csv`: their names and their values (K rows).
+
+        Returns
+        -------
+        names : ``step``, ``t``, ``loss``, ``beta_j`` for ``j = 1, ..., d``, then
+            ``theta_l_j`` for layer ``l = 1, ..., L`` and ``j = 1, ..., d`` (1-based, as in the
+            docs).
+        columns : (K, 3 + d + L d) float array, the fields of those names side by side
+            (``theta`` row by row: ``theta[:, l, j]`` is column ``3 + d + l d + j``).
+        """
+        k, depth, d = self.theta.shape
+        names = (
+            ["step", "t", "loss"]
+            + [f"beta_{j + 1}" for j in range(d)]
+            + [f"theta_{layer + 1}_{j + 1}" for layer in range(depth) for j in range(d)]
+        )
+        columns = np.column_stack(
+            [self.steps, self.t, self.loss, self.beta, self.theta.reshape(k, depth * d)]
+        )
+        return names, columns
+
+    def to_csv(self, path: str | os.PathLike) -> None:
+        """Write :meth:`table` to ``path`` as CSV (:func:`flows.results.write_csv`: a header
+        line of the names, then the values exactly)."""
+        write_csv(path, *self.table())
 
 
 def perturbed_gradient(

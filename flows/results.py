@@ -1,11 +1,14 @@
 """The result of a flow integration: one object with the path, both clocks and the status,
-and its form as numpy arrays (:meth:`Trajectory.to_arrays`, :meth:`Trajectory.from_arrays`)."""
+its form as numpy arrays (:meth:`Trajectory.to_arrays`, :meth:`Trajectory.from_arrays`) and as
+a CSV table (:meth:`Trajectory.to_csv`; :func:`write_csv` writes the tables of the discrete runs
+too)."""
 
 from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +95,26 @@ _EVENTS = ("event_tau", "event_kind", "event_group", "event_j", "event_surface")
 ARRAY_NAMES: tuple[str, ...] = (
     _PATH + _TEXT + tuple(_NUMBERS) + ("cause", "segment_loops", "hyperparameters") + _EVENTS
 )
+
+
+def write_csv(path: str | os.PathLike, names: Sequence[str], columns: np.ndarray) -> None:
+    """Write the table ``columns`` (rows, ``len(names)``) to ``path`` as CSV: a header line of
+    the comma-separated ``names``, then one row per line, every value exactly (``%.18e``;
+    ``inf``, ``-inf`` and ``nan`` as such). ``np.loadtxt(path, delimiter=",", skiprows=1,
+    ndmin=2)`` reads the values back bit for bit.
+
+    Raises
+    ------
+    ValueError
+        Naming 'columns' if it is not a 2-D array with ``len(names)`` columns.
+    """
+    columns = np.asarray(columns, dtype=float)
+    if columns.ndim != 2 or columns.shape[1] != len(names):
+        raise ValueError(
+            f"columns must be a 2-D array with {len(names)} columns (one per name), "
+            f"got shape {columns.shape}"
+        )
+    np.savetxt(path, columns, delimiter=",", header=",".join(names), comments="")
 
 
 def _stored_hyperparameter(key: str, value: object) -> object:
@@ -211,6 +234,32 @@ class Trajectory:
         """Rescaled time at which ``theta`` collapsed to 0, or None."""
         times = self.times_of("collapse")
         return times[0] if times else None
+
+    def table(self) -> tuple[list[str], np.ndarray]:
+        """The columns of :meth:`to_csv`: their names and their values (T rows).
+
+        Returns
+        -------
+        names : ``t``, ``tau``, ``log_t_original``, ``loss``, then ``log_abs_beta_j`` and
+            ``sign_beta_j`` for ``j = 1, ..., d`` (1-based, as ``beta_j`` in the docs).
+        columns : (T, 4 + 2 d) float array, the fields of those names side by side.
+        """
+        d = self.log_abs_beta.shape[1]
+        names = (
+            ["t", "tau", "log_t_original", "loss"]
+            + [f"log_abs_beta_{j + 1}" for j in range(d)]
+            + [f"sign_beta_{j + 1}" for j in range(d)]
+        )
+        columns = np.column_stack(
+            [self.t, self.tau, self.log_t_original, self.loss, self.log_abs_beta, self.sign_beta]
+        )
+        return names, columns
+
+    def to_csv(self, path: str | os.PathLike) -> None:
+        """Write :meth:`table` to ``path`` as CSV (:func:`write_csv`: a header line of the
+        names, then the values exactly). The parameters ``theta`` and the run's record (status,
+        events, hyper-parameters) are in :meth:`to_arrays` only."""
+        write_csv(path, *self.table())
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Every field as numpy arrays (:data:`ARRAY_NAMES`), for ``np.savez`` and a reading

@@ -98,30 +98,15 @@ def task_of(task: str | None, loss: str | None) -> str:
     return TASKS[0] if loss is None else get_loss(loss).task
 
 
-def trajectory_table(traj: Trajectory) -> tuple[list[str], np.ndarray]:
-    """Column names and values (T rows) of a trajectory for CSV output."""
-    d = traj.log_abs_beta.shape[1]
-    names = (
-        ["t", "tau", "log_t_original", "loss"]
-        + [f"log_abs_beta_{j + 1}" for j in range(d)]
-        + [f"sign_beta_{j + 1}" for j in range(d)]
-    )
-    cols = np.column_stack(
-        [traj.t, traj.tau, traj.log_t_original, traj.loss, traj.log_abs_beta, traj.sign_beta]
-    )
-    return names, cols
-
-
 def save_trajectory(traj: Trajectory, path: str) -> None:
     """Write ``.npz`` (every field, :meth:`Trajectory.to_arrays`: ``Trajectory.from_arrays(
-    np.load(path, allow_pickle=False))`` reads it back) or ``.csv`` (t, tau, log t, loss,
-    log|beta|, sign beta)."""
+    np.load(path, allow_pickle=False))`` reads it back) or ``.csv`` (:meth:`Trajectory.to_csv`:
+    t, tau, log t, loss, log|beta|, sign beta)."""
     p = Path(path)
     if p.suffix == ".npz":
         np.savez(p, **traj.to_arrays())  # type: ignore[arg-type]
     elif p.suffix == ".csv":
-        names, cols = trajectory_table(traj)
-        np.savetxt(p, cols, delimiter=",", header=",".join(names), comments="")
+        traj.to_csv(p)
     else:
         raise ValueError(f"--out must end in .npz or .csv, got {path!r}")
 

@@ -10,6 +10,9 @@
 * A missing array is a ``ValueError`` naming it; a hyper-parameter that is an arbitrary
   callable is a ``ValueError`` naming it.
 * Every cause, on a run that ends with it (``flows.simulate``; ``flows.iterate`` for OVERFLOW).
+* CSV: ``Trajectory.to_csv`` and ``DiscreteRun.to_csv`` write a header of the column names and
+  the arrays, which ``np.loadtxt`` reads back bit for bit (``-inf`` and ``inf`` included);
+  ``python -m flows.run --out x.csv`` writes the same file.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import numpy as np
 import pytest
 
 from flows import Dataset, iterate, simulate, single_example
+from flows import run as flows_run
 from flows.datasets import MU5, gaussian_blobs, teacher_data
 from flows.integrator import driver, filippov
-from flows.results import ARRAY_NAMES, Cause, Trajectory
+from flows.results import ARRAY_NAMES, Cause, Trajectory, write_csv
 from flows.schedules import warmup_cosine
 from flows.sweep.kinds import SIMULATE_KEYS, run_simulate
 from flows.sweep.registry import Task
@@ -172,6 +176,81 @@ def test_simulate_task_is_to_arrays_and_goes_through_the_cache(tmp_path):
         n_points=13,
     )
     assert_same(direct, Trajectory.from_arrays(loaded))
+
+
+def read_csv(path) -> tuple[list[str], np.ndarray]:
+    """The header names and the values of a CSV file of :func:`flows.results.write_csv`."""
+    with open(path) as f:
+        names = f.readline().strip().split(",")
+    return names, np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_trajectory_to_csv_reads_back(runs, name, tmp_path):
+    """The columns of Trajectory.to_csv are t, tau, log t, loss, log|beta_j|, sign beta_j
+    (j 1-based), equal to the arrays bit for bit."""
+    traj = runs[name]
+    traj.to_csv(tmp_path / "traj.csv")
+    names, table = read_csv(tmp_path / "traj.csv")
+    d = traj.log_abs_beta.shape[1]
+    assert names[:4] == ["t", "tau", "log_t_original", "loss"]
+    assert names[4:] == [f"log_abs_beta_{j}" for j in range(1, d + 1)] + [
+        f"sign_beta_{j}" for j in range(1, d + 1)
+    ]
+    assert table.shape == (traj.t.size, 4 + 2 * d)
+    for column, array in zip(
+        table[:, :4].T, (traj.t, traj.tau, traj.log_t_original, traj.loss), strict=True
+    ):
+        np.testing.assert_array_equal(column, array)
+    np.testing.assert_array_equal(table[:, 4 : 4 + d], traj.log_abs_beta)
+    np.testing.assert_array_equal(table[:, 4 + d :], traj.sign_beta)
+
+
+def test_trajectory_csv_holds_infinities(runs, tmp_path):
+    """A collapse (log|beta| = -inf, sign 0) and an unbounded original time come back as such."""
+    traj = runs["collapse"]
+    assert np.isneginf(traj.log_abs_beta[-1]).all()
+    big = dataclasses.replace(traj, log_t_original=np.full_like(traj.t, np.inf))
+    big.to_csv(tmp_path / "traj.csv")
+    _, table = read_csv(tmp_path / "traj.csv")
+    np.testing.assert_array_equal(table, big.table()[1])
+    assert np.isposinf(table[:, 2]).all() and np.isneginf(table[-1, 4:9]).all()
+
+
+def test_discrete_run_to_csv_reads_back(tmp_path):
+    """The columns of DiscreteRun.to_csv are step, t, loss, beta_j, theta_l_j (1-based), equal
+    to the arrays bit for bit."""
+    run = iterate(single_example(MU5), "l2-sam", depth=3, alpha=0.4, rho=0.5, eta=0.05, steps=40)
+    run.to_csv(tmp_path / "run.csv")
+    names, table = read_csv(tmp_path / "run.csv")
+    k, depth, d = run.theta.shape
+    assert names == ["step", "t", "loss"] + [f"beta_{j}" for j in range(1, d + 1)] + [
+        f"theta_{layer}_{j}" for layer in range(1, depth + 1) for j in range(1, d + 1)
+    ]
+    np.testing.assert_array_equal(table[:, 0], run.steps)
+    np.testing.assert_array_equal(table[:, 1], run.t)
+    np.testing.assert_array_equal(table[:, 2], run.loss)
+    np.testing.assert_array_equal(table[:, 3 : 3 + d], run.beta)
+    np.testing.assert_array_equal(table[:, 3 + d :].reshape(k, depth, d), run.theta)
+
+
+def test_command_line_csv_is_to_csv(tmp_path):
+    """python -m flows.run --out x.csv writes the file Trajectory.to_csv writes."""
+    out = tmp_path / "cli.csv"
+    argv = ["--mu", "1,2,3", "--alpha", "0.4", "--rho", "1", "--t-max", "2", "--n-points", "11"]
+    assert flows_run.main([*argv, "--out", str(out)]) == 0
+    simulate(
+        single_example([1.0, 2.0, 3.0]), "l2-sam", 2, 0.4, rho=1.0, t_max=2.0, n_points=11
+    ).to_csv(tmp_path / "api.csv")
+    assert out.read_text() == (tmp_path / "api.csv").read_text()
+
+
+def test_write_csv_checks_the_columns(tmp_path):
+    """A table whose width is not the number of names -> ValueError naming columns."""
+    with pytest.raises(ValueError, match="columns"):
+        write_csv(tmp_path / "x.csv", ["a", "b"], np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="columns"):
+        write_csv(tmp_path / "x.csv", ["a"], np.zeros(3))
 
 
 @pytest.mark.parametrize("name", ARRAY_NAMES)
