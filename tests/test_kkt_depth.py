@@ -102,6 +102,25 @@ def vertices_of(Z: np.ndarray, depth: int) -> tuple[list[np.ndarray], list[float
     return [found[i] for i in order], [values[i] for i in order]
 
 
+def least_vertex(Z: np.ndarray, depth: int) -> tuple[np.ndarray, float]:
+    """The feasible vertex of least objective (:func:`vertices_of` without the list)."""
+    n, d = Z.shape
+    best, value = np.zeros(d), np.inf
+    for k in range(1, min(n, d) + 1):
+        for S in itertools.combinations(range(d), k):
+            for T in itertools.combinations(range(n), k):
+                M = Z[np.ix_(T, S)]
+                columns = np.max(np.abs(M), axis=0)
+                if np.any(columns == 0) or np.linalg.cond(M / columns) > 1e10:
+                    continue
+                beta = np.zeros(d)
+                beta[list(S)] = np.linalg.solve(M, np.ones(k))
+                objective = float(np.sum(np.abs(beta) ** (2.0 / depth)))
+                if np.min(Z @ beta) >= 1 - 1e-9 and objective < value:
+                    best, value = beta, objective
+    return best, value
+
+
 def is_kkt_vertex(Z: np.ndarray, beta: np.ndarray, depth: int) -> bool:
     """The beta-space KKT conditions: ``q sign(beta_j) |beta_j|^(q-1) = (Z_T^T nu)_j`` on the
     support with ``nu >= 0`` on the active constraints (NNLS), and at L = 2 ``|(Z^T nu)_j| <= 1``
@@ -368,6 +387,9 @@ def test_input_checks():
         kkt_points(data, 3, seed=1.5)
     with pytest.raises(ValueError, match="max_vertex_systems"):
         kkt_points(data, 3, max_vertex_systems=-1)
+    for bad in (-1, 1.5, None, "5"):
+        with pytest.raises(ValueError, match="max_kkt_vertices"):
+            kkt_points(data, 3, max_kkt_vertices=bad)
     with pytest.raises(ValueError, match="points"):
         kkt_points(data, 3, points=[[1.0, -1.0, 0.0]])
     with pytest.raises(ValueError, match="points"):
@@ -500,3 +522,36 @@ def test_smoothed_margin_is_non_decreasing(name, depth):
     ceiling = depth ** (-depth / 2) * points(name, depth)[0].objective ** (-depth / 2)
     assert g[-1] <= ceiling * (1 + 1e-9)
     assert g[0] < 0.1 * ceiling and g[-1] > 0.97 * ceiling
+
+
+def test_many_kkt_vertices_are_capped_and_flagged():
+    """n = 3, d = 40 at L = 3 has 4591 KKT vertices among its 12340 vertex systems (polishing
+    and comparing all of them took 45 to 85 s): at most ``max_kkt_vertices`` of them are
+    returned, flagged ``truncated``, and the global minimum is the brute-force one."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3, 40))
+    y = np.sign(X @ rng.normal(size=40))
+    found = kkt_points(Dataset(X, y), 3, starts=2)
+    assert isinstance(found, tuple) and found.enumerated and found.truncated
+    assert "max_kkt_vertices = 500" in found.message
+    assert len(found) <= quasi_norm.MAX_KKT_VERTICES + 2 + 2 + 1  # starts, l1 start, minimum
+    assert found[0].status == quasi_norm.GLOBAL
+    vertex, value = least_vertex(y[:, None] * X, 3)
+    np.testing.assert_allclose(found[0].beta, vertex, rtol=1e-9, atol=0)
+    assert found[0].objective == pytest.approx(value, rel=1e-12)
+    few = kkt_points(Dataset(X, y), 3, starts=0, max_kkt_vertices=3)
+    assert few.truncated and len(few) <= 3 + 2
+    np.testing.assert_allclose(few[0].beta, found[0].beta, rtol=1e-12, atol=0)
+
+
+def test_every_kkt_vertex_below_the_cap():
+    """Under the cap the list is complete (not truncated); a cap of exactly the count of KKT
+    vertices keeps them all; skipping the enumeration says so."""
+    data = dataset("MIXED")
+    complete = points("MIXED", 3)
+    assert complete.enumerated and not complete.truncated
+    assert "every KKT vertex" in complete.message
+    exact = kkt_points(data, 3, starts=4, max_kkt_vertices=len(complete))
+    assert not exact.truncated and len(exact) == len(complete)
+    skipped = kkt_points(data, 3, max_vertex_systems=0)
+    assert not skipped.enumerated and not skipped.truncated and "skipped" in skipped.message

@@ -80,10 +80,14 @@ Everything is solved in the exactly equilibrated variables ``v`` of
   in a polyhedron without lines on which ``f`` is bounded below, so its minimum there is at a
   vertex: a point where ``|S|`` linearly independent constraints ``z_i.beta = 1`` (``i`` in
   ``T``) hold with ``beta = 0`` off ``S``. All ``(S, T)`` with ``|S| = |T|`` are enumerated
-  (``C(n + d, d) - 1`` square systems, batched) when that is at most ``max_vertex_systems``;
-  the best feasible vertex is the global minimum (status ``'global'``), and every vertex whose
-  multipliers are non-negative is a KKT point that is also returned. When the count exceeds the
-  cap, the enumeration is skipped and the certificate says so.
+  (``C(n + d, d) - 1`` square systems, in batches of many column sets at once) when that is at
+  most ``max_vertex_systems``; the best feasible vertex is the global minimum (status
+  ``'global'``), and every vertex whose multipliers are non-negative is a KKT point that is
+  also returned, up to ``max_kkt_vertices`` of them (each is polished and compared with the
+  others: a few data sets with small ``n`` and large ``d`` have tens of thousands). Past that
+  cap the enumeration goes on for the minimum only, and :attr:`KKTPoints.truncated` says that
+  KKT vertices were left out. When the count of systems exceeds ``max_vertex_systems``, the
+  enumeration is skipped and the certificate says so.
 
 Statuses (:attr:`KKTPoint.status`): ``'global'`` (certified KKT point attaining the enumerated
 minimum; at L = 2 every certified KKT point, the program being convex), ``'local minimum'`` (a
@@ -97,7 +101,7 @@ stays above the tolerance; :attr:`KKTPoint.certificate` says why).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, islice
 from math import comb
 
 import numpy as np
@@ -116,10 +120,12 @@ __all__ = [
     "KKT",
     "KKT_TOLERANCE",
     "LOCAL_MINIMUM",
+    "MAX_KKT_VERTICES",
     "MAX_VERTEX_SYSTEMS",
     "UNCERTIFIED",
     "KKTCheck",
     "KKTPoint",
+    "KKTPoints",
     "kkt_check",
     "kkt_points",
     "kkt_residuals",
@@ -130,6 +136,9 @@ __all__ = [
 KKT_TOLERANCE = CERTIFIED_TOLERANCE
 #: Default cap on the square systems of the vertex enumeration (``C(n + d, d) - 1``).
 MAX_VERTEX_SYSTEMS = 100_000
+#: Default cap on the KKT vertices of the enumeration that are polished and returned (about a
+#: millisecond each; n = 3, d = 40 has 4591 of them, n = 2, d = 400 has 52091).
+MAX_KKT_VERTICES = 500
 #: The smoothing ``eps / max|v|`` of the reweighted l1 stages, ending at 0.
 EPSILONS = (1e-3, 0.0)
 #: Cap on Newton steps of the polish off a vertex (and on step halvings per step).
@@ -147,6 +156,8 @@ _RELATIVE = 1e-9
 _MM_ITERATIONS = 30
 #: Cap on the random starts and the caller's points.
 _MAX_STARTS = 10_000
+#: Largest number of floats of one batch of the enumeration (its margins, ``n`` per system).
+_BATCH_FLOATS = 2**21
 _HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
 
@@ -193,6 +204,30 @@ class KKTPoint:
         return self.kkt_residual <= KKT_TOLERANCE
 
 
+class KKTPoints(tuple):
+    """The points of :func:`kkt_points`: a tuple of :class:`KKTPoint` (the best first), with
+    what the search covered.
+
+    Attributes
+    ----------
+    enumerated : whether the vertex enumeration ran (``C(n + d, d) - 1`` systems at most
+        ``max_vertex_systems``): then the first point is the global minimum.
+    truncated : whether the enumeration found more than ``max_kkt_vertices`` KKT vertices:
+        only the first ``max_kkt_vertices`` of them (in the order of the enumeration) are
+        among the points; the global minimum is there all the same.
+    message : the two in words.
+    """
+
+    enumerated: bool
+    truncated: bool
+    message: str
+
+    def __new__(cls, points, enumerated: bool, truncated: bool, message: str) -> KKTPoints:
+        out = super().__new__(cls, points)
+        out.enumerated, out.truncated, out.message = enumerated, truncated, message
+        return out
+
+
 @dataclass(frozen=True, eq=False)
 class KKTCheck:
     """The KKT residuals of a direction (:func:`kkt_check`).
@@ -223,7 +258,8 @@ def kkt_points(
     points=None,
     max_vertex_systems=MAX_VERTEX_SYSTEMS,
     max_iterations=_MM_ITERATIONS,
-) -> tuple[KKTPoint, ...]:
+    max_kkt_vertices=MAX_KKT_VERTICES,
+) -> KKTPoints:
     """KKT points of ``min sum_j |beta_j|^(2/L)`` s.t. ``y_i <beta, x_i> >= 1`` (module doc),
     distinct, sorted by objective (the best first).
 
@@ -241,24 +277,31 @@ def kkt_points(
         (``C(n + d, d) - 1``); above it the global certificate is skipped (0: always skipped).
     max_iterations : cap on the LPs of each reweighted-l1 stage and on the moves of each
         vertex descent (>= 1).
+    max_kkt_vertices : cap on the KKT vertices of the enumeration that are polished and
+        returned (>= 0); past it the enumeration looks for the minimum only
+        (:attr:`KKTPoints.truncated`). With the defaults a call takes a few seconds at most
+        on data of a few examples in d up to a few hundred.
 
     Returns
     -------
-    tuple of :class:`KKTPoint`: the certified ones and any local solve that stayed uncertified
-    (status ``'uncertified'``: e.g. a point of ``points`` far from every KKT point of its
-    support). With the enumeration, the first point has status ``'global'`` (ties: several).
+    :class:`KKTPoints` (a tuple of :class:`KKTPoint`): the certified ones and any local solve
+    that stayed uncertified (status ``'uncertified'``: e.g. a point of ``points`` far from
+    every KKT point of its support). With the enumeration, the first point has status
+    ``'global'`` (ties: several).
 
     Raises
     ------
     ValueError
         Naming data (not a Dataset, regression data, or a scale at which ``beta`` leaves
-        float64), depth, starts, seed, points, max_vertex_systems or max_iterations.
+        float64), depth, starts, seed, points, max_vertex_systems, max_iterations or
+        max_kkt_vertices.
     """
     data, depth = _check_problem(data, depth)
     starts = integer(starts, "starts", 0, _MAX_STARTS)
     seed = integer(seed, "seed", 0)
     cap = integer(max_vertex_systems, "max_vertex_systems", 0)
     iterations = integer(max_iterations, "max_iterations", 1, 10_000)
+    vertices = integer(max_kkt_vertices, "max_kkt_vertices", 0)
     problem = _Problem.of(data, depth)
     own = _check_points(points, problem)
 
@@ -272,16 +315,28 @@ def kkt_points(
     polished = [p for p in (_polish(problem, v) for v in candidates) if p is not None]
 
     systems = comb(problem.A.shape[0] + problem.A.shape[1], problem.A.shape[1]) - 1
-    enumerated = _enumerate(problem) if systems <= cap else None
     kept = list(polished)
-    best = None
-    if enumerated is not None:
-        minimum, kkt_vertices = enumerated
+    best, truncated = None, False
+    if systems <= cap:
+        minimum, kkt_vertices, truncated = _enumerate(problem, vertices)
         best = _polish(problem, minimum)
         kept += [p for p in (_polish(problem, v) for v in kkt_vertices) if p is not None]
         if best is not None:
             kept.append(best)
-    return _records(problem, _distinct(problem, kept), best, systems, cap)
+    records = _records(problem, _distinct(problem, kept), best, systems, cap)
+    if systems > cap:
+        message = (
+            f"vertex enumeration skipped ({systems} systems > max_vertex_systems = {cap}): the "
+            "points of the local solves, global optimality not certified"
+        )
+    elif truncated:
+        message = (
+            f"vertex enumeration of {systems} systems; more than max_kkt_vertices = {vertices} "
+            f"KKT vertices: the first {vertices} of them are returned, with the global minimum"
+        )
+    else:
+        message = f"vertex enumeration of {systems} systems: every KKT vertex is returned"
+    return KKTPoints(records, systems <= cap, truncated, message)
 
 
 def kkt_check(data: Dataset, depth, beta) -> KKTCheck:
@@ -768,49 +823,76 @@ def _multipliers(
 # --------------------------------------------------------------------------- enumeration
 
 
-def _enumerate(problem: _Problem) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The vertex of least objective and the vertices whose multipliers are non-negative (the
-    KKT vertices, before polishing): every ``(S, T)`` with ``|S| = |T|``, solved in batches."""
+def _enumerate(
+    problem: _Problem, max_kkt_vertices: int
+) -> tuple[np.ndarray, list[np.ndarray], bool]:
+    """``(minimum, kkt, truncated)``: the vertex of least objective, the vertices whose
+    multipliers are non-negative (the KKT vertices, before polishing; the first
+    ``max_kkt_vertices`` distinct ones) and whether there were more. Every ``(S, T)`` with
+    ``|S| = |T|`` is solved, in batches of many column sets (:func:`_systems`)."""
     A, h, omega, q = problem.A, problem.h, problem.omega, problem.q
     n, d = A.shape
     best, best_value = None, np.inf
     kkt: dict[bytes, np.ndarray] = {}
+    truncated = False
+    for rows, cols in _systems(n, d):
+        M = A[rows[:, :, None], cols[:, None, :]]  # (m, k, k)
+        sv = np.linalg.svd(M, compute_uv=False)
+        ok = sv[:, -1] > _RELATIVE * sv[:, 0]
+        if not np.any(ok):
+            continue
+        rows, cols, M = rows[ok], cols[ok], M[ok]
+        u = np.linalg.solve(M, h[rows][:, :, None])[:, :, 0]  # (m', k)
+        margins = np.einsum("imk,mk->im", A[:, cols], u) / h[:, None]  # (n, m')
+        feasible = np.all(margins >= 1.0 - _ACTIVE, axis=0) & np.all(
+            np.abs(u) > _ZERO * np.max(np.abs(u), axis=1, keepdims=True), axis=1
+        )
+        if not np.any(feasible):
+            continue
+        rows, cols, u, M = rows[feasible], cols[feasible], u[feasible], M[feasible]
+        values = np.sum(omega[cols] * np.abs(u) ** q, axis=1)
+        i = int(np.argmin(values))
+        if values[i] < best_value:
+            best_value = float(values[i])
+            best = np.zeros(d)
+            best[cols[i]] = u[i]
+        if truncated:
+            continue
+        grad = q * omega[cols] * np.sign(u) * np.abs(u) ** (q - 1.0)
+        nu = np.linalg.solve(np.transpose(M, (0, 2, 1)), grad[:, :, None])[:, :, 0]
+        good = np.all(nu >= -_RELATIVE * np.max(np.abs(nu), axis=1, keepdims=True), axis=1)
+        if q == 1.0 and np.any(good):  # L = 2: |(A^T nu)_j| <= omega_j off the support
+            g = np.einsum("mk,mkd->md", nu, A[rows])
+            good &= np.all(np.abs(g) <= omega * (1.0 + _RELATIVE), axis=1)
+        for row in np.flatnonzero(good):
+            v = np.zeros(d)
+            v[cols[row]] = u[row]
+            key = _key(v)
+            if key in kkt:
+                continue
+            if len(kkt) == max_kkt_vertices:
+                truncated = True
+                break
+            kkt[key] = v
+    assert best is not None  # separable data have a feasible vertex
+    return best, list(kkt.values()), truncated
+
+
+def _systems(n: int, d: int):
+    """The square systems ``(T, S)``, ``|T| = |S| = k`` for k = 1 .. min(n, d), in batches
+    ``(rows (m, k), cols (m, k))``: for each column set ``S`` (in lexicographic order) every
+    row set ``T``, about :data:`_BATCH_FLOATS` / ``(n k)`` systems a batch."""
     for k in range(1, min(n, d) + 1):
         Ts = np.array(list(combinations(range(n), k)), dtype=int)
-        for S in combinations(range(d), k):
-            cols = np.array(S)
-            M = A[Ts[:, :, None], cols[None, None, :]]  # (m, k, k)
-            sv = np.linalg.svd(M, compute_uv=False)
-            ok = sv[:, -1] > _RELATIVE * sv[:, 0]
-            if not np.any(ok):
-                continue
-            u = np.linalg.solve(M[ok], h[Ts[ok]][:, :, None])[:, :, 0]  # (m', k)
-            margins = (A[:, cols] @ u.T) / h[:, None]  # (n, m')
-            feasible = np.all(margins >= 1.0 - _ACTIVE, axis=0) & np.all(
-                np.abs(u) > _ZERO * np.max(np.abs(u), axis=1, keepdims=True), axis=1
-            )
-            if not np.any(feasible):
-                continue
-            u, Mf = u[feasible], M[ok][feasible]
-            values = np.sum(omega[cols] * np.abs(u) ** q, axis=1)
-            i = int(np.argmin(values))
-            if values[i] < best_value:
-                best_value = float(values[i])
-                best = np.zeros(d)
-                best[cols] = u[i]
-            grad = q * omega[cols] * np.sign(u) * np.abs(u) ** (q - 1.0)
-            nu = np.linalg.solve(np.transpose(Mf, (0, 2, 1)), grad[:, :, None])[:, :, 0]
-            good = np.all(nu >= -_RELATIVE * np.max(np.abs(nu), axis=1, keepdims=True), axis=1)
-            if q == 1.0 and np.any(good):  # L = 2: |(A^T nu)_j| <= omega_j off the support
-                rows = Ts[ok][feasible]
-                g = np.einsum("mk,mkd->md", nu, A[rows])
-                good &= np.all(np.abs(g) <= omega * (1.0 + _RELATIVE), axis=1)
-            for row in np.flatnonzero(good):
-                v = np.zeros(d)
-                v[cols] = u[row]
-                kkt.setdefault(_key(v), v)
-    assert best is not None  # separable data have a feasible vertex
-    return best, list(kkt.values())
+        size = max(1, _BATCH_FLOATS // (n * k))
+        row_batches = [Ts[i : i + size] for i in range(0, len(Ts), size)]
+        columns = combinations(range(d), k)
+        while True:
+            Ss = np.array(list(islice(columns, max(1, size // len(Ts)))), dtype=int)
+            if Ss.size == 0:
+                break
+            for T in row_batches:
+                yield np.tile(T, (len(Ss), 1)), np.repeat(Ss, len(T), axis=0)
 
 
 def _key(v: np.ndarray) -> bytes:
@@ -826,13 +908,19 @@ def _distinct(problem: _Problem, found: list[_Polished]) -> list[_Polished]:
     the smallest residual of each, sorted by objective."""
     order = sorted(found, key=lambda p: (quasi_norm_objective(p.beta, problem.depth), p.residual))
     kept: list[_Polished] = []
+    contributions = np.empty((len(order),) + problem.Z.shape)  # z_ij beta_j of each kept
     for p in order:
-        for i, other in enumerate(kept):
-            if np.max(np.abs(problem.Z * (p.beta - other.beta))) <= 1e-8:
-                if p.residual < other.residual:
-                    kept[i] = p
-                break
+        own = problem.Z * p.beta
+        close = np.flatnonzero(
+            np.max(np.abs(contributions[: len(kept)] - own), axis=(1, 2), initial=0.0) <= 1e-8
+        )
+        if close.size:
+            i = int(close[0])
+            if p.residual < kept[i].residual:
+                kept[i] = p
+                contributions[i] = own
         else:
+            contributions[len(kept)] = own
             kept.append(p)
     return sorted(kept, key=lambda p: quasi_norm_objective(p.beta, problem.depth))
 
