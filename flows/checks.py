@@ -15,7 +15,12 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
-__all__ = ["choice", "integer", "positive", "real", "real_array"]
+__all__ = ["MAX_FLOATS", "choice", "integer", "memory", "positive", "real", "real_array"]
+
+#: Largest array an entry point builds from its size arguments (examples, signal length,
+#: input shape, ...): 2**28 float64 or int64 entries, 2 GiB. Larger sizes are refused by
+#: :func:`memory` before anything is allocated.
+MAX_FLOATS = 2**28
 
 
 def real(
@@ -105,3 +110,20 @@ def choice(value, name: str, choices: Collection[str]) -> str:
         shown = sorted(choices) if isinstance(choices, Mapping) else list(choices)  # keep order
         raise ValueError(f"{name} must be one of {shown}, got {value!r}")
     return value
+
+
+def memory(count: int, name: str, what: str) -> None:
+    """``ValueError`` naming ``name`` when ``what`` (an array the sizes given by ``name`` call
+    for) needs more than :data:`MAX_FLOATS` entries of 8 bytes; the message gives the memory
+    it would need."""
+    if count > MAX_FLOATS:
+        raise ValueError(
+            f"{name}: {what} would need {_gib(count)} ({count:.3g} entries of 8 bytes), more "
+            f"than the cap of {_gib(MAX_FLOATS)}; lower {name}"
+        )
+
+
+def _gib(count: int) -> str:
+    """``count`` entries of 8 bytes in GiB, or TiB from 1024 GiB on."""
+    size = count * 8 / 2**30
+    return f"{size:.3g} GiB" if size < 1024 else f"{size / 1024:.3g} TiB"

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import linprog
 
-from .checks import integer, real, real_array
+from .checks import integer, memory, real, real_array
 from .data import Dataset, is_separable, single_example
 
 __all__ = [
@@ -52,6 +52,8 @@ __all__ = [
 
 #: Caps of the synthetic builders: examples (and features) of one set, and random draws (of a
 #: whole set for :func:`gaussian_blobs`, of ``n`` candidate points for :func:`teacher_data`).
+#: The arrays a builder draws are capped as well, at :data:`flows.checks.MAX_FLOATS` entries
+#: (2 GiB; a ``ValueError`` naming the size parameter and the memory it would need).
 MAX_EXAMPLES = 10**6
 MAX_DRAWS = 100
 
@@ -95,6 +97,7 @@ def gaussian_blobs(seed: int = 5, n: int = 40, std: float = 0.6, mean=(1.0, 2.0)
     mean = real_array(mean, "mean", ndim=1)
     n = integer(n, "n", 2, MAX_EXAMPLES)
     std = real(std, "std", low=0.0)
+    memory(n * mean.size, "n", f"X ({n} points in d = {mean.size})")
     rng = np.random.default_rng(seed)
     y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
     for _ in range(MAX_DRAWS):
@@ -118,6 +121,7 @@ def teacher_data(seed: int = 90, n: int = 12, d: int = 3, margin: float = 0.2) -
     """
     n, d = integer(n, "n", 1, MAX_EXAMPLES), integer(d, "d", 1, MAX_EXAMPLES)
     margin = real(margin, "margin", low=0.0)
+    memory(n * d, "n", f"a batch of {n} candidate points in d = {d}")
     rng = np.random.default_rng(seed)
     w = rng.normal(size=d)
     w /= np.linalg.norm(w)
@@ -162,6 +166,8 @@ def sparse_regression(
     n, n_test = integer(n, "n", 1, MAX_EXAMPLES), integer(n_test, "n_test", 1, MAX_EXAMPLES)
     d = integer(d, "d", 1, MAX_EXAMPLES)
     sparsity = integer(sparsity, "sparsity", 1, d)
+    memory(n * d, "n", f"X ({n} rows of d = {d})")
+    memory((n + n_test) * d, "n_test", f"X and X_test ({n} + {n_test} rows of d = {d})")
     rng = np.random.RandomState(integer(seed, "seed", 0, 2**32 - 1))
     X = rng.standard_normal((n, d))
     X_test = rng.standard_normal((n_test, d))

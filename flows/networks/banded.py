@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import integer, real, real_array
+from ..checks import integer, memory, real, real_array
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def banded_data(
     Parameters
     ----------
     n : examples (labels ``+1, -1, +1, ...``).
-    length : ``N``, the signal length.
+    length : ``N``, the signal length (``n N`` at most :data:`flows.checks.MAX_FLOATS`).
     bands : the frequency sets ``F_k``, disjoint, each frequency in ``1 .. N/2 - 1`` (so that
         cosine and sine at ``f`` are distinct and the coefficient is that of one orthonormal
         pair).
@@ -71,6 +71,8 @@ def banded_data(
     """
     n = integer(n, "n", 1)
     length = integer(length, "length", 4)
+    memory(length, "length", f"a signal of length {length}")
+    memory(n * length, "n", f"X ({n} signals of length {length})")
     bands = tuple(tuple(integer(f, "bands", 1, (length - 1) // 2) for f in band) for band in bands)
     flat = [f for band in bands for f in band]
     if not bands or any(not band for band in bands) or len(set(flat)) != len(flat):

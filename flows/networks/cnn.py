@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import choice, integer, positive
+from ..checks import choice, integer, memory, positive
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,11 @@ class TwoLayerCNN:
         positions, then a weight per channel).
 
     ``theta`` is the flat vector ``[w (C, K) row by row, then v (Q, C) or a (C,)]``.
+
+    Sizes are capped by :data:`flows.checks.MAX_FLOATS` (a ``ValueError`` naming the parameter
+    and the memory it would need): the window indices ``Q K`` (input_shape), the weights
+    ``C (K + Q)`` or ``C (K + 1)`` (channels), and the patches ``n Q K`` of an input array
+    (X).
     """
 
     def __init__(
@@ -122,6 +127,11 @@ class TwoLayerCNN:
         self.activation = choice(activation, "activation", ACTIVATIONS)
         self.padding = choice(padding, "padding", PADDINGS)
         self.readout = choice(readout, "readout", READOUTS)
+        H, W = self.input_shape
+        Q = (H - kh + 1) * (W - kw + 1) if self.padding == "valid" else H * W
+        memory(Q * kh * kw, "input_shape", f"the window indices ({Q} windows of {kh} x {kw})")
+        head = Q if self.readout == "linear" else 1
+        memory(self.channels * (kh * kw + head), "channels", f"{self.channels} channels' weights")
         self.indices = patch_indices(self.input_shape, self.kernel, self.padding)
         self._sigma = ACTIVATIONS[self.activation]
         self._cached: tuple[np.ndarray, np.ndarray] | None = None
@@ -168,6 +178,8 @@ class TwoLayerCNN:
         values = np.asarray(X, dtype=float)
         if values.ndim != 2 or values.shape[1] != self.n_inputs:
             raise ValueError(f"X must have shape (n, {self.n_inputs}), got {values.shape}")
+        n, (Q, K) = values.shape[0], self.indices.shape
+        memory(n * Q * K, "X", f"the patches of {n} inputs ({Q} windows of {K} entries each)")
         padded = np.concatenate([values, np.zeros((values.shape[0], 1))], axis=1)
         P = np.ascontiguousarray(padded[:, self.indices])
         self._cached = (X, P)
