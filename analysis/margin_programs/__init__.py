@@ -48,6 +48,7 @@ from .l2 import l2_residuals, solve_l2
 from .quasi_norm import (
     KKTCheck,
     KKTPoint,
+    KKTPoints,
     kkt_check,
     kkt_points,
     kkt_residuals,
@@ -67,6 +68,7 @@ from .scaling import (
 __all__ = [
     "KKTCheck",
     "KKTPoint",
+    "KKTPoints",
     "Scaled",
     "Solution",
     "constraint_residuals",
