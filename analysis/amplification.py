@@ -115,3 +115,9 @@ def shares(log_abs_beta: np.ndarray) -> np.ndarray:
     out[one_inf] = np.isposinf(lb[one_inf]).astype(float)
     out[nan_row] = np.nan
     return out
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -83,3 +83,9 @@ def _unit(u: np.ndarray) -> np.ndarray | None:
         return None
     u = u / top
     return u / np.linalg.norm(u)
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -165,3 +165,9 @@ register(
         "sigma",
     ),
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -291,3 +291,9 @@ def observed_linf_limit(traj: Trajectory, log_bound: float | None = None) -> int
         if not top > log_bound:
             return None
     return int(np.flatnonzero(log_beta == top)[-1])
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

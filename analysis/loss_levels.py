@@ -51,3 +51,9 @@ def at_loss_levels(loss, values, levels) -> np.ndarray:
         else:
             out[i] = v0 + w * (v1 - v0)
     return out
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -272,3 +272,9 @@ def kkt_points(data: Dataset, depth, **options):
     program of :func:`max_margin` with ``p = 1``. :func:`kkt_check` gives the residuals of any
     direction."""
     return quasi_norm.kkt_points(data, depth, **options)
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -318,3 +318,9 @@ def orthant_l1_max_margin(X, y, signs) -> np.ndarray:
     except ValueError as exc:
         raise ValueError(f"no beta with these signs separates the data ({exc})") from exc
     return s * solution.direction
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -425,3 +425,9 @@ def sharpness_along(
         trace[sel] = parts.trace()
         top[sel] = _top(parts.matrix())
     return trace, top
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -92,3 +92,9 @@ AMPLIFICATION = Figure(
     amplification_tasks,
     draw_amplification,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -227,3 +227,9 @@ GAUSSIAN_BLOBS = Figure(
     fig7_tasks,
     draw_fig7,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -366,3 +366,9 @@ CLOCKS_AND_LOSS = Figure(
     clocks_tasks,
     draw_clocks,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

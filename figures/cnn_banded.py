@@ -170,3 +170,9 @@ CNN_BANDED = Figure(
     banded_tasks,
     draw_banded,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -204,3 +204,9 @@ CNN_GRADCAM = Figure(
     gradcam_tasks,
     draw_gradcam,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

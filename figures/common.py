@@ -65,3 +65,9 @@ def format_mu(mu) -> str:
     if mu.size > 3 and np.array_equal(mu, np.arange(1, mu.size + 1)):
         return f"(1,…,{mu.size})"
     return "(" + ", ".join(f"{v:g}" for v in mu) + ")"
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -150,3 +150,9 @@ DEPTH_CONTRAST = Figure(
     fig1_tasks,
     draw_fig1,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

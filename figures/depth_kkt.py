@@ -148,3 +148,9 @@ DEPTH_KKT = Figure(
     fig20_tasks,
     draw_fig20,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

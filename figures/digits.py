@@ -154,3 +154,9 @@ def algorithm_handles() -> list:
     return [
         plt.Line2D([], [], color=COLORS[a], label=NAMES[a], **LINE_STYLES[a]) for a, _ in ALGORITHMS
     ]
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -157,3 +157,9 @@ GENERALIZATION = Figure(
     partial(study_tasks, PAIRS),
     draw_generalization,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

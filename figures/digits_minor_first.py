@@ -168,3 +168,9 @@ MINOR_FIRST = Figure(
     partial(study_tasks, PAIRS),
     draw_minor_first,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -169,3 +169,9 @@ def _saliency_figure(pair: tuple[int, int], kind: str) -> Figure:
 SALIENCY_0V1 = _saliency_figure((0, 1), "easy pair")
 SALIENCY_3V8 = _saliency_figure((3, 8), "hard pair")
 SALIENCY_4V9 = _saliency_figure((4, 9), "hard pair")
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

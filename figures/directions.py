@@ -74,3 +74,9 @@ def draw_reference_rays(
             label=f"{names[p]} {format_vector(ref)}",
             **style,
         )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

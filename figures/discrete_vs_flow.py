@@ -189,3 +189,9 @@ DISCRETE_VS_FLOW = Figure(
     discrete_tasks,
     draw_discrete,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

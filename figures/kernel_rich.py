@@ -132,3 +132,9 @@ KERNEL_RICH = Figure(
     fig18_tasks,
     draw_fig18,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -233,3 +233,9 @@ def matched(X, y, alpha: float, depth: int, t_end: float) -> list[tuple[str, str
             "official values: LE-SAM (paper) σ = 0.35 warm-up+cosine, ρ_max = 0.3",
         ),
     ]
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

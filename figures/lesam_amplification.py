@@ -127,3 +127,9 @@ AMPLIFICATION = Figure(
     fig11_tasks,
     draw_fig11,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

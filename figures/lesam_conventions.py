@@ -200,3 +200,9 @@ CONVENTIONS = Figure(
     fig15_tasks,
     draw_fig15,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

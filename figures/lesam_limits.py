@@ -114,3 +114,9 @@ LIMITS = Figure(
     fig14_tasks,
     draw_fig14,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

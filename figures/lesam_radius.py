@@ -154,3 +154,9 @@ RADIUS = Figure(
     fig10_tasks,
     draw_fig10,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

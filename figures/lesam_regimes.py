@@ -249,3 +249,9 @@ REGIMES = Figure(
     fig12_tasks,
     draw_fig12,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -185,3 +185,9 @@ SHARPNESS = Figure(
     fig13_tasks,
     draw_fig13,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -292,3 +292,9 @@ COORDINATES = Figure(
     coordinates_tasks,
     draw_coordinates,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

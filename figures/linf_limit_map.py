@@ -215,3 +215,9 @@ LIMIT_MAP = Figure(
     limit_map_tasks,
     draw_limit_map,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

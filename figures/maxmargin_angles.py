@@ -112,3 +112,9 @@ MAXMARGIN_ANGLES = Figure(
     fig6_tasks,
     draw_fig6,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -63,3 +63,9 @@ def multi_sample_tasks(
         for depth in depths
         for alg in ALGORITHMS
     ]
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

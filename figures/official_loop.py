@@ -160,3 +160,9 @@ OFFICIAL_LOOP = Figure(
     fig16_tasks,
     draw_fig16,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -214,3 +214,9 @@ SAM_REGRESSION = Figure(
     fig17_tasks,
     draw_fig17,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

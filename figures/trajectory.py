@@ -31,3 +31,9 @@ def plot_trajectory(traj: Trajectory, path: str | Path) -> None:
     )
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -16,6 +16,7 @@ import tempfile
 import warnings
 import zipfile
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -151,6 +152,17 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"error: {message}\n")
+
+
+def not_a_command(module: str) -> NoReturn:
+    """``python -m module`` of a module that is not a command line: one ``error: ...`` line on
+    stderr and exit status 2. Every such module of ``analysis`` and ``figures`` ends with
+    ``if __name__ == "__main__": not_a_command(__spec__.name)`` (``tests/test_commands.py``)."""
+    print(
+        f"error: {module} is not a command line (README.md lists the command lines)",
+        file=sys.stderr,
+    )
+    raise SystemExit(2)
 
 
 def check_output_path(path: str | None, option: str, suffixes: tuple[str, ...]) -> None:

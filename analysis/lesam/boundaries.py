@@ -189,3 +189,9 @@ def scan_regimes(
                 )
             )
     return RegimeScan(parameter, tuple(float(v) for v in values), tuple(found), tuple(bounds))
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

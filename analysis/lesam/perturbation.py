@@ -261,3 +261,9 @@ def perturbation_along(
         angle,
         change,
     )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

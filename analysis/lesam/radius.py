@@ -138,3 +138,9 @@ def check_loss(loss, data: Dataset) -> str:
     if loss is not None and (not isinstance(loss, str) or loss not in LOSSES):
         raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
     return loss_for(loss, check_data(data))
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

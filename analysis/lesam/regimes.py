@@ -244,3 +244,9 @@ def _decide(
             "(mu_d + mu_(d-1)): largest rate for ever"
         )
     return None, f"undecided by tau = {traj.tau[-1]:.4g}"
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

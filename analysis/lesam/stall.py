@@ -83,3 +83,9 @@ def stall_point(mu, sigma, rho_max=np.inf, varrho: float = VARRHO) -> StallPoint
     a = float(np.sqrt(m / mu[0]))
     radius = float(np.sqrt(2.0) * a)
     return StallPoint(m, a, m / mu[0], radius, float(np.logaddexp(0.0, -m)), radius < rho_max)
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -207,3 +207,9 @@ def l1_residuals(program: Scaled, v: np.ndarray, mu: np.ndarray) -> dict:
     gap = abs(objective - float(program.h @ mu))
     out["duality_gap"] = gap / objective if objective > 0 else np.inf
     return out
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -226,3 +226,9 @@ def _l2_equality(program: Scaled, S: np.ndarray) -> tuple[np.ndarray, np.ndarray
     mu = np.zeros(A.shape[0])
     mu[S] = -solution[d:]
     return solution[:d], mu
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

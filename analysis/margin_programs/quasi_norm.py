@@ -993,3 +993,9 @@ def _records(
             )
         )
     return tuple(out)
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -162,3 +162,9 @@ def refined_solve(M: np.ndarray, rhs: np.ndarray) -> np.ndarray:
                 break
             x = x + lu_solve(factors, rhs - M @ x)
     return x if np.all(np.isfinite(x)) else np.linalg.lstsq(M, rhs, rcond=None)[0]
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -256,3 +256,9 @@ def _bisect(
             return lo, hi, True
         lo, hi = (lo, mid) if high_side(mid) else (mid, hi)
     return lo, hi, hi - lo <= rtol * hi
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -160,3 +160,9 @@ def _decide(
             f"{traj.tau[-1] / s:.6g} e_d leads and N >= rho (mu_d + mu_(d-1)), so it grows fastest for good"
         )
     return None, "undecided within the horizon"
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -75,3 +75,9 @@ def horizon(t_max, mu: np.ndarray, s: float, name: str, doublings: int = 0) -> f
             f"is not representable in float64"
         )
     return horizon_hat
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

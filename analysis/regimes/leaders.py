@@ -88,3 +88,9 @@ def leader_sequence_at_depth(
         original_time=False,
     )
     return leader_sequence(traj.tau, traj.log_abs_beta), traj
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)
