@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from flows.checks import integer, real_array
+from flows.networks import TwoLayerCNN
 from flows.results import Trajectory
 
 
@@ -77,3 +78,24 @@ def trajectory(traj, name: str = "traj") -> Trajectory:
             raise
         raise ValueError(f"{name}: {exc}") from exc
     return traj
+
+
+def cnn_parameters(model, theta) -> np.ndarray:
+    """``theta`` of a :class:`~flows.networks.TwoLayerCNN` as a (size,) float array
+    (``ValueError`` naming model or theta)."""
+    if not isinstance(model, TwoLayerCNN):
+        raise ValueError(f"model must be a flows.networks.TwoLayerCNN, got {type(model).__name__}")
+    theta = real_array(theta, "theta", ndim=1)
+    if theta.shape != (model.size,):
+        raise ValueError(f"theta must have shape ({model.size},), got {theta.shape}")
+    return theta
+
+
+def cnn_inputs(model, theta, X) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cnn_parameters` and its inputs ``X`` as a finite (n, H W) float array
+    (``ValueError`` naming model, theta or X)."""
+    theta = cnn_parameters(model, theta)
+    X = real_array(X, "X", ndim=2)
+    if X.shape[1] != model.n_inputs:
+        raise ValueError(f"X must have shape (n, {model.n_inputs}), got {X.shape}")
+    return theta, X

@@ -608,43 +608,53 @@ def min_l2_interpolator(X, y=None, *, tolerance: float = TOLERANCE) -> Interpola
     """The minimum l2-norm interpolator ``X^+ y`` (the ``alpha -> inf`` limit).
 
     From the SVD of ``X`` on its numerical rank: ``beta = Q diag(s)^-1 U^T y`` and
-    ``lam = U diag(s)^-2 U^T y`` (``beta = X^T lam``). Call as ``min_l2_interpolator(X, y)`` or
-    with an object holding ``.X`` and ``.y``. ``ValueError`` naming X, y for bad input or targets
-    that cannot be interpolated.
+    ``lam = U diag(s)^-2 U^T y`` (``beta = X^T lam``), on the problem scaled as
+    :func:`_scaled_problem` does (exact: ``beta`` and ``lam`` are mapped back by powers of 2), so
+    the answer follows any scale of ``X`` and ``y``. Where ``beta`` or ``lam`` is beyond float64
+    (``lam`` grows like ``y / X^2``: at ``X`` ~ 1e-160) the status is :data:`FAILED`. Call as
+    ``min_l2_interpolator(X, y)`` or with an object holding ``.X`` and ``.y``. ``ValueError``
+    naming X, y for bad input or targets that cannot be interpolated.
     """
     X, y = _data(X, y)
     tolerance = real(tolerance, "tolerance", low=0.0, low_open=True)
-    space = _row_space(X, y)
-    beta = space.Q @ space.b
-    lam = space.U @ (space.b / space.s)
-    primal = _primal(X, y, beta)
-    top = float(np.max(np.abs(beta)))
-    off = beta - space.Q @ (space.Q.T @ beta)
+    scaled = _scaled_problem(X, y)
+    space = _row_space(scaled.A, scaled.h)
+    unit_beta = space.Q @ space.b
+    off = unit_beta - space.Q @ (space.Q.T @ unit_beta)
+    top = float(np.max(np.abs(unit_beta)))
     stationarity = float(np.max(np.abs(off))) / top if top > 0 else 0.0
-    return _limit_result(beta, lam, primal, stationarity, tolerance, "l2", 0, "")
+    beta, lam = scaled.solution(unit_beta, space.U @ (space.b / space.s))
+    for name, values in (("beta", beta), ("lam", lam)):
+        if not np.all(np.isfinite(values)):
+            return _failed(X.shape, "l2", 0, _beyond_float64(scaled, name))
+    return _limit_result(beta, lam, _primal(X, y, beta), stationarity, tolerance, "l2", 0, "")
 
 
 def min_l1_interpolator(X, y=None, *, tolerance: float = TOLERANCE) -> Interpolator:
     """The minimum l1-norm interpolator, basis pursuit (the ``alpha -> 0`` limit).
 
-    The LP ``min 1^T (p + q)`` s.t. ``X (p - q) = y``, ``p, q >= 0``, ``beta = p - q``
-    (``scipy.optimize.linprog``, HiGHS), on rows of ``X`` scaled by powers of 2 to largest entry
-    in [1/2, 1) (exact; the solution is unchanged). The dual ``lam`` is the multiplier of the
-    equalities (``||X^T lam||_inf <= 1``, ``= sign(beta_j)`` on the support). The vertex is then
-    polished: ``X_J beta_J = y`` on the support ``J`` and ``X_J^T lam = sign(beta_J)`` by least
+    The LP ``min 1^T (p + q)`` s.t. ``A (p - q) = h``, ``p, q >= 0``, ``beta = 2^k (p - q)``
+    (``scipy.optimize.linprog``, HiGHS), on the problem scaled as :func:`_scaled_problem` does:
+    rows of ``X`` and ``y`` by powers of 2 to largest entry of ``X`` in [1/2, 1), then ``y`` by
+    one power ``2^k`` to largest entry in [1/2, 1). Both are exact and leave the solution
+    set unchanged up to the factor ``2^k`` (basis pursuit is covariant: ``beta(s X, t y) =
+    beta(X, y) t / s``), so the solver's absolute tolerances act at the same relative size
+    whatever the scale of ``X`` and ``y``. The dual ``lam`` is the multiplier of the
+    equalities (``||X^T lam||_inf <= 1``, ``= sign(beta_j)`` on the support). The vertex is
+    then polished: ``A_J u_J = h`` on the support ``J`` and ``A_J^T nu = sign(u_J)`` by least
     squares, each kept if it keeps the signs and lowers the residuals. Basis pursuit may have a
-    whole face of solutions: this is one vertex of it (the one HiGHS lands on).
+    whole face of solutions: this is one vertex of it (the one HiGHS lands on). Where ``beta``
+    or ``lam`` is beyond float64 the status is :data:`FAILED`.
 
     Call as ``min_l1_interpolator(X, y)`` or with an object holding ``.X`` and ``.y``.
     ``ValueError`` naming X, y for bad input or targets that cannot be interpolated.
     """
     X, y = _data(X, y)
     tolerance = real(tolerance, "tolerance", low=0.0, low_open=True)
-    _row_space(X, y)
-    n, d = X.shape
-    top = np.max(np.abs(X), axis=1)
-    exponents = np.where(top > 0, np.frexp(np.where(top > 0, top, 1.0))[1], 0)
-    A, h = np.ldexp(X, -exponents[:, None]), np.ldexp(y, -exponents)
+    scaled = _scaled_problem(X, y)
+    A, h = scaled.A, scaled.h
+    _row_space(A, h)
+    d = X.shape[1]
     res = linprog(
         np.ones(2 * d),
         A_eq=np.hstack([A, -A]),
@@ -654,23 +664,88 @@ def min_l1_interpolator(X, y=None, *, tolerance: float = TOLERANCE) -> Interpola
         options=_HIGHS_OPTIONS,
     )
     if res.status != 0 or res.x is None:
-        nan = np.full(d, np.nan)
-        return Interpolator(
-            beta=nan,
-            lam=np.full(n, np.nan),
-            status=FAILED,
-            message=f"linprog (HiGHS) failed on the basis-pursuit LP: {res.message}",
-            residual=np.inf,
-            primal=np.inf,
-            stationarity=np.inf,
-            iterations=1,
-            criterion="l1",
+        return _failed(
+            X.shape, "l1", 1, f"linprog (HiGHS) failed on the basis-pursuit LP: {res.message}"
         )
-    beta = res.x[:d] - res.x[d:]
-    lam = np.ldexp(np.asarray(res.eqlin.marginals, dtype=float), -exponents)
-    beta, lam = _polished_l1(X, y, beta, lam)
+    unit, nu = _polished_l1(
+        A, h, res.x[:d] - res.x[d:], np.asarray(res.eqlin.marginals, dtype=float)
+    )
+    beta, lam = scaled.solution(unit, nu, dual_scales=False)
+    for name, values in (("beta", beta), ("lam", lam)):
+        if not np.all(np.isfinite(values)):
+            return _failed(X.shape, "l1", 1, _beyond_float64(scaled, name))
     return _limit_result(
         beta, lam, _primal(X, y, beta), _l1_stationarity(X, beta, lam), tolerance, "l1", 1, ""
+    )
+
+
+class _Scaled(NamedTuple):
+    """``X beta = y`` scaled exactly (:func:`_scaled_problem`): ``A = 2^-e X`` row by row,
+    ``h = 2^-(e + k) y``, so that ``A u = h`` with ``beta = 2^k u``."""
+
+    A: np.ndarray
+    h: np.ndarray
+    rows: np.ndarray
+    shift: int
+
+    def solution(
+        self, u: np.ndarray, nu: np.ndarray, dual_scales: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(beta, lam)`` of the scaled solution ``u`` and dual ``nu``, by powers of 2 (NaN
+        where an entry leaves the float64 range, above or below): ``beta = 2^k u``,
+        ``lam = 2^(k - e) nu`` for the l2 dual (``beta = X^T lam``), ``lam = 2^-e nu`` without
+        ``dual_scales`` (the l1 dual, which does not depend on the size of ``y``)."""
+        with np.errstate(over="ignore", under="ignore"):
+            beta = np.ldexp(u, self.shift)
+            lam = np.ldexp(nu, (self.shift if dual_scales else 0) - self.rows)
+        return _representable(beta, u), _representable(lam, nu)
+
+
+def _representable(values: np.ndarray, scaled: np.ndarray) -> np.ndarray:
+    """``values`` (the scaled values times powers of 2), NaN where that overflowed or
+    underflowed to 0."""
+    lost = ~np.isfinite(values) | ((values == 0) & (scaled != 0))
+    return np.where(lost, np.nan, values)
+
+
+def _scaled_problem(X: np.ndarray, y: np.ndarray) -> _Scaled:
+    """Rows of ``X`` and ``y`` scaled by ``2^-e_i`` to largest ``|X_ij|`` in [1/2, 1) (a zero
+    row kept), and ``y`` by a further ``2^-k`` to largest entry in [1/2, 1) (``k = 0`` for
+    ``y = 0``), in one step so that nothing overflows: the same interpolators up to the factor
+    ``2^k``, exactly (but for targets below the float range relative to the largest), at a
+    scale where the solvers' absolute tolerances and the products of the solution neither
+    under- nor overflow."""
+    top = np.max(np.abs(X), axis=1)
+    rows = np.where(top > 0, np.frexp(np.where(top > 0, top, 1.0))[1], 0)
+    powers = np.frexp(y)[1] - rows  # |y_i| 2^-e_i in [2^(p_i - 1), 2^p_i)
+    shift = int(np.max(powers[y != 0])) if np.any(y) else 0
+    with np.errstate(under="ignore"):
+        h = np.ldexp(y, -rows - shift)
+    return _Scaled(A=np.ldexp(X, -rows[:, None]), h=h, rows=rows, shift=shift)
+
+
+def _beyond_float64(scaled: _Scaled, name: str) -> str:
+    """The message of a solution or dual ``name`` beyond float64."""
+    return (
+        f"no finite solution: {name} is outside float64 at this scale of X and y (rows of X of "
+        f"sizes 2^{int(np.min(scaled.rows))} to 2^{int(np.max(scaled.rows))}, y of size "
+        f"2^{scaled.shift} beyond them): rescale X or y"
+    )
+
+
+def _failed(shape: tuple[int, int], criterion: str, iterations: int, message: str) -> Interpolator:
+    """The :class:`Interpolator` of a solve without a finite solution: NaN ``beta`` and ``lam``."""
+    n, d = shape
+    return Interpolator(
+        beta=np.full(d, np.nan),
+        lam=np.full(n, np.nan),
+        status=FAILED,
+        message=message,
+        residual=np.inf,
+        primal=np.inf,
+        stationarity=np.inf,
+        iterations=iterations,
+        criterion=criterion,
     )
 
 

@@ -16,7 +16,9 @@ The properties, for each entry point:
    error (the suite's ``filterwarnings``).
 
 Entry points: :class:`flows.networks.TwoLayerCNN`, :func:`flows.networks.banded_data`,
-:mod:`flows.datasets` (``sparse_regression``, ``gaussian_blobs``, ``teacher_data``).
+:mod:`flows.datasets` (``sparse_regression``, ``gaussian_blobs``, ``teacher_data``),
+:mod:`analysis.implicit_bias` (``min_l1_interpolator``, ``min_l2_interpolator``),
+:mod:`analysis.networks` (``band_shares``, ``filter_shares``, ``banded_regime``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_contracts import CONTRACT, assert_rejects
 
+from analysis.implicit_bias import FAILED, OPTIMAL, min_l1_interpolator, min_l2_interpolator
+from analysis.networks import band_shares, banded_regime, filter_shares
 from flows import datasets
 from flows.checks import MAX_FLOATS
 from flows.networks import TwoLayerCNN, banded_data
@@ -137,3 +141,117 @@ def test_size_arguments_of_wrong_type_are_refused_by_name():
         assert_rejects(partial(banded_data, n=bad), "n")
         assert_rejects(partial(banded_data, length=bad), "length")
         assert_rejects(partial(datasets.sparse_regression, n=bad), "n")
+
+
+# ------------------------------------------------------------------------------ scales
+
+
+@st.composite
+def interpolation_problems(draw):
+    """``(X, y)`` with ``n < d`` Gaussian-like entries (full row rank), y generic."""
+    n = draw(st.integers(1, 4))
+    d = draw(st.integers(n + 1, 7))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return rng.normal(size=(n, d)), rng.normal(size=n)
+
+
+@CONTRACT
+@given(interpolation_problems(), st.integers(-300, 300), st.integers(-300, 300))
+def test_interpolators_are_scale_covariant(problem, kx, ky):
+    """``beta(10^kx X, 10^ky y) = beta(X, y) 10^(ky - kx)`` for basis pursuit and the minimum
+    l2 norm, certified, wherever the scaled solution and its dual are normal floats. Beyond
+    that the status is honest: FAILED with NaN (a value outside float64) or, for subnormal
+    values, whatever their residual says; never a certified inf or NaN."""
+    X, y = problem
+    sx, sy = 10.0**kx, 10.0**ky
+    for solve, dual_power in ((min_l1_interpolator, 0), (min_l2_interpolator, 1)):
+        base = solve(X, y)
+        assert base.status == OPTIMAL
+        result = solve(X * sx, y * sy)
+        sizes = np.log10(np.abs(base.beta[base.beta != 0])) + ky - kx
+        dual = np.log10(np.abs(base.lam[base.lam != 0])) + dual_power * ky - (1 + dual_power) * kx
+        if np.all(np.abs(np.concatenate([sizes, dual])) < 290):
+            assert result.status == OPTIMAL, result.message
+            top = np.max(np.abs(base.beta))
+            np.testing.assert_allclose(result.beta / sy * sx, base.beta, rtol=0, atol=1e-8 * top)
+        if result.status == FAILED:
+            assert np.all(np.isnan(result.beta)) and np.all(np.isnan(result.lam))
+            assert "outside float64" in result.message or "HiGHS" in result.message
+        else:
+            assert np.all(np.isfinite(result.beta)) and np.all(np.isfinite(result.lam))
+
+
+# ------------------------------------------------------------------------------ bands
+
+
+def bad_bands(N: int) -> st.SearchStrategy:
+    """Bands that are not disjoint, non-empty sets of integer frequencies in ``0 .. N/2``."""
+    top = N // 2
+    return st.one_of(
+        st.sampled_from(
+            [None, 3, 1.5, "1,2", b"1", (), ((),), ((1, 1),), ((1, 2), (2, 3)), ({1: 2},)]
+        ),
+        st.sampled_from([((None,),), ((1.5,),), (("1",),), ((True,),), ((1 + 0j,),)]),
+        st.integers(-(10**6), -1).map(lambda f: ((f,), (1,))),
+        st.integers(top + 1, 10**12).map(lambda f: ((1,), (f,))),
+        st.just(np.array(2)),
+    )
+
+
+@CONTRACT
+@given(st.integers(6, 24), st.data())
+def test_band_shares_refuse_bad_bands_and_inputs_by_name(N, data):
+    """``band_shares``/``filter_shares``: bad bands, a wrong model, theta or X (NaN, wrong
+    width) are ValueErrors naming them; valid disjoint bands give shares summing to 1 and a
+    total that does not depend on the bands."""
+    model = TwoLayerCNN(N, N, 1, "linear")
+    theta = model.initial_parameters(1.0)
+    X = banded_data(n=2, length=N, bands=((1,),), strengths=(1.0,)).X
+    bands = data.draw(bad_bands(N), label="bands")
+    assert_rejects(partial(band_shares, model, theta, X, bands), "bands")
+    assert_rejects(partial(filter_shares, model, theta, bands), "bands")
+    X_bad = data.draw(
+        st.sampled_from([np.where(X == X[0, 0], np.nan, X), X[:, :-1], X[0], "X", None])
+    )
+    assert_rejects(partial(band_shares, model, theta, X_bad, ((1,),)), "X")
+    for name, call in (
+        ("model", partial(band_shares, object(), theta, X, ((1,),))),
+        ("model", partial(filter_shares, None, theta, ((1,),))),
+        ("theta", partial(band_shares, model, theta[:-1], X, ((1,),))),
+        ("theta", partial(filter_shares, model, "theta", ((1,),))),
+    ):
+        assert_rejects(call, name)
+    frequencies = data.draw(st.permutations(range(N // 2 + 1)), label="frequencies")
+    cut = data.draw(st.integers(1, len(frequencies)), label="cut")
+    valid = (
+        (tuple(frequencies[:cut]),)
+        if cut == len(frequencies)
+        else (
+            tuple(frequencies[:cut]),
+            tuple(frequencies[cut:]),
+        )
+    )
+    shares, total = band_shares(model, theta, X, valid)
+    assert shares.sum() == pytest.approx(1.0, rel=1e-12)
+    assert total == pytest.approx(band_shares(model, theta, X, ((1,),))[1], rel=1e-12)
+
+
+@CONTRACT
+@given(st.integers(1, 6), st.integers(1, 4), st.data())
+def test_banded_regime_refuses_bad_records_by_name(T, K, data):
+    """``banded_regime``: each argument replaced by a wrong shape, NaN, a negative value or a
+    wrong type is a ValueError naming it; valid records are classified."""
+    t = np.linspace(0.0, 1.0, T)
+    shares = np.full((T, K + 1), 1.0 / (K + 1))
+    totals, loss = np.geomspace(1.0, 100.0, T), np.full(T, 0.1)
+    valid = {"t": t, "shares": shares, "totals": totals, "loss": loss}
+    bad = {
+        "t": [t[::-1] if T > 1 else np.array([np.nan]), np.append(t, 2.0), "t", None],
+        "shares": [shares[:, :1], np.full((T, K + 1), np.nan), -shares, shares[0], None],
+        "totals": [np.zeros(T), -totals, np.append(totals, 1.0), np.full(T, np.inf), "x"],
+        "loss": [np.full(T, np.nan), -loss, loss[:-1], None],
+    }
+    for name, values in bad.items():
+        value = data.draw(st.sampled_from(values), label=name)
+        assert_rejects(partial(banded_regime, **{**valid, name: value}), name)
+    assert banded_regime(**valid).regime in ("major first", "sequential", "minor at the end")

@@ -104,6 +104,57 @@ def regime_of(leads: list[int], totals=None, loss=None, K: int = 4):
     return banded_regime(t, shares, totals, loss)
 
 
+def test_band_shares_refuse_bands_that_are_not_a_partition():
+    """A negative frequency (it read the spectrum from the end), overlapping bands (their total
+    changed: one frequency counted twice), a frequency past N/2 (an IndexError), a band that is
+    not a sequence, and NaN in X (used silently) are ValueErrors naming bands or X; over valid
+    bands the shares sum to 1 and the total is the same whatever the bands."""
+    data = banded_data(n=4, length=N, noise=0.3)
+    model = TwoLayerCNN(N, N, channels=1, activation="linear")
+    theta = model.initial_parameters(1.0)
+    for bad in (((-1,), (1, 2)), ((1, 2), (2, 3)), ((1, 1),), ((N // 2 + 1,),), ((1.5,),)):
+        with pytest.raises(ValueError, match="bands"):
+            band_shares(model, theta, data.X, bad)
+        with pytest.raises(ValueError, match="bands"):
+            filter_shares(model, theta, bad)
+    for bad in (None, 3, "12", (), ((),), ({1: 2},), (None,), np.array(1)):
+        with pytest.raises(ValueError, match="bands"):
+            band_shares(model, theta, data.X, bad)
+    X = data.X.copy()
+    X[0, 0] = np.nan
+    with pytest.raises(ValueError, match="X"):
+        band_shares(model, theta, X, BANDS)
+    totals = []
+    for bands in (BANDS, ((0,), (N // 2,)), [[1, 2, 3]], np.array([[4, 5], [6, 7]])):
+        shares, total = band_shares(model, theta, data.X, bands)
+        assert shares.sum() == pytest.approx(1.0, rel=1e-12)
+        totals.append(total)
+    np.testing.assert_allclose(totals, totals[0], rtol=1e-12)
+
+
+def test_banded_regime_refuses_what_it_cannot_read():
+    """Empty records (an IndexError), a single column, NaN shares, a zero initial spectrum and
+    mismatched lengths are ValueErrors naming the parameter."""
+    T = 5
+    t, shares = np.linspace(0, 1, T), np.full((T, 3), 1 / 3)
+    totals, loss = np.ones(T), np.full(T, 0.1)
+    with pytest.raises(ValueError, match="shares"):
+        banded_regime([], np.zeros((0, 3)), [], [])
+    with pytest.raises(ValueError, match="shares"):
+        banded_regime(t, np.ones((T, 1)), totals, loss)
+    with pytest.raises(ValueError, match="shares"):
+        banded_regime(t, np.where(np.eye(T, 3) > 0, np.nan, shares), totals, loss)
+    with pytest.raises(ValueError, match="totals"):
+        banded_regime(t, shares, np.zeros(T), loss)
+    with pytest.raises(ValueError, match="totals"):
+        banded_regime(t, shares, np.ones(T + 1), loss)
+    with pytest.raises(ValueError, match="loss"):
+        banded_regime(t, shares, totals, np.full(T, np.nan))
+    with pytest.raises(ValueError, match="t"):
+        banded_regime(t[::-1], shares, totals, loss)
+    assert banded_regime(t, shares, totals, loss).regime == "minor at the end"
+
+
 def test_banded_regime_classifies_the_leader_sequences():
     """Collapse (the spectrum shrinks, the loss stays near log 2), major first, sequential and
     a minor band at the end, with the minor-lead durations of the construction."""

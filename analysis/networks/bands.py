@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis._checks import cnn_inputs, cnn_parameters, numeric_array, time_axis
 from analysis.amplification import leader_sequence
 from flows.networks import TwoLayerCNN
 from flows.networks.banded import band_spectrum, band_sums
@@ -26,7 +27,13 @@ def band_shares(
 ) -> tuple[np.ndarray, float]:
     """``(shares, total)``: the shares of the summed input-gradient spectrum
     ``sum_i |grad_x f(x_i)_hat(f)|`` per band, the last entry every other frequency (K + 1,),
-    and its total ``sum_i ||grad_x f(x_i)_hat||_1``."""
+    and its total ``sum_i ||grad_x f(x_i)_hat||_1``.
+
+    ``bands``: disjoint, non-empty sets of frequencies in ``0 .. N/2``
+    (:func:`flows.networks.banded.check_bands`), so the shares sum to 1 and the total does
+    not depend on them. ``ValueError`` naming model (not a :class:`~flows.networks.TwoLayerCNN`),
+    theta, X ((n, N) finite) or bands."""
+    theta, X = cnn_inputs(model, theta, X)
     spectrum = band_spectrum(model.input_gradients(theta, X), bands).sum(axis=0)
     total = float(spectrum.sum())
     return spectrum / total if total > 0 else np.full(spectrum.shape, np.nan), total
@@ -34,7 +41,9 @@ def band_shares(
 
 def filter_shares(model: TwoLayerCNN, theta: np.ndarray, bands) -> np.ndarray:
     """Shares of the filters' spectral energy ``sum_c |w_c_hat(f)|^2`` per band (K + 1,), each
-    filter zero-padded to the signal length (its DFT then samples the same frequencies)."""
+    filter zero-padded to the signal length (its DFT then samples the same frequencies);
+    ``bands`` and the ``ValueError`` as for :func:`band_shares`."""
+    theta = cnn_parameters(model, theta)
     w, _ = model.split(theta)
     energy = np.abs(np.fft.rfft(w, n=model.n_inputs, axis=1)) ** 2
     parts = band_sums(energy.sum(axis=0), bands)
@@ -55,7 +64,7 @@ class BandedRegime:
     start and the loss stays near ``log 2``), ``"major first"`` (the first band to lead once
     the learned part dominates is the major one), ``"sequential"`` (a minor band leads first
     and the major one last), ``"minor at the end"`` (a minor band still leads when the run
-    ends). ``leaders`` are the leading bands (0-based) in order, from ``start``, the first
+    ends, or no band ever leads alone: ties throughout). ``leaders`` are the leading bands (0-based) in order, from ``start``, the first
     time the spectrum's total is :data:`GROWTH` times its initial value, with their times;
     ``minor_lead`` is how long (in the run's clock) a minor band leads from ``start`` on (0
     for a collapse, the whole run if the spectrum never grows that much).
@@ -72,9 +81,27 @@ def banded_regime(
     t: np.ndarray, shares: np.ndarray, totals: np.ndarray, loss: np.ndarray
 ) -> BandedRegime:
     """Classify a run from its band shares (T, K + 1; the last column the other
-    frequencies), spectrum totals (T,) and losses (T,) at times ``t`` (T,)."""
-    t, shares = np.asarray(t, dtype=float), np.asarray(shares, dtype=float)
-    totals, loss = np.asarray(totals, dtype=float), np.asarray(loss, dtype=float)
+    frequencies), spectrum totals (T,) and losses (T,) at times ``t`` (T,).
+
+    ``ValueError`` naming the parameter: ``shares`` not (T, K + 1) with T >= 1, K >= 1 and
+    entries in [0, 1]; ``t`` not finite and non-decreasing; ``totals`` not finite and >= 0,
+    or 0 at the start (the growth is measured against it); ``loss`` NaN or negative; a length
+    other than T."""
+    shares = numeric_array(shares, "shares", ndim=2)
+    T = shares.shape[0]
+    if T < 1 or shares.shape[1] < 2:
+        raise ValueError(
+            f"shares must be (T, K + 1) with T >= 1 records and K >= 1 bands, got {shares.shape}"
+        )
+    if not np.all((shares >= 0) & (shares <= 1)):
+        raise ValueError("shares must be in [0, 1] (found NaN or a value outside)")
+    t = time_axis(t, "t", T, rows="shares")
+    totals = _per_record(totals, "totals", T)
+    if not np.all(np.isfinite(totals) & (totals >= 0)) or not totals[0] > 0:
+        raise ValueError("totals must be finite, >= 0 and > 0 at the start (the growth's scale)")
+    loss = _per_record(loss, "loss", T)
+    if not np.all(loss >= 0):
+        raise ValueError("loss must be >= 0 (found NaN or a negative value)")
     K = shares.shape[1] - 1
     grown = np.flatnonzero(totals >= GROWTH * totals[0])
     if grown.size == 0:
@@ -84,6 +111,8 @@ def banded_regime(
     k0 = int(grown[0])
     with np.errstate(divide="ignore"):
         seq = leader_sequence(t[k0:], np.log(shares[k0:, :K]))
+    if not seq.coordinates:  # the bands tie at every record: none leads
+        return BandedRegime("minor at the end", (), (), float(t[k0]), 0.0)
     first, last = seq.coordinates[0], seq.coordinates[-1]
     if first == K - 1:
         regime = "major first"
@@ -98,3 +127,13 @@ def banded_regime(
         if c != K - 1
     )
     return BandedRegime(regime, seq.coordinates, seq.switch_times, float(t[k0]), float(minor))
+
+
+def _per_record(value, name: str, T: int) -> np.ndarray:
+    """A (T,) array of numbers, one per row of shares (``ValueError`` naming ``name``)."""
+    arr = numeric_array(value, name, ndim=1)
+    if arr.shape[0] != T:
+        raise ValueError(
+            f"{name} must have one entry per row of shares ({T} rows), got {arr.shape[0]}"
+        )
+    return arr

@@ -15,6 +15,7 @@ times one signal of norm ``||mu||`` whose orthonormal cosine coefficients are
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,10 +74,7 @@ def banded_data(
     length = integer(length, "length", 4)
     memory(length, "length", f"a signal of length {length}")
     memory(n * length, "n", f"X ({n} signals of length {length})")
-    bands = tuple(tuple(integer(f, "bands", 1, (length - 1) // 2) for f in band) for band in bands)
-    flat = [f for band in bands for f in band]
-    if not bands or any(not band for band in bands) or len(set(flat)) != len(flat):
-        raise ValueError(f"bands must be non-empty, disjoint sets of frequencies, got {bands}")
+    bands = check_bands(bands, 1, (length - 1) // 2)
     mu = real_array(strengths, "strengths", ndim=1)
     if mu.size != len(bands) or not np.all(mu > 0) or not np.all(np.diff(mu) > 0):
         raise ValueError(
@@ -91,10 +89,47 @@ def banded_data(
     return BandedData(X, y, bands, tuple(float(m) for m in mu), noise, seed)
 
 
+def check_bands(
+    bands, lowest: int, highest: int, name: str = "bands"
+) -> tuple[tuple[int, ...], ...]:
+    """``bands`` as a tuple of tuples of frequencies: at least one band, each a non-empty
+    sequence of integers in ``[lowest, highest]``, no frequency in two bands (or twice in one);
+    ``ValueError`` naming ``name`` otherwise."""
+    shown = repr(bands)[:200]
+    checked = []
+    for band in _sequence(bands, name, "a sequence of bands of frequencies"):
+        frequencies = _sequence(band, name, "a sequence of bands, each of frequencies")
+        checked.append(
+            tuple(integer(f, f"{name} (a frequency)", lowest, highest) for f in frequencies)
+        )
+    flat = [f for band in checked for f in band]
+    if not checked or any(not band for band in checked) or len(set(flat)) != len(flat):
+        raise ValueError(
+            f"{name} must be non-empty, disjoint sets of frequencies in [{lowest}, {highest}], "
+            f"got {shown}"
+        )
+    return tuple(checked)
+
+
+def _sequence(value, name: str, what: str) -> list:
+    """The entries of a list, tuple, 1-d array or other iterable (not a string, a mapping or
+    a 0-d array); ``ValueError`` naming ``name`` otherwise."""
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            raise ValueError(f"{name} must be {what}, got {value!r}")
+        return value.tolist()
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ValueError(f"{name} must be {what}, got {repr(value)[:200]}")
+    return list(value)
+
+
 def band_sums(values: np.ndarray, bands) -> np.ndarray:
     """``sum_{f in F_k} values[..., f]`` per band, and last the same over every other
-    frequency: (..., K + 1), ``values`` per frequency ``0 .. N/2`` along the last axis."""
+    frequency: (..., K + 1), ``values`` per frequency ``0 .. N/2`` along the last axis;
+    ``bands`` as :func:`check_bands` takes them, each frequency in ``0 .. N/2`` (``ValueError``
+    naming bands)."""
     values = np.asarray(values, dtype=float)
+    bands = check_bands(bands, 0, values.shape[-1] - 1)
     inside = np.zeros(values.shape[-1], dtype=bool)
     parts = []
     for band in bands:
