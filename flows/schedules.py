@@ -16,12 +16,12 @@ the continuous curve of the same shape.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import real
+from .checks import choice, real
 
 #: What ``rho``, ``sigma`` and ``rho_max`` may be: a number, or a schedule of the clock time.
 Hyperparameter = float | Callable[[float], float]
@@ -304,10 +304,20 @@ def parse(text: str, name: str = "value") -> float | Schedule:
 
 
 def from_spec(spec: dict) -> Schedule:
-    """Inverse of :meth:`Schedule.spec`."""
-    if spec.get("schedule") not in SCHEDULES:
-        raise ValueError(f"unknown schedule in {spec!r}; one of {sorted(SCHEDULES)}")
-    return Schedule(spec["schedule"], _checked(spec["schedule"], tuple(spec["args"])))
+    """Inverse of :meth:`Schedule.spec`: a mapping ``{'schedule': name, 'args': [numbers]}``
+    (``ValueError`` naming spec otherwise, with what is wrong)."""
+    if not isinstance(spec, Mapping):
+        raise ValueError(
+            f"spec must be a mapping {{'schedule': name, 'args': [numbers]}}, got {spec!r}"[:300]
+        )
+    kind = choice(spec.get("schedule"), "spec['schedule']", list(SCHEDULES))
+    args = spec.get("args")
+    if not isinstance(args, (list, tuple)):
+        raise ValueError(f"spec['args'] must be a list of numbers, got {args!r}"[:300])
+    try:
+        return Schedule(kind, _checked(kind, tuple(args)))
+    except ValueError as exc:
+        raise ValueError(f"spec: {exc}") from None
 
 
 def kinks_of(values) -> np.ndarray:

@@ -18,7 +18,8 @@ The properties, for each entry point:
 Entry points: :class:`flows.networks.TwoLayerCNN`, :func:`flows.networks.banded_data`,
 :mod:`flows.datasets` (``sparse_regression``, ``gaussian_blobs``, ``teacher_data``),
 :mod:`analysis.implicit_bias` (``min_l1_interpolator``, ``min_l2_interpolator``),
-:mod:`analysis.networks` (``band_shares``, ``filter_shares``, ``banded_regime``).
+:mod:`analysis.networks` (``band_shares``, ``filter_shares``, ``banded_regime``,
+``gradcam_maps``), :func:`flows.networks.train`, :func:`flows.schedules.from_spec`.
 """
 
 from __future__ import annotations
@@ -29,13 +30,13 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_contracts import CONTRACT, assert_rejects
+from test_contracts import BOOLS, COMPLEX, CONTRACT, NAN, TEXT, assert_rejects
 
 from analysis.implicit_bias import FAILED, OPTIMAL, min_l1_interpolator, min_l2_interpolator
-from analysis.networks import band_shares, banded_regime, filter_shares
-from flows import datasets
+from analysis.networks import band_shares, banded_regime, filter_shares, gradcam_maps
+from flows import datasets, schedules
 from flows.checks import MAX_FLOATS
-from flows.networks import TwoLayerCNN, banded_data
+from flows.networks import DiagonalNetwork, TwoLayerCNN, banded_data, train
 
 #: Sizes at most this many floats are built by the valid-size properties (fast); sizes between
 #: it and :data:`MAX_FLOATS` are skipped (they allocate up to 2 GiB).
@@ -255,3 +256,110 @@ def test_banded_regime_refuses_bad_records_by_name(T, K, data):
         value = data.draw(st.sampled_from(values), label=name)
         assert_rejects(partial(banded_regime, **{**valid, name: value}), name)
     assert banded_regime(**valid).regime in ("major first", "sequential", "minor at the end")
+
+
+# ------------------------------------------------------------------------------ wrong objects
+
+#: Objects that are not what an argument asks for (a model, a data array, a mapping, ...).
+WRONG_OBJECTS = (None, object(), "model", 3, 2.5, [1, 2], {"a": 1}, np.ones(3), *BOOLS, *COMPLEX)
+
+
+@CONTRACT
+@given(
+    st.sampled_from([None, 2.5, "4", True, [4, 4, 4], (), (4, None), (4.0, 4), np.ones((2, 2))]),
+    st.sampled_from([None, 2.5, "2", False, [2, 2, 2], (2,), (2, "2"), {"k": 2}, np.array(2.0)]),
+)
+def test_cnn_wrong_types_are_refused_by_name(input_shape, kernel):
+    """``TwoLayerCNN``: a wrong input_shape or kernel (None, a float, text, a bool, a wrong
+    length) is a ValueError naming it, never a TypeError; valid pairs and numpy integers
+    build."""
+    assert_rejects(partial(TwoLayerCNN, input_shape, 2), "input_shape")
+    assert_rejects(partial(TwoLayerCNN, 8, kernel), "kernel")
+    assert TwoLayerCNN(np.int64(8), np.array([1, 3])).kernel == (1, 3)
+    assert TwoLayerCNN(np.array([4, 4]), np.int32(2)).kernel == (2, 2)
+
+
+@CONTRACT
+@given(st.sampled_from(WRONG_OBJECTS), st.data())
+def test_network_entry_points_refuse_wrong_models_by_name(wrong, data):
+    """``train``, ``gradcam_maps``, ``band_shares``: an object that is not a model is a
+    ValueError naming model (not an AttributeError)."""
+    model = TwoLayerCNN(6, 3, 1, "linear")
+    theta = model.initial_parameters(1.0)
+    X = banded_data(n=2, length=6, bands=((1,),), strengths=(1.0,)).X
+    y = np.array([1.0, -1.0])
+    algorithm = data.draw(st.sampled_from(["gd", "l2-sam"]), label="algorithm")
+    assert_rejects(partial(train, wrong, X, y, theta, algorithm, rho=0.1, steps=2), "model")
+    assert_rejects(partial(gradcam_maps, wrong, theta, X, y), "model")
+    assert_rejects(partial(band_shares, wrong, theta, X, ((1,),)), "model")
+
+
+@CONTRACT
+@given(st.integers(1, 5), st.data())
+def test_gradcam_refuses_bad_labels_and_inputs_by_name(n, data):
+    """``gradcam_maps``: labels that are not n values +-1 (NaN, 0, 3, a wrong length, text),
+    a wrong theta or X are ValueErrors naming y, theta or X; valid labels give maps >= 0."""
+    model = TwoLayerCNN((4, 4), 3, 2, "relu", "same")
+    theta = model.initial_parameters(1.0)
+    X = np.random.default_rng(n).random((n, 16))
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    bad_y = data.draw(
+        st.sampled_from(
+            [
+                np.where(np.arange(n) == 0, NAN, y),
+                np.where(np.arange(n) == 0, 0.0, y),
+                3 * y,
+                np.append(y, 1.0),
+                y[:, None],
+                y.astype(str),
+                y > 0,
+                None,
+            ]
+        ),
+        label="y",
+    )
+    assert_rejects(partial(gradcam_maps, model, theta, X, bad_y), "y")
+    bad_theta = data.draw(st.sampled_from([theta[:-1], np.full_like(theta, NAN), "theta", None]))
+    assert_rejects(partial(gradcam_maps, model, bad_theta, X, y), "theta")
+    bad_X = data.draw(st.sampled_from([X[:, :-1], np.full_like(X, NAN), X[0], "X", None]))
+    assert_rejects(partial(gradcam_maps, model, theta, bad_X, y), "X")
+    maps = gradcam_maps(model, theta, X, y)
+    assert maps.shape == (n, 16) and np.all(maps >= 0)
+
+
+@CONTRACT
+@given(
+    st.one_of(
+        st.sampled_from([*WRONG_OBJECTS, *TEXT]),
+        st.sampled_from(
+            [
+                {},
+                {"schedule": "cosine"},
+                {"schedule": "cosine", "args": None},
+                {"schedule": "cosine", "args": "0.5,1"},
+                {"schedule": "cosine", "args": 0.5},
+                {"schedule": "cosine", "args": [0.5]},
+                {"schedule": "cosine", "args": [0.5, "1"]},
+                {"schedule": "cosine", "args": [0.5, NAN]},
+                {"schedule": "cosine", "args": [-0.5, 1.0]},
+                {"schedule": ["cosine"], "args": [0.5, 1.0]},
+                {"schedule": None, "args": [0.5]},
+                {"schedule": "no-such", "args": [0.5]},
+                {"args": [0.5]},
+            ]
+        ),
+    )
+)
+def test_from_spec_refuses_bad_specs_by_name(spec):
+    """``from_spec``: anything but ``{'schedule': name, 'args': [valid numbers]}`` is a
+    ValueError naming spec (not an AttributeError or a TypeError); a spec round-trips."""
+    assert_rejects(partial(schedules.from_spec, spec), "spec")
+    for sched in (schedules.cosine(0.5, 2.0), schedules.warmup_cosine(0.3, 0.5, 1.0, 2.0)):
+        assert schedules.from_spec(sched.spec()) == sched
+
+
+def test_train_runs_the_diagonal_network_model():
+    """A valid model other than the CNN (the protocol, not the class) is accepted by train."""
+    model = DiagonalNetwork(2, 2)
+    run = train(model, np.array([[1.0, 2.0]]), np.array([1.0]), model.balanced(0.5), "gd", steps=3)
+    assert run.status == 0 and run.theta.shape == (4, 4)

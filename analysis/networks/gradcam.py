@@ -12,11 +12,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis._checks import cnn_inputs
+from flows.checks import real_array
 from flows.networks import TwoLayerCNN
 
 
 def gradcam_maps(model: TwoLayerCNN, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``M_q`` of every image (n, Q) for the score ``y_i f(x_i)``."""
+    """``M_q`` of every image (n, Q) for the score ``y_i f(x_i)``; ``ValueError`` naming model
+    (not a :class:`~flows.networks.TwoLayerCNN`), theta, X ((n, H W) finite) or y (n labels
+    +-1)."""
+    theta, X = cnn_inputs(model, theta, X)
+    y = real_array(y, "y", ndim=1)
+    if y.shape[0] != X.shape[0] or not np.all(np.abs(y) == 1):
+        raise ValueError(f"y must be {X.shape[0]} labels +-1 (one per row of X)")
     _, A = model.feature_maps(theta, X)
     weights = np.asarray(y, dtype=float)[:, None] * model.head_weights(theta).mean(axis=0)[None]
     return np.maximum(np.einsum("nqc,nc->nq", A, weights), 0.0)

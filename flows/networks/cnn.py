@@ -75,6 +75,16 @@ def patch_indices(shape: tuple[int, int], kernel: tuple[int, int], padding: str)
     return rows * W + cols
 
 
+def _sizes(value, name: str, single: Callable[[int], tuple[int, int]]) -> tuple[int, int]:
+    """Two integers >= 1 from a pair (a tuple, a list or a 1-d array) or from one integer ``k``
+    (``single(k)``); ``ValueError`` naming ``name`` otherwise."""
+    if isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1):
+        if len(value) != 2:
+            raise ValueError(f"{name} must be an integer or a pair of integers, got {value!r}")
+        return integer(value[0], name, 1), integer(value[1], name, 1)
+    return single(integer(value, name, 1))
+
+
 class TwoLayerCNN:
     """The network of the module docstring.
 
@@ -105,21 +115,9 @@ class TwoLayerCNN:
         padding: str = "circular",
         readout: str = "linear",
     ):
-        if isinstance(input_shape, (int, np.integer)):
-            shape: tuple = (1, input_shape)
-        else:
-            shape = tuple(input_shape)
-        if len(shape) != 2:
-            raise ValueError(f"input_shape must be N or (H, W), got {input_shape!r}")
-        self.input_shape = (
-            integer(shape[0], "input_shape", 1),
-            integer(shape[1], "input_shape", 1),
-        )
-        if isinstance(kernel, (int, np.integer)):
-            kernel = (1, kernel) if self.input_shape[0] == 1 else (kernel, kernel)
-        if len(kernel) != 2:
-            raise ValueError(f"kernel must be k or (kh, kw), got {kernel!r}")
-        kh, kw = (integer(k, "kernel", 1) for k in kernel)
+        self.input_shape = _sizes(input_shape, "input_shape", lambda n: (1, n))
+        signal = self.input_shape[0] == 1
+        kh, kw = _sizes(kernel, "kernel", lambda k: (1, k) if signal else (k, k))
         if kh > self.input_shape[0] or kw > self.input_shape[1]:
             raise ValueError(f"kernel {kernel} is larger than the input {self.input_shape}")
         self.kernel = (kh, kw)

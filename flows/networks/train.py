@@ -165,7 +165,8 @@ def train(
 
     Parameters
     ----------
-    model : a :class:`~flows.networks.model.NetworkModel`.
+    model : a :class:`~flows.networks.model.NetworkModel` (``ValueError`` naming model for
+        another object).
     X : (n, ...) inputs as ``model`` reads them; ``y`` (n,) labels +-1 (margin losses) or
         targets (squared loss).
     theta0 : (size,) initial parameters.
@@ -179,6 +180,10 @@ def train(
         rescaled flow of :func:`flows.simulate`: its steps grow as the loss falls, so a run
         reaches the late, small-loss part of training in a few thousand steps).
     """
+    if not isinstance(model, NetworkModel):
+        raise ValueError(
+            f"model must be a NetworkModel (with size, outputs and vjp), got {type(model).__name__}"
+        )
     algo = get_algorithm(algorithm)
     hp = resolve_hyperparameters(algorithm, hyperparameters)
     rescaled = not CLOCKS[choice(clock, "clock", CLOCKS)].original
