@@ -44,6 +44,9 @@ class GradientSummary(NamedTuple):
 
 
 Perturbation = Callable[[GradientSummary, Mapping[str, float]], np.ndarray]
+#: ``log K`` from ``log ||grad L||_2`` (an array) and the hyper-parameters, for a perturbation
+#: ``eps = K grad L`` (:attr:`Algorithm.gradient_factor`).
+GradientFactor = Callable[[np.ndarray, Mapping[str, float]], np.ndarray]
 
 
 def no_perturbation(grad: GradientSummary, hp: Mapping[str, float]) -> np.ndarray:
@@ -72,6 +75,32 @@ def loss_equilibrated_perturbation(grad: GradientSummary, hp: Mapping[str, float
     with np.errstate(over="ignore"):
         grad_norm = np.exp(grad.log_norm)
     return np.minimum(hp["sigma"] / (grad_norm + hp["varrho"]), hp["rho_max"]) * grad.unit
+
+
+def no_factor(log_norm: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
+    """``log K = -inf`` (gradient descent: ``eps = 0``)."""
+    return np.full(np.shape(log_norm), -np.inf)
+
+
+def l2_factor(log_norm: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
+    """``log K = log rho - log ||grad L||`` (:func:`l2_perturbation`)."""
+    with np.errstate(divide="ignore"):
+        return np.log(hp["rho"]) - np.asarray(log_norm, dtype=float)
+
+
+def unnormalized_factor(log_norm: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
+    """``log K = log rho`` (:func:`unnormalized_perturbation`)."""
+    with np.errstate(divide="ignore"):
+        return np.full(np.shape(log_norm), np.log(hp["rho"]))
+
+
+def loss_equilibrated_factor(log_norm: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:
+    """``log K = log rho_t - log ||grad L||``, ``rho_t = min(sigma / (||grad L|| + varrho),
+    rho_max)`` (:func:`loss_equilibrated_perturbation`)."""
+    log_norm = np.asarray(log_norm, dtype=float)
+    with np.errstate(over="ignore", divide="ignore"):
+        rho_t = np.minimum(hp["sigma"] / (np.exp(log_norm) + hp["varrho"]), hp["rho_max"])
+        return np.log(rho_t) - log_norm
 
 
 def _norm(values: np.ndarray, multiplicity: np.ndarray) -> np.ndarray:
@@ -201,6 +230,12 @@ class Algorithm:
         normalised per-example gradient ``rho sign(r_i) z_i * ... / ||...||`` does at a zero
         residual ``r_i`` in regression (the flow would slide on ``r_i = 0``): the integrator
         ends the run there (:class:`flows.integrator.threshold_events.ResidualSwitch`).
+    gradient_factor : for a perturbation that is a scalar multiple of the gradient it acts on,
+        ``eps = K grad L`` (of each example's ``grad l_i`` where ``per_example``) with ``K >= 0``
+        a function of that gradient's norm alone: ``log K`` from ``log ||grad L||_2`` and the
+        hyper-parameters (``-inf`` for ``K = 0``); ``perturb`` is then ``K ||grad L|| *
+        grad.unit``. None for the others. The depth-2 flows of these algorithms run in the
+        coordinates of :mod:`flows.conserved`.
     """
 
     perturb: Perturbation
@@ -212,6 +247,7 @@ class Algorithm:
     reads_theta: bool = False
     per_example: bool = False
     residual_switch: bool = False
+    gradient_factor: GradientFactor | None = None
 
     @property
     def perturbs(self) -> bool:
@@ -281,11 +317,18 @@ def _asam_radius(hp: Mapping[str, float]) -> float:
 
 
 ALGORITHMS: dict[str, Algorithm] = {
-    "gd": Algorithm(no_perturbation, zero_invariant=True, compiled_id=0),
-    "l2-sam": Algorithm(l2_perturbation, (RHO,), _rho, zero_invariant=True, compiled_id=1),
+    "gd": Algorithm(no_perturbation, zero_invariant=True, compiled_id=0, gradient_factor=no_factor),
+    "l2-sam": Algorithm(
+        l2_perturbation, (RHO,), _rho, zero_invariant=True, compiled_id=1, gradient_factor=l2_factor
+    ),
     "linf-sam": Algorithm(linf_perturbation, (RHO,), _rho, sign_discontinuous=True, compiled_id=4),
     "usam": Algorithm(
-        unnormalized_perturbation, (RHO,), _unnormalised_radius, zero_invariant=True, compiled_id=2
+        unnormalized_perturbation,
+        (RHO,),
+        _unnormalised_radius,
+        zero_invariant=True,
+        compiled_id=2,
+        gradient_factor=unnormalized_factor,
     ),
     "le-sam": Algorithm(
         loss_equilibrated_perturbation,
@@ -293,6 +336,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         _rho_max,
         zero_invariant=True,
         compiled_id=3,
+        gradient_factor=loss_equilibrated_factor,
     ),
     "le-sam-official": Algorithm(
         official_lesam_perturbation,
@@ -312,6 +356,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         per_example=True,
         residual_switch=True,
         compiled_id=1,
+        gradient_factor=l2_factor,
     ),
     "1-usam": Algorithm(
         unnormalized_perturbation,
@@ -320,6 +365,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         zero_invariant=True,
         per_example=True,
         compiled_id=2,
+        gradient_factor=unnormalized_factor,
     ),
 }
 

@@ -11,7 +11,9 @@
   field does not vanish with ``w`` and a weight may cross 0.
 
 Both give ``(sign w, log|w|)`` without overflow, and the chart velocity ``dz/ds`` from ``dw/ds``
-in signed-log form.
+in signed-log form. The chart name ``'conserved'`` of :func:`flows.simulate` is no chart of the
+parameters: at depth 2 it integrates ``psi`` and ``log|u_j^2 - v_j^2|`` instead
+(:mod:`flows.conserved`).
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ class LogChart:
         return SOLVER_RTOL_FLOOR, max(rtol, atol)
 
 
-CHARTS = ("auto", "asinh", "log")
+CHARTS = ("auto", "asinh", "log", "conserved")
 
 
 def log_chart_applies(balanced: bool, groups: int, depth: int, sign_discontinuous: bool) -> bool:
@@ -103,10 +105,13 @@ def choose_chart(
     scale, and fewer steps; the integrator moves to the asinh chart if every parameter comes
     near 0, to follow a collapse), else ``asinh``. ``log`` forces the log chart, also near 0
     (a run that collapses then approaches a singularity of the chart and may end with status
-    -1); ``asinh`` forces the asinh chart.
+    -1); ``asinh`` forces the asinh chart. ``conserved`` is refused: ``simulate`` integrates
+    it by :func:`flows.conserved.conserved_flow`, in no chart of the parameters.
     """
     if name not in CHARTS:
         raise ValueError(f"chart must be one of {list(CHARTS)}, got {name!r}")
+    if name == "conserved":
+        raise ValueError("chart 'conserved' has no chart of theta: flows.conserved integrates it")
     if name == "log" and sign_discontinuous:
         raise ValueError("chart 'log' cannot follow parameters through 0 (l_inf-SAM): use 'asinh'")
     if name == "log" or (

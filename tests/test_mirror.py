@@ -1,8 +1,8 @@
-"""GD at depth 2 in its conserved coordinates (``flows.mirror``) against the engine, closed
-forms and the saddle-to-saddle limit.
+"""GD at depth 2 in its conserved coordinates (``flows.mirror``, the GD case of
+``flows.conserved``) against the engine, closed forms and the saddle-to-saddle limit.
 
-* ``simulate`` integrates the same flow in ``(u, v)`` with its own field and charts: the two
-  agree wherever ``simulate`` keeps ``u_j^2 - v_j^2`` (alpha >= 1e-8 on these data).
+* ``simulate(..., chart='asinh')`` integrates the same flow in ``(u, v)`` with its own field and
+  charts: the two agree wherever it keeps ``u_j^2 - v_j^2`` (alpha >= 1e-8 on these data).
 * One coordinate, ``x = 1``, squared loss, target ``y``: ``beta' = -2 sqrt(beta^2 + c^2/4)
   (beta - y)`` has the solution of ``psi' = -(beta - y)``, ``beta = (c/2) sinh 2 psi``, read
   off by a scalar ODE solved here with scipy at tight tolerance; and the conserved
@@ -20,7 +20,8 @@ from scipy.integrate import solve_ivp
 from analysis.implicit_bias import min_l1_interpolator
 from analysis.saddle_to_saddle import saddles
 from flows import Cause, Dataset, simulate, single_example
-from flows.mirror import gd_mirror_flow, log_abs_sinh, log_cosh
+from flows.conserved import log_abs_sinh, log_cosh
+from flows.mirror import gd_mirror_flow
 
 
 def staircase(seed: int) -> Dataset:
@@ -54,15 +55,16 @@ INITS = {
 # errors most
 @pytest.mark.parametrize("alpha", [pytest.param(1e-2, marks=pytest.mark.slow), 1e-8])
 def test_mirror_flow_follows_simulate(name, alpha):
-    """Same path as ``simulate(..., 'gd', 2, init)``, both at rtol 1e-12 (regression, original
-    clock): log|beta|, log|theta| (finite entries) to 1e-7 (the runs at rtol 1e-10 differ
-    from them by up to 1e-6: the saddles amplify errors), signs equal, tau to 1e-8 relative.
+    """Same path as ``simulate(..., 'gd', 2, init, chart='asinh')``, both at rtol 1e-12
+    (regression, original clock): log|beta|, log|theta| (finite entries) to 1e-7 (the runs at
+    rtol 1e-10 differ from them by up to 1e-6: the saddles amplify errors), signs equal, tau
+    to 1e-8 relative.
     Inits with c_j > 0, c_j < 0, a balanced coordinate (c = 0) and a zero one."""
     data = staircase(1091)
     init = INITS[name](data.d, alpha)
     t_max = 4.0 * np.log(1 / alpha)
     mirror = gd_mirror_flow(data, init, t_max=t_max, n_points=40, rtol=1e-12, atol=1e-14)
-    ref = simulate(data, "gd", 2, init, t_max=t_max, n_points=40, rtol=1e-12)
+    ref = simulate(data, "gd", 2, init, t_max=t_max, n_points=40, rtol=1e-12, chart="asinh")
     assert mirror.status == ref.status == 0, (mirror.message, ref.message)
     for ours, theirs in [(mirror.log_abs_beta, ref.log_abs_beta),
                          (mirror.log_abs_theta, ref.log_abs_theta)]:  # fmt: skip

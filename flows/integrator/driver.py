@@ -102,7 +102,14 @@ def simulate(
         down to ``|theta| ~ atol / rtol * chart_scale``; in the log chart ``rtol`` is the
         relative error).
     method : 'DOP853' (default), 'RK45', 'RK23', 'Radau', 'BDF' or 'LSODA'.
-    chart : 'auto', 'asinh' or 'log' (see :func:`flows.charts.choose_chart`).
+    chart : 'auto', 'asinh', 'log' (see :func:`flows.charts.choose_chart`) or 'conserved': depth
+        2 in the coordinates of :mod:`flows.conserved` (``psi`` and ``log|u_j^2 - v_j^2|``,
+        exact at any ``alpha``), for the algorithms whose perturbation is a multiple of the
+        gradient (gd, l2-sam, usam, le-sam, 1-sam, 1-usam) with numbers as hyper-parameters, on
+        the full system; its events are collapse, stationary point, loss floor and residual
+        switch, and ``backend`` is checked but not used (the trajectory's backend is
+        'conserved'). 'auto' takes 'conserved' for regression data from an unbalanced init
+        where it applies (:func:`flows.conserved.conserved_applies`).
     chart_scale : ``delta`` in ``z = asinh(theta / delta)``; None: 1, or the smallest nonzero
         initial entry where that is below 1e-80
         (:func:`flows.integrator.arguments.default_chart_scale`).
@@ -146,6 +153,22 @@ def simulate(
         loss_floor=loss_floor,
         backend=backend,
     )
+    # flows.conserved imports this module (MAX_POINTS): imported here, once both are loaded
+    from ..conserved import check_conserved, conserved_applies, conserved_flow
+
+    if chart == "conserved" or (
+        chart == "auto"
+        and isinstance(data, Dataset)
+        and data.regression
+        and conserved_applies(data, algorithm, depth, alpha, reduced, hyperparameters)
+    ):
+        check_conserved(data, algorithm, depth, alpha, reduced, hyperparameters)
+        resolved = dict(options, clock=clock_for(clock, data), loss=loss_for(loss, data))
+        checked = check_options(resolved, MAX_POINTS, METHODS, ("auto", *BACKENDS))
+        unused = ("reduced", "chart", "chart_scale", "backend")
+        arguments = {key: value for key, value in checked.items() if key not in unused}
+        arguments.update(hyperparameters)
+        return conserved_flow(data, algorithm, alpha, **arguments)
     run = _setup(data, algorithm, depth, alpha, hyperparameters, options)
     while run.s < run.s_end:
         if run.mode.frozen:
