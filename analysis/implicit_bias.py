@@ -177,7 +177,8 @@ class Interpolator:
 
 class _RowSpace(NamedTuple):
     """``X = U diag(s) Q^T`` on its numerical rank: ``Q`` (d, r) an orthonormal basis of the row
-    space, and ``b = diag(s)^-1 U^T y`` (``X beta = y`` iff ``Q^T beta = b``)."""
+    space, and ``b = diag(s)^-1 U^T y`` (``X beta = y`` iff ``Q^T beta = b``; inf where beyond
+    float64)."""
 
     U: np.ndarray
     s: np.ndarray
@@ -360,7 +361,8 @@ def _row_space(X: np.ndarray, y: np.ndarray) -> _RowSpace:
             "its range; an interpolator needs a consistent X beta = y, typically d >= n and X "
             "of full row rank)"
         )
-    return _RowSpace(U=U, s=s, Q=Q, b=coefficients / s)
+    with np.errstate(over="ignore"):  # tiny singular values and large targets: inf in b
+        return _RowSpace(U=U, s=s, Q=Q, b=coefficients / s)
 
 
 def _primal(X: np.ndarray, y: np.ndarray, beta: np.ndarray) -> float:
@@ -414,19 +416,26 @@ def optimality_residual(X, y, beta, init) -> tuple[float, float]:
 # --------------------------------------------------------------------------- the solver
 
 
-def _newton_direction(H: np.ndarray, gradient: np.ndarray) -> np.ndarray:
-    """``-H^{-1} gradient``: Cholesky of the Jacobi-scaled ``H``, minimum-norm least squares
-    where that is not positive definite; NaN where ``H`` is not finite."""
-    if not np.all(np.isfinite(H)):
-        return np.full(gradient.shape, np.nan)
+def _newton_direction(H: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(unit, size)`` with ``-H^{-1} gradient = size * unit``: ``size = max |gradient|`` and
+    ``unit = -H^{-1} (gradient / size)`` (so that neither overflows where the gradient is
+    near the float64 limit), by Cholesky of the Jacobi-scaled ``H``, minimum-norm least squares
+    where that is not positive definite; ``unit`` NaN where ``H`` or the gradient is not
+    finite, 0 for a zero gradient."""
+    size = float(np.max(np.abs(gradient)))
+    if not (np.all(np.isfinite(H)) and np.isfinite(size)):
+        return np.full(gradient.shape, np.nan), size
+    if size == 0.0:
+        return np.zeros(gradient.shape), size
     scale = np.sqrt(np.maximum(np.diag(H), _TINY))
     Hs = H / scale[:, None] / scale[None, :]
-    rhs = -gradient / scale
+    rhs = -(gradient / size) / scale
     try:
         step = linalg.cho_solve(linalg.cho_factor(Hs), rhs)
     except linalg.LinAlgError:
         step = linalg.lstsq(Hs, rhs)[0]
-    return step / scale
+    with np.errstate(over="ignore"):  # an ill-conditioned H: inf, reported by the caller
+        return step / scale, size
 
 
 def _line_search(
@@ -446,9 +455,14 @@ def _line_search(
     Where that change is within the rounding of its own terms (near the solution, where
     ``phi`` changes by the square of the gradient) the test is made on the merit
     ``||grad phi||_2^2`` instead, along which the Newton direction also descends (its slope is
-    ``-2 ||grad phi||_2^2``): ``||grad phi(t)||^2 <= (1 - 2 c t) ||grad phi(0)||^2``."""
-    slope = float(gradient @ step)  # < 0: the Hessian is positive definite on the row space
-    merit = float(gradient @ gradient)
+    ``-2 ||grad phi||_2^2``): ``||grad phi(t)||^2 <= (1 - 2 c t) ||grad phi(0)||^2``.
+
+    Both tests are made in units of ``size = max |grad phi(0)|`` (> 0), so that the slope and
+    the merit do not overflow with targets near the float64 limit."""
+    size = float(np.max(np.abs(gradient)))
+    unit = gradient / size
+    slope = float(unit @ step)  # < 0: the Hessian is positive definite on the row space
+    merit = float(unit @ unit)
     t = 1.0
     for _ in range(MAX_HALVINGS):
         with np.errstate(over="ignore", invalid="ignore"):
@@ -456,12 +470,15 @@ def _line_search(
             linear = t * float(step @ b)
             change = float(np.sum(half)) - linear
             noise = 8.0 * _EPS * (float(np.sum(np.abs(half))) + abs(linear))
+            relative = change / size
         if np.isfinite(change):
-            if change <= _ARMIJO * t * slope and change < -noise:
+            if relative <= _ARMIJO * t * slope and change < -noise:
                 return t, False
             if abs(change) <= noise:
-                trial = Q.T @ _k_sinh(k, log_k, w + t * delta) - b
-                if float(trial @ trial) <= (1.0 - 2.0 * _ARMIJO * t) * merit:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    trial = (Q.T @ _k_sinh(k, log_k, w + t * delta) - b) / size
+                    value = float(trial @ trial)
+                if value <= (1.0 - 2.0 * _ARMIJO * t) * merit:
                     return t, True
         t /= 2.0
     return 0.0, False
@@ -515,6 +532,14 @@ def woodworth_interpolator(
     max_iterations = integer(max_iterations, "max_iterations", 0)
     k, log_k, a = _parameters(init, X.shape[1])
     space = _row_space(X, y)
+    if not np.all(np.isfinite(space.b)):
+        return _failed(
+            X.shape,
+            "woodworth",
+            0,
+            "no finite solution: the targets in the row space of X, diag(s)^-1 U^T y, are "
+            "outside float64 (every interpolator is): rescale X or y",
+        )
     Q, b = space.Q, space.b
     mu = np.zeros(Q.shape[1])
     w = a.copy()
@@ -527,16 +552,21 @@ def woodworth_interpolator(
         if iterations >= max_iterations:
             note = f"iteration cap max_iterations = {max_iterations} reached"
             break
-        gradient = Q.T @ beta - b
-        H = Q.T @ (_k_cosh(k, log_k, w)[:, None] * Q)
-        step = _newton_direction(H, gradient)
-        delta = Q @ step
-        largest = float(np.max(np.abs(delta))) if delta.size else 0.0
-        if largest == 0.0 or not np.isfinite(largest):
-            note = "the Newton step vanished or is not finite (rounding level)"
+        with np.errstate(over="ignore", invalid="ignore"):
+            gradient = Q.T @ beta - b
+            H = Q.T @ (_k_cosh(k, log_k, w)[:, None] * Q)
+        unit, size = _newton_direction(H, gradient)
+        unit_delta = Q @ unit
+        top = float(np.max(np.abs(unit_delta))) if unit_delta.size else 0.0
+        if size == 0.0 or top == 0.0 or not np.isfinite(top):
+            note = (
+                "the Newton step vanished (rounding level)"
+                if np.isfinite(top)
+                else "the Newton step is not finite (the Hessian or the gradient left float64)"
+            )
             break
-        if largest > MAX_STEP:
-            step, delta = step * (MAX_STEP / largest), delta * (MAX_STEP / largest)
+        factor = MAX_STEP / top if np.log(top) + np.log(size) > np.log(MAX_STEP) else size
+        step, delta = unit * factor, unit_delta * factor  # capped at MAX_STEP in w
         iterations += 1
         if primal <= tolerance:  # the polishing step: full, kept only if it helps
             trial_w = w + delta
@@ -562,19 +592,13 @@ def woodworth_interpolator(
             note = f"no progress in {_STALL} steps at the rounding level"
             break
     if not np.all(np.isfinite(beta)):
-        nan = np.full(X.shape[1], np.nan)
-        return Interpolator(
-            beta=nan,
-            lam=np.full(X.shape[0], np.nan),
-            status=FAILED,
-            message="no finite solution: beta = k sinh(w) left float64 (rescale the data)",
-            residual=np.inf,
-            primal=np.inf,
-            stationarity=np.inf,
-            iterations=iterations,
-            criterion="woodworth",
-        )
-    lam = space.U @ (mu / space.s)  # X^T lam = Q mu
+        message = "no finite solution: beta = k sinh(w) left float64 (rescale the data)"
+        return _failed(X.shape, "woodworth", iterations, message)
+    with np.errstate(over="ignore", invalid="ignore"):
+        lam = space.U @ (mu / space.s)  # X^T lam = Q mu
+    if not np.all(np.isfinite(lam)):
+        message = "no finite solution: the dual lam left float64 (rescale the data)"
+        return _failed(X.shape, "woodworth", iterations, message)
     with np.errstate(over="ignore"):
         stationarity = _stationarity(Q, np.arcsinh(beta / k), a)
     residual = max(primal, stationarity)

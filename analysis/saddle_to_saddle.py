@@ -95,7 +95,7 @@ the active set.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import linalg
@@ -154,7 +154,8 @@ class SaddlePath:
         constrained problem of ``beta^k`` lets move; the support is a subset).
     s : (K + 1, d) ``s`` at the start of each plateau (``s(t~_k)``, ``s(0) = 0``).
     gradients : (K + 1, d) ``grad L(beta^k)``: ``ds/dt~`` on plateau ``k`` is ``-gradients[k]``.
-    losses : (K + 1,) ``L(beta^k)``, strictly decreasing.
+    losses : (K + 1,) ``L(beta^k)``, strictly decreasing where they are floats (inf or 0 where
+        beyond the float64 range: targets beyond about 1e154 or below about 1e-154).
     horizon : the accelerated time up to which the path is known: ``inf`` for
         :data:`REACHED_MINIMUM`; the next jump time for :data:`STEP_CAP`; the time of the jump
         whose saddle was not decided for :data:`UNDECIDED`.
@@ -228,7 +229,9 @@ def constrained_minimiser(X, y, signs, *, tolerance: float = TOLERANCE):
 
     Solved as the non-negative least-squares problem ``min ||X_A diag(sigma) z - y||``, ``z >= 0``
     on the active set ``A = {signs != 0}`` (``scipy.optimize.nnls``, Lawson-Hanson), then
-    polished by least squares on the support of ``z`` (kept if it keeps ``z > 0``).
+    polished by least squares on the support of ``z`` (kept if it keeps ``z > 0``), on ``X``
+    and ``y`` scaled by powers of 2 to largest entries in [1/2, 1) (exact; ``beta`` scales
+    back by ``2^(e_y - e_X)``: the minimiser is covariant).
 
     Parameters
     ----------
@@ -253,7 +256,9 @@ def constrained_minimiser(X, y, signs, *, tolerance: float = TOLERANCE):
     signs = real_array(signs, "signs", ndim=1)
     if signs.shape[0] != X.shape[1] or not np.all(np.isin(signs, (-1.0, 0.0, 1.0))):
         raise ValueError(f"signs must be {X.shape[1]} entries in {{-1, 0, +1}}, got {signs!r}")
-    return _constrained(X, y, signs, _tolerance(tolerance))
+    scales = _Scales.of(X, y)
+    beta, ok, message = _constrained(*scales.scaled(X, y), signs, _tolerance(tolerance))
+    return scales.beta(beta), ok, message
 
 
 def _constrained(
@@ -285,12 +290,19 @@ def _constrained(
     slack = tolerance * scale
     support = beta != 0
     if np.any(np.abs(g[support]) > slack):
-        worst = float(np.max(np.abs(g[support])))
-        return beta, False, f"not stationary on its support: |grad L| = {worst:.3g} > {slack:.3g}"
+        worst = float(np.max(np.abs(g[support]))) / scale
+        return (
+            beta,
+            False,
+            (f"not stationary on its support: |grad L| = {worst:.3g} x its terms > {tolerance:g}"),
+        )
     rest = (signs != 0) & ~support
     if np.any(signs[rest] * g[rest] < -slack):
-        worst = float(np.min(signs[rest] * g[rest]))
-        why = f"a KKT multiplier of the sign constraints is negative ({worst:.3g} < {-slack:.3g})"
+        worst = float(np.min(signs[rest] * g[rest])) / scale
+        why = (
+            "a KKT multiplier of the sign constraints is negative "
+            f"({worst:.3g} x the terms of grad L < {-tolerance:g})"
+        )
         return beta, False, why
     if A.size and not _unique(X[:, A] * signs[A], on, tolerance):
         why = (
@@ -334,11 +346,69 @@ def saddles(
 def saddle_path(X, y, *, max_steps: int = MAX_STEPS, tolerance: float = TOLERANCE) -> SaddlePath:
     """:func:`saddles` on arrays ``X`` (n, d) and ``y`` (n,): the recursion of the module doc.
 
+    The path is covariant: with ``X = 2^a X'`` and ``y = 2^b y'`` the saddles are ``2^(b - a)``
+    times those of ``(X', y')``, the gradients ``2^(a + b)`` times, the jump times ``2^-(a + b)``
+    times, the losses ``2^(2b)`` times and ``s`` the same. It is computed on ``X`` and ``y``
+    scaled so (largest entries in [1/2, 1)) and mapped back, so that no loss or gradient
+    overflows on the way (a loss beyond float64 is inf in :attr:`SaddlePath.losses`).
+
     ``ValueError`` naming X, y, max_steps or tolerance for bad input.
     """
     X, y = target_arrays(X, y)
     max_steps = integer(max_steps, "max_steps", 1)
     tolerance = _tolerance(tolerance)
+    scales = _Scales.of(X, y)
+    path = _path(*scales.scaled(X, y), max_steps, tolerance, scales)
+    with np.errstate(over="ignore", under="ignore"):
+        return replace(
+            path,
+            times=scales.time(path.times),
+            betas=scales.beta(path.betas),
+            gradients=np.ldexp(path.gradients, scales.x + scales.y),
+            losses=np.ldexp(path.losses, 2 * scales.y),
+            horizon=float(scales.time(np.array(path.horizon))),
+        )
+
+
+@dataclass(frozen=True)
+class _Scales:
+    """``X = 2^x X'`` and ``y = 2^y y'`` with the largest entries of ``X'`` and ``y'`` in
+    [1/2, 1) (exponent 0 for an array of zeros): the path of ``(X', y')`` maps back by powers
+    of 2 (:func:`saddle_path`)."""
+
+    x: int
+    y: int
+
+    @classmethod
+    def of(cls, X: np.ndarray, y: np.ndarray) -> _Scales:
+        return cls(_exponent(X), _exponent(y))
+
+    def scaled(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(X', y')``."""
+        return np.ldexp(X, -self.x), np.ldexp(y, -self.y)
+
+    def beta(self, beta: np.ndarray) -> np.ndarray:
+        """A ``beta`` of ``(X', y')`` in the units of ``(X, y)``."""
+        with np.errstate(over="ignore", under="ignore"):
+            return np.ldexp(beta, self.y - self.x)
+
+    def time(self, t: np.ndarray) -> np.ndarray:
+        """An accelerated time of ``(X', y')`` in the units of ``(X, y)``."""
+        with np.errstate(over="ignore", under="ignore"):
+            return np.ldexp(t, -(self.x + self.y))
+
+
+def _exponent(a: np.ndarray) -> int:
+    """``e`` with ``max |a| / 2^e`` in [1/2, 1) (0 if ``a`` is 0)."""
+    top = float(np.max(np.abs(a))) if a.size else 0.0
+    return int(np.frexp(top)[1]) if top > 0 else 0
+
+
+def _path(
+    X: np.ndarray, y: np.ndarray, max_steps: int, tolerance: float, scales: _Scales
+) -> SaddlePath:
+    """The recursion of the module doc on the scaled ``X`` and ``y``; the times in the messages
+    are in the units of the caller's data (``scales``)."""
     n, d = X.shape
     beta, s, t = np.zeros(d), np.zeros(d), 0.0
     times: list[float] = []
@@ -371,7 +441,8 @@ def saddle_path(X, y, *, max_steps: int = MAX_STEPS, tolerance: float = TOLERANC
         if len(times) == max_steps:
             status, horizon = STEP_CAP, t + step
             message = (
-                f"cap max_steps = {max_steps} reached; the path is known up to t~ = {t + step:.6g}"
+                f"cap max_steps = {max_steps} reached; the path is known up to "
+                f"t~ = {float(scales.time(np.array(t + step))):.6g}"
             )
             break
         hit = delta <= step * (1.0 + tolerance)
@@ -384,10 +455,19 @@ def saddle_path(X, y, *, max_steps: int = MAX_STEPS, tolerance: float = TOLERANC
         loss_new = float(np.sum((X @ new - y) ** 2)) / (2 * n)
         if not ok or not loss_new < loss_old:
             status, horizon = UNDECIDED, t
+            start = float(np.sum(y**2)) / (2 * n)  # L(0) > 0: grad L(0) != 0 moved beta
             reason = (
-                why if not ok else f"the loss did not decrease ({loss_new:.6g} >= {loss_old:.6g})"
+                why
+                if not ok
+                else (
+                    f"the loss did not decrease ({loss_new / start:.6g} >= {loss_old / start:.6g}"
+                    " times L(0))"
+                )
             )
-            message = f"stopped at the jump t~ = {t:.6g} (jump {len(times) + 1}): {reason}"
+            message = (
+                f"stopped at the jump t~ = {float(scales.time(np.array(t))):.6g} "
+                f"(jump {len(times) + 1}): {reason}"
+            )
             break
         times.append(t)
         betas.append(new)

@@ -192,7 +192,8 @@ def iterate(
         init.groups.copy(), problem, base, steps, record_every, compiled
     )
     thetas = np.array(kept)
-    betas = np.prod(thetas, axis=1)
+    with np.errstate(over="ignore"):  # beta = +-inf where it already overflows at step 0
+        betas = np.prod(thetas, axis=1)
     steps_arr = np.array(kept_steps)
     return DiscreteRun(
         steps=steps_arr,

@@ -19,11 +19,14 @@ Entry points: :class:`flows.networks.TwoLayerCNN`, :func:`flows.networks.banded_
 :mod:`flows.datasets` (``sparse_regression``, ``gaussian_blobs``, ``teacher_data``),
 :mod:`analysis.implicit_bias` (``min_l1_interpolator``, ``min_l2_interpolator``),
 :mod:`analysis.networks` (``band_shares``, ``filter_shares``, ``banded_regime``,
-``gradcam_maps``), :func:`flows.networks.train`, :func:`flows.schedules.from_spec`.
+``gradcam_maps``), :func:`flows.networks.train`, :func:`flows.schedules.from_spec`,
+:func:`analysis.implicit_bias.woodworth_interpolator`,
+:func:`analysis.saddle_to_saddle.saddle_path`, :func:`flows.iterate` (at extreme ``alpha``).
 """
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import numpy as np
@@ -32,9 +35,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_contracts import BOOLS, COMPLEX, CONTRACT, NAN, TEXT, assert_rejects
 
-from analysis.implicit_bias import FAILED, OPTIMAL, min_l1_interpolator, min_l2_interpolator
+from analysis import saddle_to_saddle
+from analysis.implicit_bias import (
+    FAILED,
+    NOT_CERTIFIED,
+    OPTIMAL,
+    min_l1_interpolator,
+    min_l2_interpolator,
+    woodworth_interpolator,
+)
 from analysis.networks import band_shares, banded_regime, filter_shares, gradcam_maps
-from flows import datasets, schedules
+from flows import ALGORITHMS, datasets, iterate, schedules, single_example
 from flows.checks import MAX_FLOATS
 from flows.networks import DiagonalNetwork, TwoLayerCNN, banded_data, train
 
@@ -363,3 +374,114 @@ def test_train_runs_the_diagonal_network_model():
     model = DiagonalNetwork(2, 2)
     run = train(model, np.array([[1.0, 2.0]]), np.array([1.0]), model.balanced(0.5), "gd", steps=3)
     assert run.status == 0 and run.theta.shape == (4, 4)
+
+
+# ------------------------------------------------------------------------------ no warnings
+
+
+def silent(call):
+    """``call()`` with every warning an error: what a caller sees is the result or a
+    ValueError, never a RuntimeWarning on the way."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return call()
+
+
+@CONTRACT
+@given(interpolation_problems(), st.integers(-30, 30), st.integers(-300, 300), st.integers(-60, 60))
+def test_woodworth_at_extreme_scales_is_quiet_and_honest(problem, kx, ky, ka):
+    """``woodworth_interpolator(10^kx X, 10^ky y, 10^ka)``: no warning; status 0 with a
+    certified, finite solution, 1 with a finite last iterate, or -1 with NaN."""
+    X, y = problem
+    result = silent(lambda: woodworth_interpolator(X * 10.0**kx, y * 10.0**ky, 10.0**ka))
+    assert result.status in (OPTIMAL, NOT_CERTIFIED, FAILED)
+    if result.status == FAILED:
+        assert np.all(np.isnan(result.beta)) and np.all(np.isnan(result.lam))
+        assert result.message.startswith("no finite solution")
+    else:
+        assert np.all(np.isfinite(result.beta)) and np.all(np.isfinite(result.lam))
+    if result.status == OPTIMAL:
+        assert result.residual <= 1e-10
+
+
+@CONTRACT
+@given(interpolation_problems(), st.integers(-150, 150), st.integers(-150, 150))
+def test_saddle_path_is_covariant_at_extreme_scales(problem, kx, ky):
+    """``saddle_path(10^kx X, 10^ky y)``: no warning, the status and signs of the unscaled
+    path, its saddles times ``10^(ky - kx)`` and its jump times over ``10^(kx + ky)``."""
+    X, y = problem
+    sx, sy = 10.0**kx, 10.0**ky
+    base = saddle_to_saddle.saddle_path(X, y)
+    path = silent(lambda: saddle_to_saddle.saddle_path(X * sx, y * sy))
+    assert path.status == base.status, path.message
+    np.testing.assert_array_equal(path.signs, base.signs)
+    np.testing.assert_allclose(path.times * sx * sy, base.times, rtol=1e-9)
+    top = np.max(np.abs(base.betas))
+    np.testing.assert_allclose(path.betas * sx / sy, base.betas, rtol=0, atol=1e-9 * top)
+
+
+@CONTRACT
+@given(
+    st.floats(0.0, 10.0),
+    st.sampled_from([1e-3, 0.1, 1.0, 10.0]),
+    st.sampled_from(["gd", "l2-sam", "usam"]),
+    st.sampled_from(["logistic", "exponential"]),
+)
+def test_train_with_any_momentum_is_quiet_and_finite(momentum, eta, algorithm, loss):
+    """``train`` with momentum up to 10: no warning; every kept iterate, loss and log-loss is
+    finite, and a run that stops early says so (status -1)."""
+    model = TwoLayerCNN(8, 8, 1, "linear")
+    data = banded_data(n=2, length=8, bands=((1,), (2,)), strengths=(1.0, 2.0))
+    theta = model.initial_parameters(1.0)
+    run = silent(
+        lambda: train(
+            model,
+            data.X,
+            data.y,
+            theta,
+            algorithm,
+            rho=0.1,
+            eta=eta,
+            momentum=momentum,
+            steps=60,
+            loss=loss,
+        )  # fmt: skip
+    )
+    assert run.status in (0, -1)
+    assert np.all(np.isfinite(run.theta)) and np.all(np.isfinite(run.loss))
+    assert np.all(np.isfinite(run.log_loss))
+    if run.status == -1:
+        assert "left float64" in run.message
+
+
+@CONTRACT
+@given(
+    st.integers(-300, 300),
+    st.sampled_from(sorted(ALGORITHMS)),
+    st.integers(1, 3),
+    st.sampled_from(["numpy", "auto"]),
+)
+def test_iterate_from_extreme_alpha_is_quiet_and_honest(k, algorithm, depth, backend):
+    """``iterate`` from ``alpha = 10^k``: no warning; finite iterates, or status -1 with the
+    reason (at step 0 only the initial iterate)."""
+    hp = {
+        spec.name: False if getattr(spec, "flag", False) else 0.1
+        for spec in ALGORITHMS[algorithm].hyperparameters
+        if spec.default is None
+    }
+    run = silent(
+        lambda: iterate(
+            single_example([1.0, 2.0]),
+            algorithm,
+            depth,
+            10.0**k,
+            eta=0.01,
+            steps=5,
+            backend=backend,
+            **hp,
+        )  # fmt: skip
+    )
+    assert run.status in (0, -1)
+    assert np.all(np.isfinite(run.theta))
+    if run.status == -1:
+        assert "not representable" in run.message

@@ -9,6 +9,7 @@ the optimality conditions recomputed here from (beta, null space of X).
 
 from __future__ import annotations
 
+import warnings
 from functools import cache
 from types import SimpleNamespace
 
@@ -354,6 +355,24 @@ def test_interpolators_beyond_float64_fail():
         assert result.status == FAILED, (solve.__name__, scale_x, scale_y)
         assert f"{name} is outside float64" in result.message
         assert np.all(np.isnan(result.beta)) and np.all(np.isnan(result.lam))
+
+
+def test_woodworth_at_extreme_target_scales_keeps_quiet_and_honest():
+    """Targets 1e300 (the line search's merit overflowed, with a RuntimeWarning per step) are
+    certified without a warning; 1e307, where the dual objective itself leaves float64, is
+    reported not certified; targets whose row-space coefficients overflow (X 1e-20, y 1e300)
+    have no finite interpolator: FAILED."""
+    X, y = problem()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for alpha in (1e-3, 1.0, 1e3):
+            result = woodworth_interpolator(X, y * 1e300, alpha)
+            assert result.status == OPTIMAL, result.message
+            assert np.max(np.abs(X @ result.beta - y * 1e300)) <= 1e-9 * 1e300 * np.max(abs(y))
+        assert woodworth_interpolator(X, y * 1e307, 1.0).status == NOT_CERTIFIED
+        failed = woodworth_interpolator(X * 1e-20, y * 1e300, 1.0)
+    assert failed.status == FAILED and "outside float64" in failed.message
+    assert np.all(np.isnan(failed.beta)) and np.all(np.isnan(failed.lam))
 
 
 def unique_l1_certificate(X, beta) -> float:

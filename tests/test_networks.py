@@ -20,6 +20,7 @@ References that share no code with the subpackage:
 from __future__ import annotations
 
 import re
+import warnings
 
 import mpmath
 import numpy as np
@@ -532,6 +533,23 @@ def test_cnn_divergence_ends_with_overflow(algorithm):
     np.testing.assert_array_equal(run.steps, [0])
     np.testing.assert_array_equal(run.theta[0], theta)
     assert np.all(np.isfinite(run.theta)) and np.all(np.isfinite(run.loss))
+
+
+def test_momentum_divergence_is_reported_without_warnings():
+    """Momentum 5 on the linear CNN drives the outputs to +inf while the logistic loss of
+    +inf margins is 0 (it raised an overflow RuntimeWarning in the final losses): the run
+    stops with status -1 where an output leaves float64, every kept value finite and no
+    warning."""
+    data = banded_data()
+    model = TwoLayerCNN(20, 20, 1, "linear")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = train(model, data.X, data.y, model.initial_parameters(1.0), "l2-sam",
+                    rho=0.1, eta=1.0, momentum=5, steps=300)  # fmt: skip
+        assert np.all(np.isfinite(model.outputs(run.theta[-1], data.X)))
+    assert run.status == -1 and run.cause is Cause.OVERFLOW
+    assert "an output or the loss left float64" in run.message
+    assert np.all(np.isfinite(run.theta)) and np.all(np.isfinite(run.log_loss))
 
 
 def test_divergence_keeps_the_last_finite_iterate_between_records():

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -281,6 +282,33 @@ def test_duplicated_feature_is_undecided():
     assert path.steps == 0 and path.horizon == pytest.approx(1 / np.max(np.abs(X.T @ y / 3)))
     assert np.all(np.isnan(s2s.plateau_at(path, path.horizon + 1e-3)))
     np.testing.assert_array_equal(s2s.plateau_at(path, path.horizon / 2), np.zeros(5))
+
+
+@pytest.mark.parametrize(("sx", "sy"), [(1.0, 1e160), (1.0, 1e300), (1e-150, 1.0), (1e150, 1e-150)])
+def test_path_is_scale_covariant(sx, sy):
+    """The path of ``(sx X, sy y)``: saddles ``beta sy / sx``, times ``t / (sx sy)``, gradients
+    ``g sx sy``, the same ``s`` and status, no warning. At ``y`` 1e160 it stopped at the first
+    jump ('the loss did not decrease (inf >= inf)') with overflow warnings."""
+    X, y = _example()
+    base = s2s.saddle_path(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        path = s2s.saddle_path(X * sx, y * sy)
+    assert path.status == base.status == s2s.REACHED_MINIMUM, path.message
+    np.testing.assert_allclose(path.times * sx * sy, base.times, rtol=1e-12)
+    np.testing.assert_allclose(path.betas * sx / sy, base.betas, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(path.gradients / (sx * sy), base.gradients, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(path.signs, base.signs)
+    np.testing.assert_allclose(path.s, base.s, rtol=1e-12, atol=1e-15)
+    with np.errstate(over="ignore"):
+        expected = base.losses * np.float64(sy) ** 2
+    if np.all(np.isfinite(expected)):  # the last loss is 0 to rounding
+        np.testing.assert_allclose(path.losses, expected, rtol=1e-12, atol=1e-12 * expected[0])
+    else:  # beyond float64 but at the minimum (rounding)
+        assert np.all(np.isinf(path.losses[:-1][np.isinf(expected[:-1])]))
+    beta, ok, _ = s2s.constrained_minimiser(X * sx, y * sy, base.signs[-1])
+    assert ok
+    np.testing.assert_allclose(beta * sx / sy, base.betas[-1], rtol=1e-12, atol=1e-15)
 
 
 def test_constrained_minimiser_alone():

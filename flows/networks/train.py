@@ -73,8 +73,12 @@ def loss_gradient(
     """``(L(theta), grad L(theta))`` by the chain rule through ``model.vjp``; with
     ``rescaled``, ``grad L / c`` instead of ``grad L``, ``c = (1/n) sum_i |l'(u_i)|`` (the
     rescaled clock of :data:`flows.CLOCKS`), from the normalised weights
-    ``|l'(u_i)| / (n c)`` (a softmax in log space), so neither factor under- or overflows."""
+    ``|l'(u_i)| / (n c)`` (a softmax in log space), so neither factor under- or overflows.
+    Where an output ``f(theta; x_i)`` is not finite both are NaN (no longer the loss of a
+    float64 model, although a margin loss of ``+inf`` margins would be 0)."""
     f, pullback = model.vjp(theta, X)
+    if not np.all(np.isfinite(f)):
+        return float("nan"), np.full(np.shape(theta), np.nan)
     u, du_df = _arguments(f, y, loss)
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
         log_slope = loss.log_abs_derivative(u)  # log|l'(u)|
@@ -249,7 +253,7 @@ def _run(model, X, y, theta, loss, algo, hp, base: BaseOptimizer, steps, record_
                 kept_steps.append(k - 1)
                 kept.append(last[0].copy())
                 losses.append(last[1])
-            why = "the loss" if not np.isfinite(value) else "the gradient"
+            why = "an output or the loss" if not np.isfinite(value) else "the gradient"
             return (
                 kept_steps,
                 kept,
