@@ -109,7 +109,9 @@ def simulate(
         the full system; its events are collapse, stationary point, loss floor and residual
         switch, and ``backend`` is checked but not used (the trajectory's backend is
         'conserved'). 'auto' takes 'conserved' for regression data from an unbalanced init
-        where it applies (:func:`flows.conserved.conserved_applies`).
+        where it applies and some ``|u_j^2 - v_j^2|`` is below 1e-10, which float64 layers
+        may lose (:func:`flows.conserved.conserved_applies`; ``u = alpha``, ``v = 0`` with
+        ``alpha < 1e-5``).
     chart_scale : ``delta`` in ``z = asinh(theta / delta)``; None: 1, or the smallest nonzero
         initial entry where that is below 1e-80
         (:func:`flows.integrator.arguments.default_chart_scale`).
