@@ -21,7 +21,8 @@ Entry points: :class:`flows.networks.TwoLayerCNN`, :func:`flows.networks.banded_
 :mod:`analysis.networks` (``band_shares``, ``filter_shares``, ``banded_regime``,
 ``gradcam_maps``), :func:`flows.networks.train`, :func:`flows.schedules.from_spec`,
 :func:`analysis.implicit_bias.woodworth_interpolator`,
-:func:`analysis.saddle_to_saddle.saddle_path`, :func:`flows.iterate` (at extreme ``alpha``).
+:func:`analysis.saddle_to_saddle.saddle_path`, :func:`flows.iterate` (at extreme ``alpha``),
+:func:`flows.simulate` (its budget over the segments of a schedule's kinks).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from analysis.implicit_bias import (
     woodworth_interpolator,
 )
 from analysis.networks import band_shares, banded_regime, filter_shares, gradcam_maps
-from flows import ALGORITHMS, datasets, iterate, schedules, single_example
+from flows import ALGORITHMS, Cause, datasets, iterate, schedules, simulate, single_example
 from flows.checks import MAX_FLOATS
 from flows.networks import DiagonalNetwork, TwoLayerCNN, banded_data, train
 
@@ -485,3 +486,29 @@ def test_iterate_from_extreme_alpha_is_quiet_and_honest(k, algorithm, depth, bac
     assert np.all(np.isfinite(run.theta))
     if run.status == -1:
         assert "not representable" in run.message
+
+
+# ------------------------------------------------------------------------------ budgets
+
+
+@CONTRACT
+@given(
+    st.integers(10, 20_000),
+    st.sampled_from(["le-sam", "l2-sam"]),
+    st.integers(50, 3000),
+    st.sampled_from(["numpy", "auto"]),
+)
+def test_simulate_budget_holds_across_schedule_kinks(epochs, algorithm, max_nfev, backend):
+    """A staircase schedule of ``epochs`` kinks over ``[0, 10]`` (a segment each): the run
+    spends at most ``max_nfev`` plus a segment's start and one DOP853 step with its rejected
+    attempts (2 + 12 each; 100 here), and one that stops short of ``t_max`` says the budget
+    is spent (status -1). It spent up to 70 times max_nfev, with status 0."""
+    sched = schedules.lesam_official(0.3, 2, 5, epochs, 1, 10.0 / epochs)
+    name = "sigma" if algorithm == "le-sam" else "rho"
+    extra = {"rho_max": 1.0} if algorithm == "le-sam" else {}
+    tr = simulate(single_example([1.0, 2.0]), algorithm, 2, 1.0, t_max=10.0, n_points=5,
+                  max_nfev=max_nfev, backend=backend, original_time=False,
+                  **{name: sched}, **extra)  # fmt: skip
+    assert tr.nfev <= max_nfev + 100, (tr.nfev, tr.message)
+    if tr.t[-1] < 10.0:
+        assert tr.status == -1 and tr.cause is Cause.BUDGET_SPENT, tr.message

@@ -33,7 +33,9 @@ class SegmentResult:
     y : the state at ``ts[-1]``.
     event : index of the terminal event that ended the segment, or None.
     status : 'end' (reached ``s_end``), 'event', 'failed' (solver failure or non-finite
-        state) or 'budget' (``max_nfev`` spent).
+        state) or 'budget' (``budget`` spent, also by the step that reached ``s_end``, as the
+        compiled loop does: a run of many short segments, between the kinks of a schedule,
+        must not restart with nothing left).
     message : the solver's message on failure.
     nfev : field evaluations spent.
     """
@@ -116,7 +118,7 @@ def integrate_segment(
         out.interpolants.append(interpolant)
         out.y = solver.y.copy()
         g_old = g_new
-        if solver.nfev > budget and solver.status == "running":
+        if solver.nfev > budget:  # also at the segment's end: the next segment has none left
             out.status = "budget"
             return out
     return out
