@@ -22,7 +22,8 @@ Entry points: :class:`flows.networks.TwoLayerCNN`, :func:`flows.networks.banded_
 ``gradcam_maps``), :func:`flows.networks.train`, :func:`flows.schedules.from_spec`,
 :func:`analysis.implicit_bias.woodworth_interpolator`,
 :func:`analysis.saddle_to_saddle.saddle_path`, :func:`flows.iterate` (at extreme ``alpha``),
-:func:`flows.simulate` (its budget over the segments of a schedule's kinks).
+:func:`flows.simulate` (its budget over the segments of a schedule's kinks; its first sample
+from an initialization that collapses at once).
 """
 
 from __future__ import annotations
@@ -34,7 +35,17 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_contracts import BOOLS, COMPLEX, CONTRACT, NAN, TEXT, assert_rejects
+from test_contracts import (
+    BOOLS,
+    COMPLEX,
+    CONTRACT,
+    FLOWS,
+    NAN,
+    TEXT,
+    assert_rejects,
+    check_trajectory,
+    quiet,
+)
 
 from analysis import saddle_to_saddle
 from analysis.implicit_bias import (
@@ -512,3 +523,36 @@ def test_simulate_budget_holds_across_schedule_kinks(epochs, algorithm, max_nfev
     assert tr.nfev <= max_nfev + 100, (tr.nfev, tr.message)
     if tr.t[-1] < 10.0:
         assert tr.status == -1 and tr.cause is Cause.BUDGET_SPENT, tr.message
+
+
+@FLOWS
+@given(
+    st.sampled_from(sorted(ALGORITHMS)),
+    st.integers(1, 3),
+    st.integers(-300, -60),
+    st.sampled_from(["numpy", "auto"]),
+)
+def test_simulate_from_a_vanishing_init_starts_at_it(algorithm, depth, k, backend):
+    """``alpha = 10^k`` far below every perturbation radius: whatever happens at tau = 0 (a
+    collapse detected before any step), the first sample is the initialization and the
+    trajectory keeps its contract."""
+    hp = {
+        spec.name: False if getattr(spec, "flag", False) else 0.5
+        for spec in ALGORITHMS[algorithm].hyperparameters
+        if spec.default is None
+    }
+    alpha = 10.0**k
+    traj = quiet(
+        lambda: simulate(
+            single_example([1.0, 2.0]),
+            algorithm,
+            depth,
+            alpha,
+            t_max=0.5,
+            n_points=3,
+            max_nfev=20_000,
+            backend=backend,
+            **hp,
+        )  # fmt: skip
+    )
+    check_trajectory(traj, algorithm, depth, 2, 0.5, alpha)

@@ -506,6 +506,31 @@ def test_l2_sam_collapse():
     assert finite_log_diff(tr.log_abs_beta[before], ref_log_beta) <= 1e-6
 
 
+@pytest.mark.parametrize(
+    ("algorithm", "alpha", "hyperparameters"),
+    [
+        ("asam", 1e-300, {"rho": 0.5}),
+        ("asam", 1e-300, {"rho": 0.5, "backend": "numpy"}),
+        ("asam", 1e-300, {"rho": 0.5, "clock": "original"}),
+        ("l2-sam", 1e-200, {"rho": 0.1}),
+        ("l2-sam", np.array([[1e-250, 2e-250], [3e-250, 1e-250]]), {"rho": 0.1}),
+    ],
+)
+def test_collapse_at_the_start_keeps_the_initial_point(algorithm, alpha, hyperparameters):
+    """A collapse detected at tau = 0 (alpha far below the radius): the first sample is the
+    initialization (it was theta = 0), every later one is 0, and the original time runs at
+    the collapsed rate t = 2 tau (c = l'(0) = 1/2)."""
+    tr = simulate(single_example([1.0, 2.0]), algorithm, 2, alpha, t_max=1.0, n_points=5,
+                  **hyperparameters)  # fmt: skip
+    assert tr.cause is Cause.COLLAPSE and tr.collapse_time == 0.0
+    start = np.broadcast_to(np.asarray(alpha, dtype=float), (2, 2))
+    np.testing.assert_allclose(tr.sign_theta[0] * np.exp(tr.log_abs_theta[0]), start, rtol=1e-12)
+    np.testing.assert_array_equal(tr.sign_beta[0], 1)
+    assert np.all(tr.sign_theta[1:] == 0) and np.all(tr.sign_beta[1:] == 0)
+    if tr.clock == "rescaled":
+        np.testing.assert_allclose(np.exp(tr.log_t_original[1:]), 2 * tr.tau[1:], rtol=1e-9)
+
+
 # --------------------------------------------------------------------------- known engine issues
 
 MISSED_CROSSING = dict(mu=(1.0, 4.0), alpha=(0.05, 0.6), rho=0.5)

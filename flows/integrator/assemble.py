@@ -21,6 +21,8 @@ def assemble(
     """Sample the path on the output grid and build the :class:`Trajectory`."""
     if not run.path.segments:  # stopped before the first step: the path is the initial point
         run.path.segments.append(Segment.frozen(run.mode.copy(), 0.0, 0.0, run.y, 0.0))
+    elif run.path.segments[0].mode.collapsed:  # collapsed at s = 0: t = 0 is still the start
+        run.path.segments.insert(0, run.start)
     s_end = run.path.end
     grid = np.linspace(0.0, t_max, n_points)
     grid = grid[grid <= s_end]

@@ -11,7 +11,8 @@ from ..field import Problem
 from ..results import Cause, FlowEvent
 from . import events as ev
 from .filippov import FilippovField
-from .segments import Mode, Path
+from .segments import Mode, Path, Segment
+from .stiffness import STIFFNESS_CHECK_NFEV
 
 
 @dataclass
@@ -38,8 +39,14 @@ class Run:
     log: list[FlowEvent] = field(default_factory=list)
     fields: dict = field(default_factory=dict)
     loops: list[str] = field(default_factory=list)
-    stiffness_checked: bool = False
+    next_stiffness_check: int = STIFFNESS_CHECK_NFEV
     stiff: bool = False
+    start: Segment = field(init=False)
+
+    def __post_init__(self) -> None:
+        """Keep the initial point, as a segment of length 0 (an event at ``s = 0`` may change
+        ``y`` before any step: :func:`~flows.integrator.assemble.assemble` samples it there)."""
+        self.start = Segment.frozen(self.mode.copy(), 0.0, 0.0, self.y, 0.0)
 
     def next_stop(self) -> float:
         """Where the next segment must end at the latest: the next kink of a schedule, or
