@@ -3,11 +3,13 @@
 Regression on ``beta = u * v`` from ``u = alpha``, ``v = 0`` (n = 3, d = 5, ``default_rng(1091)``:
 a staircase of four jumps in which coordinate 4 enters and leaves again). As alpha -> 0 the GD
 flow in the accelerated time ``t / log(1/alpha)`` tends to the piecewise-constant path of
-:func:`analysis.saddle_to_saddle.saddles`. GD runs as :func:`flows.mirror.gd_mirror_flow`
-(coordinates that keep ``u_j^2 - v_j^2`` exactly, so coordinate 4 can shrink back at any
-alpha), the SAM flows by ``simulate``; both follow the path down to alpha = 1e-300. Panels: the loss of GD flows for alpha from 1e-2 to 1e-300 against the limit's;
-the coordinates at alpha = 1e-100 on the limit's steps; the jump-time error against
-log(1/alpha); SAM flows at alpha = 1e-30 against GD's staircase.
+:func:`analysis.saddle_to_saddle.saddles`. Every flow runs by ``simulate``, which below
+alpha = 1e-5 integrates GD and the SAM flows whose perturbation is a multiple of the gradient
+in the coordinates that carry ``u_j^2 - v_j^2`` exactly (:mod:`flows.conserved`), so
+coordinate 4 can shrink back at any alpha, down to 1e-300. Panels: the loss of GD flows for
+alpha from 1e-2 to 1e-300 against the limit's; the coordinates at alpha = 1e-100 on the limit's
+steps; the jump-time error against log(1/alpha); SAM flows from alpha = 1e-30 (USAM also from
+1e-100 and 1e-300) against GD's staircase.
 """
 
 from __future__ import annotations
@@ -29,11 +31,16 @@ COORDINATES_AT19 = 1e-100
 #: Lower end of the loss axes (the limit's last plateau is an interpolator, loss ~1e-32).
 LOSS_FLOOR19 = 1e-16
 SAM_ALPHA19 = 1e-30
+#: SAM flows: algorithm, hyper-parameters, alpha, label. l2-SAM collapses at once where
+#: rho > 1.668 alpha on these data (at every alpha), and follows GD's saddles below.
 SAM19 = (
-    ("usam", {"rho": 0.5}, "USAM ρ = 0.5"),
-    ("usam", {"rho": 2.0}, "USAM ρ = 2"),
-    ("1-usam", {"rho": 0.5}, "1-USAM ρ = 0.5"),
-    ("l2-sam", {"rho": 0.05}, "ℓ2-SAM ρ = 0.05"),
+    ("usam", {"rho": 0.5}, 1e-30, "USAM ρ = 0.5"),
+    ("usam", {"rho": 0.5}, 1e-100, "USAM ρ = 0.5, α = 1e-100"),
+    ("usam", {"rho": 0.5}, 1e-300, "USAM ρ = 0.5, α = 1e-300"),
+    ("usam", {"rho": 2.0}, 1e-30, "USAM ρ = 2"),
+    ("1-usam", {"rho": 0.5}, 1e-30, "1-USAM ρ = 0.5"),
+    ("l2-sam", {"rho": 0.05}, 1e-30, "ℓ2-SAM ρ = 0.05"),
+    ("l2-sam", {"rho": 0.5e-30}, 1e-30, "ℓ2-SAM ρ = α/2"),
 )
 
 
@@ -49,21 +56,24 @@ def _horizon() -> float:
 
 
 def _task(algorithm: str, hp: dict, alpha: float, n_points: int) -> Task:
-    """GD by :func:`flows.mirror.gd_mirror_flow` (its conserved coordinates follow the layers
-    that shrink back at any alpha), the SAM flows by ``simulate``."""
+    """A ``simulate`` run from ``u = alpha``, ``v = 0`` up to one unit of accelerated time past
+    the limit's last jump."""
     data = staircase_data()
     d = data.d
-    common = {
-        "X": data.X.tolist(),
-        "y": data.y.tolist(),
-        "task": "regression",
-        "alpha": [[alpha] * d, [0.0] * d],
-        "t_max": _horizon() * np.log(1 / alpha),
-        "n_points": n_points,
-    }
-    if algorithm == "gd":
-        return Task("gd_mirror", common)
-    return Task("simulate", {**common, "algorithm": algorithm, "depth": 2, **hp})
+    return Task(
+        "simulate",
+        {
+            "X": data.X.tolist(),
+            "y": data.y.tolist(),
+            "task": "regression",
+            "algorithm": algorithm,
+            "depth": 2,
+            "alpha": [[alpha] * d, [0.0] * d],
+            "t_max": _horizon() * np.log(1 / alpha),
+            "n_points": n_points,
+            **hp,
+        },
+    )
 
 
 def _alphas(quick: bool) -> tuple[float, ...]:
@@ -71,10 +81,10 @@ def _alphas(quick: bool) -> tuple[float, ...]:
 
 
 def fig19_tasks(quick: bool) -> list[Task]:
-    """GD from every alpha, then the SAM flows at ``SAM_ALPHA19``."""
+    """GD from every alpha, then the SAM flows."""
     points = 201 if quick else 801
     return [_task("gd", {}, a, points) for a in _alphas(quick)] + [
-        _task(a, hp, SAM_ALPHA19, points) for a, hp, _ in SAM19
+        _task(name, hp, alpha, points) for name, hp, alpha, _ in SAM19
     ]
 
 
@@ -116,8 +126,8 @@ def draw_fig19(results: list[Result], quick: bool, path: Path) -> None:
     ax.plot(fine, limit_loss, color="k", lw=2.5, ls="--", label="α → 0 limit (saddles)")
     ax.set(yscale="log", xlabel="accelerated time t / log(1/α)", ylabel="training loss",
            title="(a) GD flows: the loss drops saddle to saddle", ylim=(LOSS_FLOOR19, 2.0))  # fmt: skip
-    ax.text(0.02, 0.03, "at α = 1e-300 the last plateau's loss ~1e-13 is the rtol 1e-10 on ψ ≈ 690 (flows.mirror)",
-            transform=ax.transAxes, fontsize=7)  # fmt: skip
+    ax.text(0.02, 0.03, "α ≤ 1e-8: ψ and log|u² − v²| (flows.conserved); the last plateau's loss "
+            "is the rtol 1e-10 on ψ ≈ log(1/α)", transform=ax.transAxes, fontsize=7)  # fmt: skip
     ax.legend(fontsize=8)
 
     ax = axes[0, 1]
@@ -148,12 +158,19 @@ def draw_fig19(results: list[Result], quick: bool, path: Path) -> None:
     scale = np.log(1 / SAM_ALPHA19)
     ax.plot(fine, limit_loss, color="k", lw=2.5, ls="--", label="GD's limit (saddles)")
     ax.plot(gd_here.t / scale, gd_here.loss, color="k", lw=1, label=f"GD, α = {SAM_ALPHA19:.0e}")
-    for (_, _, label), traj, color in zip(SAM19, sam, OKABE_ITO[1:], strict=False):
-        ax.plot(
-            traj.t / scale, traj.loss, color=color, lw=1.4, label=f"{label} ({traj.cause.value})"
-        )
+    styles = {1e-30: "-", 1e-100: "--", 1e-300: ":"}
+    colors = {"USAM ρ = 0.5": OKABE_ITO[1]}
+    others = iter(OKABE_ITO[2:])
+    for (_, _, alpha, label), traj in zip(SAM19, sam, strict=True):
+        key = label.split(",")[0]
+        if key not in colors:
+            colors[key] = next(others)
+        color = colors[key]
+        ax.plot(traj.t / np.log(1 / alpha), traj.loss, color=color, lw=1.4, ls=styles[alpha],
+                label=f"{label} ({traj.cause.value})")  # fmt: skip
     ax.set(yscale="log", xlabel="accelerated time t / log(1/α)", ylabel="training loss",
-           title=f"(d) SAM flows from α = {SAM_ALPHA19:.0e}", ylim=(LOSS_FLOOR19, 2.0))  # fmt: skip
+           title=f"(d) SAM flows from α = {SAM_ALPHA19:.0e} (USAM also 1e-100, 1e-300)",
+           ylim=(LOSS_FLOOR19, 2.0))  # fmt: skip
     ax.legend(fontsize=8)
     for a in axes.ravel():
         a.grid(alpha=0.3, which="both")
