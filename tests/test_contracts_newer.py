@@ -15,7 +15,7 @@ The properties, for each entry point:
    rescaled answer, or an honest status; a floating-point warning from the library stays an
    error (the suite's ``filterwarnings``).
 
-Entry points: :class:`flows.networks.TwoLayerCNN`, :func:`flows.networks.banded_data`,
+Entry points: :func:`analysis.maxmargin.kkt_points` (its budget), :class:`flows.networks.TwoLayerCNN`, :func:`flows.networks.banded_data`,
 :mod:`flows.datasets` (``sparse_regression``, ``gaussian_blobs``, ``teacher_data``),
 :mod:`analysis.implicit_bias` (``min_l1_interpolator``, ``min_l2_interpolator``),
 :mod:`analysis.networks` (``band_shares``, ``filter_shares``, ``banded_regime``,
@@ -33,7 +33,7 @@ from functools import partial
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from test_contracts import (
     BOOLS,
@@ -56,8 +56,18 @@ from analysis.implicit_bias import (
     min_l2_interpolator,
     woodworth_interpolator,
 )
+from analysis.margin_programs import quasi_norm
 from analysis.networks import band_shares, banded_regime, filter_shares, gradcam_maps
-from flows import ALGORITHMS, Cause, datasets, iterate, schedules, simulate, single_example
+from flows import (
+    ALGORITHMS,
+    Cause,
+    Dataset,
+    datasets,
+    iterate,
+    schedules,
+    simulate,
+    single_example,
+)
 from flows.checks import MAX_FLOATS
 from flows.networks import DiagonalNetwork, TwoLayerCNN, banded_data, train
 
@@ -84,6 +94,44 @@ def refused_for_memory(call, name: str) -> None:
     else:
         pytest.fail(f"an allocation beyond {MAX_FLOATS} floats was accepted")
     assert name in message and ("GiB" in message or "TiB" in message), message
+
+
+# ------------------------------------------------------------------------------ budgets of work
+
+
+@st.composite
+def wide_separable(draw):
+    """Separable ``(X, y)`` with few examples and up to 30 features (many vertices)."""
+    n = draw(st.integers(1, 4))
+    d = draw(st.integers(1, 30))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    X = rng.normal(size=(n, d))
+    margins = X @ rng.normal(size=d)
+    assume(np.all(np.abs(margins) > 1e-3 * np.max(np.abs(X))))
+    return X, np.sign(margins)
+
+
+@CONTRACT
+@given(wide_separable(), st.integers(3, 5), st.integers(0, 40), st.data())
+def test_kkt_points_keep_their_budget(sample, depth, cap, data):
+    """``kkt_points`` with ``max_kkt_vertices = cap``: at most ``cap`` enumerated vertices
+    besides the local solves (2 starts and the l1 start, each with its vertex descent) and the
+    minimum, the first point the
+    certified global minimum, and points left out (against the full list) only when it says
+    ``truncated``; a bad cap is a ValueError naming it."""
+    data_set = Dataset(*sample)
+    found = quasi_norm.kkt_points(data_set, depth, starts=2, max_kkt_vertices=cap)
+    assert isinstance(found, quasi_norm.KKTPoints) and found.enumerated
+    assert len(found) <= cap + 2 * (2 + 1) + 1  # each start and its vertex descent, the minimum
+    assert found[0].status == quasi_norm.GLOBAL and found[0].certified
+    full = quasi_norm.kkt_points(data_set, depth, starts=2, max_kkt_vertices=10_000)
+    assert not full.truncated
+    assert found.truncated or len(found) == len(full)  # left out only when it says so
+    np.testing.assert_allclose(found[0].beta, full[0].beta, rtol=1e-9, atol=0)
+    bad = data.draw(st.sampled_from([-1, 1.5, None, "5", True, np.array([3])]), label="cap")
+    assert_rejects(
+        partial(quasi_norm.kkt_points, data_set, depth, max_kkt_vertices=bad), "max_kkt_vertices"
+    )
 
 
 # ------------------------------------------------------------------------------ sizes
