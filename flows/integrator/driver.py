@@ -158,11 +158,14 @@ def simulate(
     # flows.conserved imports this module (MAX_POINTS): imported here, once both are loaded
     from ..conserved import check_conserved, conserved_applies, conserved_flow
 
-    if chart == "conserved" or (
-        chart == "auto"
-        and isinstance(data, Dataset)
-        and data.regression
-        and conserved_applies(data, algorithm, depth, alpha, reduced, hyperparameters)
+    if isinstance(chart, str) and (
+        chart == "conserved"
+        or (
+            chart == "auto"
+            and isinstance(data, Dataset)
+            and data.regression
+            and conserved_applies(data, algorithm, depth, alpha, reduced, hyperparameters)
+        )
     ):
         check_conserved(data, algorithm, depth, alpha, reduced, hyperparameters)
         resolved = dict(options, clock=clock_for(clock, data), loss=loss_for(loss, data))
