@@ -268,7 +268,9 @@ def kkt_points(data: Dataset, depth, **options):
     ``y_i <beta, x_i> >= 1`` (GD's limit directions at depth L), certified, with a global
     certificate by vertex enumeration on small data (docs/theory.md §10):
     :func:`analysis.margin_programs.quasi_norm.kkt_points`, with its options ``starts``,
-    ``seed``, ``points``, ``max_vertex_systems`` and ``max_iterations``. At L = 2 it is the l1
+    ``seed``, ``points``, ``max_vertex_systems``, ``max_iterations`` and ``max_kkt_vertices``
+    (a :class:`~analysis.margin_programs.quasi_norm.KKTPoints` tuple says whether KKT vertices
+    were left out). At L = 2 it is the l1
     program of :func:`max_margin` with ``p = 1``. :func:`kkt_check` gives the residuals of any
     direction."""
     return quasi_norm.kkt_points(data, depth, **options)
