@@ -35,7 +35,8 @@ perturb each example by its own gradient, ``eps_i = K_i grad l_i(theta)``, and a
 
 In the original clock the clock factor ``c = (1/n) sum_i |l'|`` at the perturbed points is
 integrated beside the state as ``tau``; in the rescaled clock the field is divided by it and
-``log(1 + t)`` is integrated beside instead.
+``log t`` is the quadrature of ``1 / c`` along the path afterwards
+(:func:`flows.clocks.log_original_time`).
 
 Why: in ``(u, v)`` the two layers of a coordinate that grows far above ``sqrt|c_j|`` agree to
 rounding; when it has to shrink back, the unstable mode ``d(u - v)/dt = gt (u - v)`` amplifies
@@ -571,9 +572,11 @@ def conserved_flow(
         classification, 'original' in regression).
     rtol, atol : tolerances of the solver on ``psi`` (of order ``log(1/alpha)``), on
         ``log|c| - log|c(0)|`` and on ``tau`` (original clock); ``rtol`` below ``100 eps`` is
-        taken as ``100 eps`` (:data:`flows.charts.SOLVER_RTOL_FLOOR`), ``atol`` below 1e-100 as 1e-100
-        (:data:`ATOL_FLOOR`).
+        taken as ``100 eps`` (:data:`flows.charts.SOLVER_RTOL_FLOOR`), ``atol`` below 1e-100
+        as 1e-100 (:data:`ATOL_FLOOR`).
     method : a scipy solver: 'DOP853' (default), 'RK45', 'RK23', 'Radau', 'BDF' or 'LSODA'.
+        The explicit ones reject a trial step whose field leaves float64; LSODA may take it,
+        and the run then ends there with cause 'left float64'.
     **hyperparameters : the algorithm's hyper-parameters (numbers; schedules are refused).
 
     Returns
