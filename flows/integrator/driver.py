@@ -185,7 +185,7 @@ def simulate(
         if len(run.log) >= MAX_EVENTS:
             run.stop(
                 Cause.TOO_MANY_EVENTS,
-                f"more than {MAX_EVENTS} events (chattering?) by s={run.s:.6g}",
+                f"more than {MAX_EVENTS} events (chattering?) by {_when(run, run.s)}",
             )
             break
         outcome = fired.handle(run.y, run.mode, run.s, float(run.y[-1]), run.log)
@@ -279,7 +279,8 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         fld = run.moving_field(mode)
     except TooManySurfaces as error:
         run.stop(
-            Cause.TOO_MANY_SURFACES, f"{error} at s={run.s:.6g}; the path up to there is returned"
+            Cause.TOO_MANY_SURFACES,
+            f"{error} at {_when(run, run.s)}; the path up to there is returned",
         )
         return None
     pattern = fld.pattern_signs(mode.pattern)
@@ -296,7 +297,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     if run.loss_floor is not None:
         watched.append(LossFloor(base, floor=run.loss_floor))
     if run.stiff:
-        watched.append(stiffness.TiesLost(base, rtol=run.rtol))
+        watched.append(stiffness.TiesLost(base, rtol=run.rtol, radius=run.radius))
     holding = next((e for e in watched if e.already(run.y)), None)
     if holding is not None:
         return holding
@@ -359,23 +360,31 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
 
 def _allowance(run: Run, method: str) -> int:
     """Field evaluations the next segment may spend: the rest of the budget, or, while a run
-    that may meet stiff loss weights has not been checked, what is left of its first
-    :data:`~flows.integrator.stiffness.STIFFNESS_CHECK_NFEV` (:mod:`flows.integrator.stiffness`)."""
+    that may meet stiff loss weights goes on with an explicit method, those left until its next
+    stiffness check (every :data:`~flows.integrator.stiffness.STIFFNESS_CHECK_NFEV` evaluations,
+    :mod:`flows.integrator.stiffness`)."""
     left = run.budget - run.nfev
-    if run.stiffness_checked or not stiffness.may_stiffen(run.problem, method):
+    if run.stiff or not stiffness.may_stiffen(run.problem, method):
         return left
-    return max(1, min(left, stiffness.STIFFNESS_CHECK_NFEV - run.nfev))
+    return max(1, min(left, run.next_stiffness_check - run.nfev))
 
 
 def _allowance_spent(run: Run, base) -> None:
     """A segment spent its allowance: the run's budget (the run ends), or the evaluations
-    before the stiffness check (the run goes on, with the stiff method if the loss weights are
-    stiff)."""
-    if run.nfev >= run.budget or run.stiffness_checked:
+    up to a stiffness check (the run goes on, with the stiff method from there if the field
+    is stiff, :func:`flows.integrator.stiffness.jacobian_stiffness`)."""
+    if run.nfev >= run.budget or run.stiff:
         run.stop(Cause.BUDGET_SPENT, _budget_message(run))
         return
-    run.stiffness_checked = True
-    run.stiff = stiffness.weights_stiffness(base, run.y) > stiffness.STIFF_RATIO
+    mode = run.mode
+    fld = run.moving_field(mode)
+    pattern = fld.pattern_signs(mode.pattern)
+    ratio = stiffness.jacobian_stiffness(
+        lambda s, y: fld.chart_rhs(y[:-1], mode.held, pattern, s), run.y, run.s
+    )
+    run.nfev += stiffness.POWER_ITERATIONS + 1
+    run.stiff = ratio > stiffness.STIFF_RATIO
+    run.next_stiffness_check = run.nfev + stiffness.STIFFNESS_CHECK_NFEV
 
 
 def _extrapolated_blowup(run: Run, base) -> bool:
@@ -387,7 +396,7 @@ def _extrapolated_blowup(run: Run, base) -> bool:
     if run.problem.clock.original or int(run.problem.multiplicity.sum()) < 3:
         return False
     why = (
-        stiffness.tie_message(base, run.y)
+        stiffness.tie_message(base, run.y, run.radius, run.s)
         if run.stiff
         else "the steps fall below what float64 resolves of tau"
     )
@@ -405,7 +414,7 @@ def _failure_message(
     run split apart against its conservation law (``split``, from :func:`_split_layers`; the
     run's cause is then 'precision lost'), the field's overflow, or its size (time scale
     ``1 / |F|`` below the resolution of ``s``)."""
-    text = f"solver failed at s={s:.6g}: {message}"
+    text = f"solver failed at {_when(run, s)}: {message}"
     if split is not None:
         layer, j = split
         return (
@@ -451,10 +460,18 @@ def _undecided_message(surfaces: list[str], tau: float) -> str:
     )
 
 
+def _when(run: Run, s: float) -> str:
+    """The run's clock time ``s`` in the result's own words: ``tau=...`` in the rescaled clock,
+    ``t=...`` (and the ``tau`` reached) in the original one."""
+    if run.problem.clock.original:
+        return f"t={s:.6g} (tau={float(run.y[-1]):.6g})"
+    return f"tau={s:.6g}"
+
+
 def _budget_message(run: Run) -> str:
     """The message of a run whose ``max_nfev`` is spent."""
     return (
-        f"max_nfev={run.budget} field evaluations spent by s={run.s:.6g} "
+        f"max_nfev={run.budget} field evaluations spent by {_when(run, run.s)} "
         f"(t_max={run.s_end:g}); the path up to there is returned"
     )
 

@@ -6,19 +6,33 @@ limit direction the smallest margins tie (the support vectors of the max-margin 
 a gap ``u_i - u_k`` relaxes at the rate of the margins' growth times ``u``, while the
 direction moves at that growth rate, so the flow is stiff with ratio
 
-    ``S = u_min (1 - p_max)``
+    ``S = u_min (1 - p_max) (1 + r_eps ||F||_2)``
 
-(``1 - p_max`` is 0 when a single example carries the weight: no tie, no stiffness). At depth
-``L >= 3`` the margins grow without bound before the blow-up and an explicit method needs
-``~S`` steps per unit of ``log |w|``: a run checks ``S`` once it has spent
-:data:`STIFFNESS_CHECK_NFEV` evaluations and, above
+(``1 - p_max`` is 0 when a single example carries the weight: no tie, no stiffness). The last
+factor is the perturbation's gain: a perturbation of size ``r_eps`` (the algorithm's radius,
+``Algorithm.radius``: rho for l2- and l_inf-SAM, rho_max for LE-SAM, 0 for GD and USAM, whose
+perturbation vanishes with the loss factor) moves the margins by ``r_eps`` times the margin
+gradient, ``||F||_2`` in the rescaled clock, along a direction that depends on the tied weights,
+so the weights at the perturbed point answer a change of the gaps ``r_eps ||F||_2`` times
+more strongly. At depth ``L >= 3`` the margins grow without bound before the blow-up and an
+explicit method is held to steps ``~1 / lambda`` by the fast relaxation of the gaps: every
+:data:`STIFFNESS_CHECK_NFEV` evaluations of its explicit method a run measures the ratio
+``lambda / max|dz/ds|`` of the chart field's largest Jacobian eigenvalue (power iteration on
+finite differences, :func:`jacobian_stiffness`) to its slow rate and, above
 :data:`STIFF_RATIO`, continues with the implicit :data:`STIFF_METHOD` (a run whose method is
-implicit from the start is treated as stiff throughout).
+implicit from the start is treated as stiff throughout). ``S`` is the mechanism and its
+scaling; ``lambda / max|dz/ds|`` is measured (2e2 to 3e3 times ``S`` on the benchmark's
+teacher data at depth 3), so the switch does not rest on the model's constants.
 
 The solver controls ``log|w|`` to ``rtol``, so the gaps of the tied margins are known to
-``~S max(rtol, eps)``: where that reaches 1 (:class:`TiesLost`) the tied weights are uncertain
-and the path is not followed further, short of the blow-up. By
-homogeneity (``w ~ (tau* - tau)^(-1/(L-2))`` once the direction has settled) the time left is
+``~u max(rtol, eps)`` and the weights of the field at the perturbed point to
+``~S (1 + r_eps ||F||_2) max(rtol, eps)``: where that reaches 1 (:class:`TiesLost`) the tied
+weights are uncertain and the path is not followed further, short of the blow-up. (For GD the
+gain is 0 and this is ``S max(rtol, eps)``. With a perturbation the second factor of the gain
+is where the implicit method stops advancing, measured: l2-SAM, rho = 0.1, L = 3, BDF and an
+independent Radau at rtol 1e-10 both stall where it reaches 0.4 to 1, LE-SAM where it reaches
+4.) By homogeneity (``w ~ (tau* - tau)^(-1/(L-2))`` once the direction has
+settled) the time left is
 
     ``tau* - tau = 1 / ((L - 2) r)``,  ``r = max_j d log|w_j| / dtau``
 
@@ -41,10 +55,13 @@ from .events import Outcome, SegmentEvent
 from .segments import Mode
 from .threshold_events import BlowUp
 
-#: Evaluations of one explicit segment after which the loss weights are checked for stiffness.
+#: Evaluations of the explicit method between two checks of the stiffness ratio.
 STIFFNESS_CHECK_NFEV = 20_000
-#: Stiffness ratio ``S`` above which the run continues with :data:`STIFF_METHOD`.
+#: Ratio ``lambda / max|dz/ds|`` (:func:`jacobian_stiffness`) above which the run continues
+#: with :data:`STIFF_METHOD`.
 STIFF_RATIO = 100.0
+#: Power iterations of :func:`jacobian_stiffness` (one field evaluation each, and one more).
+POWER_ITERATIONS = 8
 STIFF_METHOD = "BDF"
 #: The implicit and stiff methods of :data:`flows.integrator.solver.METHODS` (not switched).
 IMPLICIT = ("Radau", "BDF", "LSODA")
@@ -90,11 +107,54 @@ def tied_margins(field, y: np.ndarray) -> tuple[float, float]:
         return float(np.min(u)), float(np.max(p) / np.sum(p))
 
 
-def weights_stiffness(field, y: np.ndarray) -> float:
-    """``S = u_min (1 - p_max)`` at the chart state ``y`` (:func:`tied_margins`; 0 where the
-    margins left the floats)."""
+def weights_stiffness(field, y: np.ndarray, radius: float = 0.0, s: float = 0.0) -> float:
+    """``S = u_min (1 - p_max) (1 + radius ||F||_2)`` at the chart state ``y`` (clock time
+    ``s``): :func:`tied_margins`, and the gain of a perturbation of size ``radius``
+    (:func:`perturbation_gain`); 0 where the margins left the floats."""
     u_min, p_max = tied_margins(field, y)
-    return u_min * (1.0 - p_max) if np.isfinite(u_min) and np.isfinite(p_max) else 0.0
+    if not (np.isfinite(u_min) and np.isfinite(p_max)):
+        return 0.0
+    return u_min * (1.0 - p_max) * (1.0 + perturbation_gain(field, y, radius, s))
+
+
+def jacobian_stiffness(rhs, y: np.ndarray, s: float) -> float:
+    """``lambda / max|dz/ds|`` at the chart state ``y``: the largest Jacobian eigenvalue of the
+    chart field ``rhs(s, y)`` (the last entry of ``y``, ``tau``, held fixed), by
+    :data:`POWER_ITERATIONS` steps of the power iteration on forward differences, over the
+    field's largest rate (0 where the field does not move or is not finite)."""
+    n = y.size - 1
+    f0 = np.asarray(rhs(s, y), dtype=float)[:n]
+    rate = float(np.max(np.abs(f0))) if n else 0.0
+    if not (np.isfinite(rate) and rate > 0):
+        return 0.0
+    v = np.cos(np.arange(n) + 1.0)  # fixed start: the same state gives the same estimate
+    v /= np.linalg.norm(v)
+    step = 1e-7 * max(1.0, float(np.linalg.norm(y[:n])))
+    lam = 0.0
+    for _ in range(POWER_ITERATIONS):
+        shifted = y.copy()
+        shifted[:n] += step * v
+        with np.errstate(all="ignore"):
+            jv = (np.asarray(rhs(s, shifted), dtype=float)[:n] - f0) / step
+        lam = float(np.linalg.norm(jv))
+        if not (np.isfinite(lam) and lam > 0):
+            return 0.0
+        v = jv / lam
+    return lam / rate
+
+
+def perturbation_gain(field, y: np.ndarray, radius: float, s: float = 0.0) -> float:
+    """``radius ||F||_2``: a perturbation of size ``radius`` moves the margins by that much
+    (``||F||_2`` the rescaled field's norm over all parameters, each row counted with its
+    multiplicity, which is the size of the weighted margin gradient); 0 for ``radius = 0``."""
+    if radius <= 0:
+        return 0.0
+    event = SegmentEvent(field)
+    vel = field.velocity(event.theta(y), None, s)
+    weights = np.log(np.asarray(field.problem.multiplicity, dtype=float))[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        log_norm = 0.5 * float(np.logaddexp.reduce((2.0 * vel.dtheta.log_abs + weights).ravel()))
+        return float(radius * np.exp(min(log_norm, 700.0)))
 
 
 def time_to_blowup(field, y: np.ndarray, s: float) -> float:
@@ -126,28 +186,38 @@ def extrapolated_blowup(
     )
 
 
-def tie_message(field, y: np.ndarray) -> str:
-    """Why a stiff run ends: its tied margins' gaps are not resolved any more."""
+def tie_message(field, y: np.ndarray, radius: float = 0.0, s: float = 0.0) -> str:
+    """Why a stiff run ends: its tied margins' gaps are not resolved any more (amplified by
+    the perturbation's gain, :func:`perturbation_gain`, where it is above 1)."""
+    gain = perturbation_gain(field, y, radius, s)
+    amplified = (
+        f", amplified {gain:.3g}-fold by the perturbation at the perturbed point,"
+        if gain > 1
+        else ""
+    )
     return (
         f"the margins (smallest {tied_margins(field, y)[0]:.3g}) tie between examples and "
-        "their differences are not resolved at the solver's tolerance"
+        f"their differences{amplified} are not resolved at the solver's tolerance"
     )
 
 
 @dataclass
 class TiesLost(SegmentEvent):
-    """``g = log(S max(rtol, eps)) - log TIE_RESOLUTION`` (:func:`weights_stiffness`): the error
-    of the tied margins' gaps reaches :data:`TIE_RESOLUTION`. The run ends there: in the blow-up
+    """``g = log(S (1 + radius ||F||_2) max(rtol, eps)) - log TIE_RESOLUTION``
+    (:func:`weights_stiffness` and :func:`perturbation_gain`, with the algorithm's ``radius``):
+    the error of the tied weights at the perturbed point reaches :data:`TIE_RESOLUTION`. The run ends there: in the blow-up
     extrapolated by homogeneity when at most :data:`TIED_BLOWUP_TOL` ``* max(1, tau)`` is left,
     else with cause 'precision lost' (status -1)."""
 
     rtol: float = 1e-10
+    radius: float = 0.0
     direction = 1.0
 
     def __call__(self, s: float, y: np.ndarray) -> float:
-        stiff = weights_stiffness(self.field, y)
+        stiff = weights_stiffness(self.field, y, self.radius, s)
         if stiff <= 0:
             return -np.inf
+        stiff *= 1.0 + perturbation_gain(self.field, y, self.radius, s)
         resolution = max(self.rtol, float(np.finfo(float).eps))
         return float(np.log(stiff * resolution) - np.log(TIE_RESOLUTION))
 
@@ -159,7 +229,7 @@ class TiesLost(SegmentEvent):
         self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
     ) -> Outcome:
         """End the run: the blow-up if it is near, else precision lost."""
-        why = tie_message(self.field, y)
+        why = tie_message(self.field, y, self.radius, s)
         message = extrapolated_blowup(self.field, y, s, why, log)
         if message is not None:
             return Outcome(stop=True, cause=Cause.BLOW_UP, message=message)

@@ -1,0 +1,107 @@
+"""Depth 3 and 4 on everyday data with nothing but the defaults: ``simulate`` ends with the
+blow-up (status 1) or says in the result's clock why it cannot go on, and GD's blow-up time
+agrees with an independent integration.
+
+Data: Gaussian X (n = 30, d = 8), labels from a Gaussian teacher w, initialisation in the
+teacher's orthant (``orthant_init``), as ``benchmarks/bench_depth.py``.
+
+Independent reference (nothing of ``flows`` but the data): the rescaled GD field of the logistic
+loss written out in a few lines of numpy (``dw^(l)/dtau = G * prod_{k != l} w^(k)``,
+``G = sum_i p_i y_i x_i``, ``p`` the normalised ``|l'|``), integrated in ``z = log|w|`` by scipy's
+Radau at rtol 1e-12 up to ``max z = Z``, and the time left read off the growth rate there,
+``1 / ((L - 2) r)``; the reference is taken where it no longer moves with ``Z``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from flows import Dataset, orthant_init, simulate
+from flows.results import BLOWUP, Cause
+
+
+def teacher_set(seed: int, n: int = 30, d: int = 8) -> tuple[Dataset, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    w = rng.standard_normal(d)
+    return Dataset(X, np.sign(X @ w)), np.sign(w)
+
+
+def gd_log_field(z: np.ndarray, signs: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """``dz/dtau`` of rescaled GD in ``z = log|w|`` (rows: layers), logistic loss."""
+    W = signs * np.exp(z)
+    beta = np.prod(W, axis=0)
+    m = Z @ beta
+    log_w = -np.logaddexp(0.0, m)  # log |l'(m)| = log sigmoid(-m)
+    p = np.exp(log_w - log_w.max())
+    G = Z.T @ (p / p.sum())
+    loo = np.array([np.prod(np.delete(W, k, axis=0), axis=0) for k in range(W.shape[0])])
+    return G * loo / W
+
+
+def reference_blowup(data: Dataset, signs0: np.ndarray, depth: int, z_stop: float) -> float:
+    """``tau*``: Radau (rtol 1e-12) to ``max log|w| = z_stop``, plus ``1 / ((L - 2) r)``."""
+    W0 = np.tile(np.full(data.d, 0.5), (depth, 1))
+    W0[0] *= signs0
+    signs = np.sign(W0)
+    Zm = data.y[:, None] * data.X
+    shape = W0.shape
+
+    def rhs(_t, z):
+        return gd_log_field(z.reshape(shape), signs, Zm).ravel()
+
+    def reached(_t, z):
+        return np.max(z) - z_stop
+
+    reached.terminal = True
+    sol = solve_ivp(rhs, (0.0, 100.0), np.log(np.abs(W0)).ravel(), method="Radau",
+                    rtol=1e-12, atol=1e-14, events=reached)  # fmt: skip
+    assert sol.status == 1, sol.message
+    z = sol.y[:, -1]
+    rate = rhs(0.0, z)
+    growing = (rate > 0) & (z > 0)
+    return float(sol.t[-1] + 1.0 / ((depth - 2) * np.max(rate[growing])))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_gd_blowup_time_at_depth_3_against_an_independent_integration(seed):
+    data, signs = teacher_set(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tr = simulate(data, "gd", 3, orthant_init(signs, 3, 0.5), t_max=100.0,
+                      original_time=False)  # fmt: skip
+    assert tr.status == BLOWUP, tr.message
+    ref, ref_further = (reference_blowup(data, signs, 3, z) for z in (5.0, 6.0))
+    assert abs(ref - ref_further) < 1e-6 * ref  # the reference has converged in z_stop
+    assert tr.blowup_time == pytest.approx(ref_further, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("seed", "depth", "algorithm", "hp"),
+    [
+        (2, 3, "gd", {}),  # stiff only late: the periodic check switches to BDF
+        pytest.param(1, 4, "gd", {}, marks=pytest.mark.slow),
+        pytest.param(2, 3, "usam", {"rho": 0.1}, marks=pytest.mark.slow),
+        (0, 3, "l2-sam", {"rho": 0.1}),
+        (0, 3, "le-sam", {"sigma": 0.1, "rho_max": 0.5}),
+    ],
+)
+def test_defaults_end_with_the_blowup_or_say_why(seed, depth, algorithm, hp):
+    """No budget spent: the blow-up (status 1), or the perturbed point's ties no longer
+    resolved, with the time left and the clock named as the result names it."""
+    data, signs = teacher_set(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tr = simulate(data, algorithm, depth, orthant_init(signs, depth, 0.5), t_max=100.0,
+                      original_time=False, **hp)  # fmt: skip
+    assert tr.cause in (Cause.BLOW_UP, Cause.PRECISION_LOST), tr.message
+    assert tr.nfev < 100_000
+    if tr.cause is Cause.PRECISION_LOST:
+        assert f"tau={tr.tau[-1]:.10g}" in tr.message
+        assert "left by homogeneity" in tr.message
+        assert "amplified" in tr.message  # only a perturbation stops short of GD's resolution
