@@ -359,22 +359,34 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
 
 
 def _allowance(run: Run, method: str) -> int:
-    """Field evaluations the next segment may spend: the rest of the budget, or, while a run
-    that may meet stiff loss weights goes on with an explicit method, those left until its next
-    stiffness check (every :data:`~flows.integrator.stiffness.STIFFNESS_CHECK_NFEV` evaluations,
-    :mod:`flows.integrator.stiffness`)."""
+    """Field evaluations the next segment may spend: the rest of the budget, or, for a run
+    that may meet stiff loss weights, those left until its next check
+    (:mod:`flows.integrator.stiffness`): of stiffness every
+    :data:`~flows.integrator.stiffness.STIFFNESS_CHECK_NFEV` evaluations of an explicit method,
+    of progress every :data:`~flows.integrator.stiffness.STALL_CHECK_NFEV` of the stiff one."""
     left = run.budget - run.nfev
-    if run.stiff or not stiffness.may_stiffen(run.problem, method):
+    if not stiffness.tie_prone(run.problem):
+        return left
+    if not run.stiff and method in stiffness.IMPLICIT:
         return left
     return max(1, min(left, run.next_stiffness_check - run.nfev))
 
 
 def _allowance_spent(run: Run, base) -> None:
     """A segment spent its allowance: the run's budget (the run ends), or the evaluations
-    up to a stiffness check (the run goes on, with the stiff method from there if the field
-    is stiff, :func:`flows.integrator.stiffness.jacobian_stiffness`)."""
-    if run.nfev >= run.budget or run.stiff:
+    up to a check. An explicit run goes on, with the stiff method from there if the field is
+    stiff (:func:`flows.integrator.stiffness.jacobian_stiffness`); a stiff run goes on if it
+    advanced enough (:func:`flows.integrator.stiffness.stalled`), and ends otherwise: in the
+    blow-up if it is near, else with 'precision lost'."""
+    if run.nfev >= run.budget:
         run.stop(Cause.BUDGET_SPENT, _budget_message(run))
+        return
+    if run.stiff:
+        if stiffness.stalled(base, run.y, run.s, run.s - run.checked_at):
+            _stop_stalled(run, base)
+            return
+        run.checked_at = run.s
+        run.next_stiffness_check = run.nfev + stiffness.STALL_CHECK_NFEV
         return
     mode = run.mode
     fld = run.moving_field(mode)
@@ -384,7 +396,29 @@ def _allowance_spent(run: Run, base) -> None:
     )
     run.nfev += stiffness.POWER_ITERATIONS + 1
     run.stiff = ratio > stiffness.STIFF_RATIO
-    run.next_stiffness_check = run.nfev + stiffness.STIFFNESS_CHECK_NFEV
+    run.checked_at = run.s
+    run.next_stiffness_check = run.nfev + (
+        stiffness.STALL_CHECK_NFEV if run.stiff else stiffness.STIFFNESS_CHECK_NFEV
+    )
+
+
+def _stop_stalled(run: Run, base) -> None:
+    """End a stiff run that stopped advancing: in the blow-up extrapolated by homogeneity if
+    it is near, else with 'precision lost', saying how far it got and what was left."""
+    why = (
+        f"the stiff method advanced tau by {run.s - run.checked_at:.3g} over its last "
+        f"{stiffness.STALL_CHECK_NFEV} evaluations ({stiffness.tie_message(base, run.y, run.radius, run.s)})"
+    )
+    message = stiffness.extrapolated_blowup(base, run.y, run.s, why, run.log)
+    if message is not None:
+        run.stop(Cause.BLOW_UP, message)
+        return
+    left = stiffness.time_to_blowup(base, run.y, run.s)
+    run.stop(
+        Cause.PRECISION_LOST,
+        f"at {_when(run, run.s)} {why}, and the blow-up is not near ({left:.3g} left by "
+        "homogeneity); the path up to there is returned",
+    )
 
 
 def _extrapolated_blowup(run: Run, base) -> bool:

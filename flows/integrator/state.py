@@ -41,6 +41,7 @@ class Run:
     loops: list[str] = field(default_factory=list)
     next_stiffness_check: int = STIFFNESS_CHECK_NFEV
     stiff: bool = False
+    checked_at: float = 0.0
     start: Segment = field(init=False)
 
     def __post_init__(self) -> None:

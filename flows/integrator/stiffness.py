@@ -60,6 +60,11 @@ STIFFNESS_CHECK_NFEV = 20_000
 #: Ratio ``lambda / max|dz/ds|`` (:func:`jacobian_stiffness`) above which the run continues
 #: with :data:`STIFF_METHOD`.
 STIFF_RATIO = 100.0
+#: Evaluations of the stiff method between two checks of its progress (:func:`stalled`).
+STALL_CHECK_NFEV = 5_000
+#: Least advance of ``tau`` over :data:`STALL_CHECK_NFEV` evaluations of the stiff method,
+#: relative to the time left to the blow-up by homogeneity, below which the run is stalled.
+STALL_FRACTION = 0.05
 #: Power iterations of :func:`jacobian_stiffness` (one field evaluation each, and one more).
 POWER_ITERATIONS = 8
 STIFF_METHOD = "BDF"
@@ -184,6 +189,16 @@ def extrapolated_blowup(
         f"before it at tau={tau:.10g}, where {why}; tau* = tau + 1/((L - 2) r), "
         "r = max_j dlog|w_j|/dtau, by homogeneity"
     )
+
+
+def stalled(field, y: np.ndarray, s: float, advanced: float) -> bool:
+    """Whether a stiff run that ``advanced`` in ``tau`` over its last
+    :data:`STALL_CHECK_NFEV` evaluations has stalled: less than :data:`STALL_FRACTION` of the
+    time left to the blow-up by homogeneity (:func:`time_to_blowup`). Where the weights of the
+    perturbed point switch between tied examples faster than the solver resolves, the implicit
+    method's Newton iterations fail and its steps shrink without end, short of the point where
+    :class:`TiesLost` fires (seen on teacher data at ``S (1 + G) rtol`` from 0.07 on)."""
+    return advanced < STALL_FRACTION * time_to_blowup(field, y, s)
 
 
 def tie_message(field, y: np.ndarray, radius: float = 0.0, s: float = 0.0) -> str:
