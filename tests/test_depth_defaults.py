@@ -104,4 +104,4 @@ def test_defaults_end_with_the_blowup_or_say_why(seed, depth, algorithm, hp):
     if tr.cause is Cause.PRECISION_LOST:
         assert f"tau={tr.tau[-1]:.10g}" in tr.message
         assert "left by homogeneity" in tr.message
-        assert "amplified" in tr.message  # only a perturbation stops short of GD's resolution
+        assert "perturbed point" in tr.message  # only a perturbation stops short of the ties

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..algorithms import get_algorithm, resolve_hyperparameters
+from ..algorithms import effective_algorithm, get_algorithm, resolve_hyperparameters
 from ..backends import BACKENDS, choose_backend
 from ..charts import choose_chart
 from ..clocks import clock_for, get_clock
@@ -209,6 +209,7 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
     options = dict(options, loss=loss_for(options["loss"], data))
     options["clock"] = clock_for(options["clock"], data)
     hp = resolve_hyperparameters(algorithm, given)
+    algo = get_algorithm(effective_algorithm(algorithm, hp))  # eps = 0: gd's run
     init = initialization(alpha, depth, data.d, options["reduced"])
     options = check_options(options, MAX_POINTS, METHODS, ("auto", *BACKENDS))
     if options["chart_scale"] is None:
@@ -407,7 +408,7 @@ def _stop_stalled(run: Run, base) -> None:
     it is near, else with 'precision lost', saying how far it got and what was left."""
     why = (
         f"the stiff method advanced tau by {run.s - run.checked_at:.3g} over its last "
-        f"{stiffness.STALL_CHECK_NFEV} evaluations ({stiffness.tie_message(base, run.y, run.radius, run.s)})"
+        f"{stiffness.STALL_CHECK_NFEV} evaluations ({stiffness.stall_reason(base, run.y, run.radius, run.s)})"
     )
     message = stiffness.extrapolated_blowup(base, run.y, run.s, why, run.log)
     if message is not None:

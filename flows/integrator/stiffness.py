@@ -6,33 +6,32 @@ limit direction the smallest margins tie (the support vectors of the max-margin 
 a gap ``u_i - u_k`` relaxes at the rate of the margins' growth times ``u``, while the
 direction moves at that growth rate, so the flow is stiff with ratio
 
-    ``S = u_min (1 - p_max) (1 + r_eps ||F||_2)``
+    ``S = u_min (1 - p_max)``
 
-(``1 - p_max`` is 0 when a single example carries the weight: no tie, no stiffness). The last
-factor is the perturbation's gain: a perturbation of size ``r_eps`` (the algorithm's radius,
-``Algorithm.radius``: rho for l2- and l_inf-SAM, rho_max for LE-SAM, 0 for GD and USAM, whose
-perturbation vanishes with the loss factor) moves the margins by ``r_eps`` times the margin
-gradient, ``||F||_2`` in the rescaled clock, along a direction that depends on the tied weights,
-so the weights at the perturbed point answer a change of the gaps ``r_eps ||F||_2`` times
-more strongly. At depth ``L >= 3`` the margins grow without bound before the blow-up and an
-explicit method is held to steps ``~1 / lambda`` by the fast relaxation of the gaps: every
-:data:`STIFFNESS_CHECK_NFEV` evaluations of its explicit method a run measures the ratio
-``lambda / max|dz/ds|`` of the chart field's largest Jacobian eigenvalue (power iteration on
-finite differences, :func:`jacobian_stiffness`) to its slow rate and, above
-:data:`STIFF_RATIO`, continues with the implicit :data:`STIFF_METHOD` (a run whose method is
-implicit from the start is treated as stiff throughout). ``S`` is the mechanism and its
-scaling; ``lambda / max|dz/ds|`` is measured (2e2 to 3e3 times ``S`` on the benchmark's
-teacher data at depth 3), so the switch does not rest on the model's constants.
+(``1 - p_max`` is 0 when a single example carries the weight: no tie, no stiffness). At depth
+``L >= 3`` the margins grow without bound before the blow-up and an explicit method is held to
+steps ``~1 / lambda`` by the fast relaxation of the gaps: every :data:`STIFFNESS_CHECK_NFEV`
+evaluations of its explicit method a run measures the ratio ``lambda / max|dz/ds|`` of the
+chart field's largest Jacobian eigenvalue (power iteration on finite differences,
+:func:`jacobian_stiffness`) to its fastest rate and, above :data:`STIFF_RATIO`, continues with
+the implicit :data:`STIFF_METHOD` (a run whose method is implicit from the start is treated as
+stiff throughout). ``S`` is the mechanism and its scaling; the measured ratio is 2e2 to 3e3
+times ``S`` on the benchmark's teacher data at depth 3, so the switch does not rest on the
+model's constants.
 
 The solver controls ``log|w|`` to ``rtol``, so the gaps of the tied margins are known to
-``~u max(rtol, eps)`` and the weights of the field at the perturbed point to
-``~S (1 + r_eps ||F||_2) max(rtol, eps)``: where that reaches 1 (:class:`TiesLost`) the tied
-weights are uncertain and the path is not followed further, short of the blow-up. (For GD the
-gain is 0 and this is ``S max(rtol, eps)``. With a perturbation the second factor of the gain
-is where the implicit method stops advancing, measured: l2-SAM, rho = 0.1, L = 3, BDF and an
-independent Radau at rtol 1e-10 both stall where it reaches 0.4 to 1, LE-SAM where it reaches
-4.) By homogeneity (``w ~ (tau* - tau)^(-1/(L-2))`` once the direction has
-settled) the time left is
+``~S max(rtol, eps)``: where that reaches 1 (:class:`TiesLost`) the tied weights are uncertain
+and the path is not followed further, short of the blow-up. A perturbation of size ``r_eps``
+(``Algorithm.radius``) moves the margins by ``r_eps`` times the margin gradient, ``||F||_2`` in
+the rescaled clock, along a direction that depends on the tied weights, so the weights at the
+perturbed point answer a change of the gaps with the gain ``G = r_eps ||F||_2``
+(:func:`perturbation_gain`). With ``G`` in the hundreds the implicit method's steps shrink long
+before the ties are lost (l2-SAM, LE-SAM on teacher data): a stiff run checks every
+:data:`STALL_CHECK_NFEV` evaluations that it advanced by at least :data:`STALL_FRACTION` of the
+time left to the blow-up, and ends otherwise (:func:`stalled`), naming ``G``.
+
+By homogeneity (``w ~ (tau* - tau)^(-1/(L-2))`` once the direction has settled) the time
+left is
 
     ``tau* - tau = 1 / ((L - 2) r)``,  ``r = max_j d log|w_j| / dtau``
 
@@ -112,14 +111,11 @@ def tied_margins(field, y: np.ndarray) -> tuple[float, float]:
         return float(np.min(u)), float(np.max(p) / np.sum(p))
 
 
-def weights_stiffness(field, y: np.ndarray, radius: float = 0.0, s: float = 0.0) -> float:
-    """``S = u_min (1 - p_max) (1 + radius ||F||_2)`` at the chart state ``y`` (clock time
-    ``s``): :func:`tied_margins`, and the gain of a perturbation of size ``radius``
-    (:func:`perturbation_gain`); 0 where the margins left the floats."""
+def weights_stiffness(field, y: np.ndarray) -> float:
+    """``S = u_min (1 - p_max)`` at the chart state ``y`` (:func:`tied_margins`; 0 where the
+    margins left the floats)."""
     u_min, p_max = tied_margins(field, y)
-    if not (np.isfinite(u_min) and np.isfinite(p_max)):
-        return 0.0
-    return u_min * (1.0 - p_max) * (1.0 + perturbation_gain(field, y, radius, s))
+    return u_min * (1.0 - p_max) if np.isfinite(u_min) and np.isfinite(p_max) else 0.0
 
 
 def jacobian_stiffness(rhs, y: np.ndarray, s: float) -> float:
@@ -201,6 +197,19 @@ def stalled(field, y: np.ndarray, s: float, advanced: float) -> bool:
     return advanced < STALL_FRACTION * time_to_blowup(field, y, s)
 
 
+def stall_reason(field, y: np.ndarray, radius: float, s: float) -> str:
+    """What holds a stalled run back: the tied margins, and the gain with which the weights at
+    the perturbed point answer their gaps (:func:`perturbation_gain`) where it exceeds 1."""
+    gain = perturbation_gain(field, y, radius, s)
+    text = f"the margins (smallest {tied_margins(field, y)[0]:.3g}) tie between examples"
+    if gain > 1:
+        text += (
+            f", and the weights at the perturbed point answer their gaps {gain:.3g}-fold: "
+            "the field switches between tied examples faster than the solver resolves"
+        )
+    return text
+
+
 def tie_message(field, y: np.ndarray, radius: float = 0.0, s: float = 0.0) -> str:
     """Why a stiff run ends: its tied margins' gaps are not resolved any more (amplified by
     the perturbation's gain, :func:`perturbation_gain`, where it is above 1)."""
@@ -218,9 +227,9 @@ def tie_message(field, y: np.ndarray, radius: float = 0.0, s: float = 0.0) -> st
 
 @dataclass
 class TiesLost(SegmentEvent):
-    """``g = log(S (1 + radius ||F||_2) max(rtol, eps)) - log TIE_RESOLUTION``
-    (:func:`weights_stiffness` and :func:`perturbation_gain`, with the algorithm's ``radius``):
-    the error of the tied weights at the perturbed point reaches :data:`TIE_RESOLUTION`. The run ends there: in the blow-up
+    """``g = log(S max(rtol, eps)) - log TIE_RESOLUTION`` (:func:`weights_stiffness`): the error
+    of the tied margins' gaps reaches :data:`TIE_RESOLUTION`; ``radius`` (the algorithm's) is
+    for the message (:func:`tie_message`). The run ends there: in the blow-up
     extrapolated by homogeneity when at most :data:`TIED_BLOWUP_TOL` ``* max(1, tau)`` is left,
     else with cause 'precision lost' (status -1)."""
 
@@ -229,10 +238,9 @@ class TiesLost(SegmentEvent):
     direction = 1.0
 
     def __call__(self, s: float, y: np.ndarray) -> float:
-        stiff = weights_stiffness(self.field, y, self.radius, s)
+        stiff = weights_stiffness(self.field, y)
         if stiff <= 0:
             return -np.inf
-        stiff *= 1.0 + perturbation_gain(self.field, y, self.radius, s)
         resolution = max(self.rtol, float(np.finfo(float).eps))
         return float(np.log(stiff * resolution) - np.log(TIE_RESOLUTION))
 
