@@ -236,6 +236,10 @@ class Algorithm:
         hyper-parameters (``-inf`` for ``K = 0``); ``perturb`` is then ``K ||grad L|| *
         grad.unit``. None for the others. The depth-2 flows of these algorithms run in the
         coordinates of :mod:`flows.conserved`.
+    zeroed_by : the hyper-parameters any one of which, given as the number 0, makes ``eps``
+        identically 0 (``rho`` of l2-SAM; ``sigma`` or ``rho_max`` of LE-SAM):
+        :func:`flows.simulate` and :func:`flows.iterate` then run gradient descent
+        (:func:`effective_algorithm`).
     """
 
     perturb: Perturbation
@@ -248,6 +252,15 @@ class Algorithm:
     per_example: bool = False
     residual_switch: bool = False
     gradient_factor: GradientFactor | None = None
+    zeroed_by: tuple[str, ...] = ()
+
+    def vanishes(self, hp: Mapping[str, object]) -> bool:
+        """Whether ``eps`` is identically 0 with the resolved hyper-parameters ``hp``: one of
+        :attr:`zeroed_by` is the number 0 and none of ``hp`` is a schedule (a schedule, even
+        one that is 0 at some times, keeps the algorithm's own run)."""
+        if is_scheduled(hp):
+            return False
+        return any(hp[name] == 0 for name in self.zeroed_by)
 
     @property
     def perturbs(self) -> bool:
@@ -319,9 +332,22 @@ def _asam_radius(hp: Mapping[str, float]) -> float:
 ALGORITHMS: dict[str, Algorithm] = {
     "gd": Algorithm(no_perturbation, zero_invariant=True, compiled_id=0, gradient_factor=no_factor),
     "l2-sam": Algorithm(
-        l2_perturbation, (RHO,), _rho, zero_invariant=True, compiled_id=1, gradient_factor=l2_factor
+        l2_perturbation,
+        (RHO,),
+        _rho,
+        zero_invariant=True,
+        compiled_id=1,
+        gradient_factor=l2_factor,
+        zeroed_by=("rho",),
     ),
-    "linf-sam": Algorithm(linf_perturbation, (RHO,), _rho, sign_discontinuous=True, compiled_id=4),
+    "linf-sam": Algorithm(
+        linf_perturbation,
+        (RHO,),
+        _rho,
+        sign_discontinuous=True,
+        compiled_id=4,
+        zeroed_by=("rho",),
+    ),
     "usam": Algorithm(
         unnormalized_perturbation,
         (RHO,),
@@ -329,6 +355,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         zero_invariant=True,
         compiled_id=2,
         gradient_factor=unnormalized_factor,
+        zeroed_by=("rho",),
     ),
     "le-sam": Algorithm(
         loss_equilibrated_perturbation,
@@ -337,6 +364,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         zero_invariant=True,
         compiled_id=3,
         gradient_factor=loss_equilibrated_factor,
+        zeroed_by=("sigma", "rho_max"),
     ),
     "le-sam-official": Algorithm(
         official_lesam_perturbation,
@@ -344,9 +372,15 @@ ALGORITHMS: dict[str, Algorithm] = {
         _official_radius,
         zero_invariant=True,
         reads_theta=True,
+        zeroed_by=("sigma",),  # rho_max <= 0 is no cap
     ),
     "asam": Algorithm(
-        asam_perturbation, (RHO, ETA_ASAM), _asam_radius, zero_invariant=True, reads_theta=True
+        asam_perturbation,
+        (RHO, ETA_ASAM),
+        _asam_radius,
+        zero_invariant=True,
+        reads_theta=True,
+        zeroed_by=("rho",),
     ),
     "1-sam": Algorithm(
         l2_perturbation,
@@ -357,6 +391,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         residual_switch=True,
         compiled_id=1,
         gradient_factor=l2_factor,
+        zeroed_by=("rho",),
     ),
     "1-usam": Algorithm(
         unnormalized_perturbation,
@@ -366,6 +401,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         per_example=True,
         compiled_id=2,
         gradient_factor=unnormalized_factor,
+        zeroed_by=("rho",),
     ),
 }
 
@@ -373,6 +409,19 @@ ALGORITHMS: dict[str, Algorithm] = {
 def get_algorithm(name: str) -> Algorithm:
     """Look ``name`` up in :data:`ALGORITHMS`; ``ValueError`` naming 'algorithm' if unknown."""
     return ALGORITHMS[choice(name, "algorithm", ALGORITHMS)]
+
+
+#: The base optimizer: the entry a run takes when its algorithm's perturbation vanishes.
+BASE_ALGORITHM = "gd"
+
+
+def effective_algorithm(name: str, hp: Mapping[str, object]) -> str:
+    """The entry of :data:`ALGORITHMS` that runs algorithm ``name`` with its resolved
+    hyper-parameters ``hp`` (:func:`resolve_hyperparameters`): :data:`BASE_ALGORITHM` where the
+    perturbation is identically 0 (:meth:`Algorithm.vanishes`, e.g. ``rho = 0``), so that the run
+    is gradient descent's bit for bit (its code path and backend), else ``name``. The run keeps
+    ``name`` and ``hp`` in its result."""
+    return BASE_ALGORITHM if get_algorithm(name).vanishes(hp) else name
 
 
 def known_hyperparameters() -> dict[str, HyperparameterSpec]:

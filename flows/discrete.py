@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .algorithms import get_algorithm, resolve_hyperparameters
+from .algorithms import effective_algorithm, get_algorithm, resolve_hyperparameters
 from .backends import choose_backend
 from .checks import choice, integer, positive, real
 from .clocks import CLOCKS
@@ -184,9 +184,8 @@ def iterate(
     base = base_optimizer(eta, momentum, weight_decay)
     steps, record_every = integer(steps, "steps", 1), integer(record_every, "record_every", 1)
     check_budget(steps, record_every, init.groups.size)
-    problem = Problem(
-        data, get_algorithm(algorithm), hp, the_loss, init.multiplicity, CLOCKS["original"]
-    )
+    algo = get_algorithm(effective_algorithm(algorithm, hp))  # eps = 0: gd's steps
+    problem = Problem(data, algo, hp, the_loss, init.multiplicity, CLOCKS["original"])
     compiled = discrete_steps(backend, problem, base)
     kept_steps, kept, cause, message = _run(
         init.groups.copy(), problem, base, steps, record_every, compiled
