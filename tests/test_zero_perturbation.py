@@ -164,14 +164,14 @@ def test_a_schedule_that_reaches_zero_keeps_the_algorithm():
     assert not np.array_equal(run.theta, gd_iterates("classification", 2).theta)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulate's conserved branch (regression, depth 2, chart 'auto', unbalanced init "
-    "below 1e-5) chooses its engine by the algorithm's own entry, before the switch to gd",
-)
-def test_conserved_branch_at_zero_is_gd():
+@pytest.mark.parametrize("name", ["asam", "linf-sam", "le-sam-official", "l2-sam", "usam"])
+def test_conserved_branch_at_zero_is_gd(name):
+    """Regression at depth 2 from an unbalanced init below 1e-5 runs in the conserved
+    coordinates (chart 'auto'): at a zero perturbation size, GD's run there too."""
+    zero = {"sigma": 0.0} if name == "le-sam-official" else {"rho": 0.0}
     alpha = np.array([[1e-6] * 3, [0.0] * 3])
-    traj = simulate(REGRESSION, "asam", 2, alpha, rho=0.0, **SIMULATE)
+    traj = simulate(REGRESSION, name, 2, alpha, **zero, **SIMULATE)
+    assert traj.algorithm == name
     assert_same_flow(traj, simulate(REGRESSION, "gd", 2, alpha, **SIMULATE))
 
 

@@ -16,6 +16,8 @@ for large ``|w|``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..algorithms import effective_algorithm, get_algorithm, resolve_hyperparameters
@@ -155,25 +157,9 @@ def simulate(
         loss_floor=loss_floor,
         backend=backend,
     )
-    # flows.conserved imports this module (MAX_POINTS): imported here, once both are loaded
-    from ..conserved import check_conserved, conserved_applies, conserved_flow
-
-    if isinstance(chart, str) and (
-        chart == "conserved"
-        or (
-            chart == "auto"
-            and isinstance(data, Dataset)
-            and data.regression
-            and conserved_applies(data, algorithm, depth, alpha, reduced, hyperparameters)
-        )
-    ):
-        check_conserved(data, algorithm, depth, alpha, reduced, hyperparameters)
-        resolved = dict(options, clock=clock_for(clock, data), loss=loss_for(loss, data))
-        checked = check_options(resolved, MAX_POINTS, METHODS, ("auto", *BACKENDS))
-        unused = ("reduced", "chart", "chart_scale", "backend")
-        arguments = {key: value for key, value in checked.items() if key not in unused}
-        arguments.update(hyperparameters)
-        return conserved_flow(data, algorithm, alpha, **arguments)
+    conserved = _conserved_run(data, algorithm, depth, alpha, hyperparameters, options)
+    if conserved is not None:
+        return conserved
     run = _setup(data, algorithm, depth, alpha, hyperparameters, options)
     while run.s < run.s_end:
         if run.mode.frozen:
@@ -198,6 +184,42 @@ def simulate(
         elif undecided := undecided_surfaces(run.log):
             run.stop(Cause.UNDECIDED_JUNCTION, _undecided_message(undecided, run.log[-1].tau))
     return assemble(run, float(t_max), n_points, original_time, algorithm)
+
+
+def _conserved_run(
+    data, algorithm: str, depth, alpha, given: dict, options: dict
+) -> Trajectory | None:
+    """The run in the conserved coordinates of :mod:`flows.conserved` where ``chart`` asks for
+    them ('conserved'), or where ``chart='auto'`` and they apply (regression at depth 2 from an
+    unbalanced init whose ``u_j^2 - v_j^2`` the layers cannot resolve,
+    :func:`flows.conserved.conserved_applies`); None otherwise. A zero perturbation size runs
+    GD's flow (:func:`flows.algorithms.effective_algorithm`), reported under ``algorithm``."""
+    # flows.conserved imports this module (MAX_POINTS): imported here, once both are loaded
+    from ..conserved import check_conserved, conserved_applies, conserved_flow
+
+    chart = options["chart"]
+    if not isinstance(chart, str) or chart not in ("conserved", "auto"):
+        return None
+    hp = resolve_hyperparameters(algorithm, given)
+    runs = effective_algorithm(algorithm, hp)
+    own = given if runs == algorithm else {}
+    if chart == "auto" and not (
+        isinstance(data, Dataset)
+        and data.regression
+        and conserved_applies(data, runs, depth, alpha, options["reduced"], own)
+    ):
+        return None
+    check_conserved(data, runs, depth, alpha, options["reduced"], own)
+    resolved = dict(
+        options, clock=clock_for(options["clock"], data), loss=loss_for(options["loss"], data)
+    )
+    checked = check_options(resolved, MAX_POINTS, METHODS, ("auto", *BACKENDS))
+    unused = ("reduced", "chart", "chart_scale", "backend")
+    arguments = {key: value for key, value in checked.items() if key not in unused}
+    traj = conserved_flow(data, runs, alpha, **arguments, **own)
+    if runs == algorithm:
+        return traj
+    return dataclasses.replace(traj, algorithm=algorithm, hyperparameters=dict(hp))
 
 
 def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Run:
