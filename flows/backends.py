@@ -12,9 +12,10 @@
   cross-checks), with the numpy pieces.
 
 ``backend='auto'`` takes the first of :data:`AUTO_ORDER` that is installed and covers the
-problem (numba covers the losses with a compiled twin). The driver (:mod:`flows.integrator.driver`)
-asks :func:`choose_backend` once per run and hands the record's pieces on; nothing else in the
-engine imports :mod:`flows.compiled`. A compiled piece may still decline a given segment (the
+problem (numba covers the losses with a compiled twin), skipping numba while its kernels compile
+in the background after an install (:mod:`flows.compiled.background`). The driver
+(:mod:`flows.integrator.driver`) asks :func:`choose_backend` once per run and hands the record's
+pieces on; nothing else in the engine imports :mod:`flows.compiled`. A compiled piece may still decline a given segment (the
 segment loop's ``applies``, a sliding combination that returns None): the numpy code then runs
 it.
 """
@@ -28,6 +29,7 @@ from typing import Any, NamedTuple
 from . import compiled
 from .clocks import Rule
 from .compiled import discrete, quadrature, segment
+from .compiled.background import compiled_ready
 from .compiled.field import CompiledField
 from .compiled.sliding import CompiledSliding
 from .field import Problem, ReferenceField
@@ -112,10 +114,15 @@ AUTO_ORDER = ("numba", "numpy")
 
 def choose_backend(name: str, problem: Problem) -> Backend:
     """The backend ``name`` (checked: installed and covering ``problem``), or for ``'auto'`` the
-    first of :data:`AUTO_ORDER` that is installed and covers it."""
+    first of :data:`AUTO_ORDER` that is installed, covers it and is ready: numba is not while
+    its kernels compile in the background after an install (:func:`compiled_ready` starts that
+    compile on the first such call and says so on stderr; ``backend='numba'`` compiles them in
+    the foreground instead)."""
     if name == "auto":
         return next(
-            b for b in (BACKENDS[n] for n in AUTO_ORDER) if b.available() and b.covers(problem)
+            b
+            for b in (BACKENDS[n] for n in AUTO_ORDER)
+            if b.available() and b.covers(problem) and (b.name != "numba" or compiled_ready())
         )
     backend = BACKENDS[name]
     backend.require()

@@ -9,6 +9,8 @@ the same time from an empty cache, and a second or two each when numba's cache i
 process that runs tests (the xdist workers, or the main process with ``-p no:xdist``) holds the
 first load of a ``flows`` kernel until both have exited, then loads it from numba's cache. The
 waiting changes no result, only who compiles: the same machine code, compiled in another process.
+The session sets ``SAMFLOWS_NO_BACKGROUND_COMPILE``, so that ``backend="auto"`` takes numba from
+the first test on (:mod:`flows.compiled.background`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ import pytest
 from hypothesis import settings
 
 from flows import compiled
+from flows.compiled.background import NO_BACKGROUND_COMPILE
+
+# The suite compiles the kernels ahead (below): backend="auto" takes numba and waits for them,
+# rather than running numpy while a background compile runs (flows.compiled.background).
+os.environ[NO_BACKGROUND_COMPILE] = "1"
 
 # No hypothesis example has a time limit: on a busy machine a test only takes longer (the
 # properties' own settings may lower the number of examples, never add a deadline).

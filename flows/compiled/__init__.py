@@ -7,6 +7,7 @@
 :mod:`~flows.compiled.quadrature`          the original-time interval rule (:mod:`flows.clocks`)
 :mod:`~flows.compiled.discrete`            the loop of ``iterate``'s steps (:mod:`flows.discrete`)
 :mod:`~flows.compiled.warm`                compiles the kernels ahead (``python -m flows.compiled.warm``)
+:mod:`~flows.compiled.background`          compiles them in the background on the first ``auto`` call
 =========================================  ==================================================
 
 The modules ``_*_kernels`` hold the numba functions themselves; numba compiles each on its first
@@ -101,6 +102,15 @@ def compile_seconds() -> float:
 
 # The modules below import the functions above (``from . import require``), so they come last;
 # none imports numba. The command line :mod:`~flows.compiled.warm` is not re-exported.
+from .background import (  # noqa: E402
+    BACKGROUND_NOTICE,
+    NO_BACKGROUND_COMPILE,
+    cache_folder,
+    compiled_ready,
+    kernels_cached,
+    mark_compiled,
+    stamp_path,
+)
 from .discrete import CompiledSteps, stepper  # noqa: E402
 from .field import CompiledField  # noqa: E402
 from .quadrature import interval_rule  # noqa: E402
@@ -108,7 +118,9 @@ from .segment import Advance, advance, applies, exponent  # noqa: E402
 from .sliding import CompiledSliding  # noqa: E402
 
 __all__ = [
+    "BACKGROUND_NOTICE",
     "COMPILE_NOTICE",
+    "NO_BACKGROUND_COMPILE",
     "NUMBA_INSTALLED",
     "Advance",
     "CompiledField",
@@ -118,10 +130,15 @@ __all__ = [
     "announce_compiles",
     "applies",
     "available",
+    "cache_folder",
+    "compiled_ready",
     "compile_seconds",
     "exponent",
     "interval_rule",
+    "kernels_cached",
     "kernels_compiled",
+    "mark_compiled",
     "require",
+    "stamp_path",
     "stepper",
 ]

@@ -88,6 +88,24 @@ def _kernel_locator(base: type) -> type:
     return KernelLocator
 
 
+def _probe() -> None:
+    """A function that stands for a kernel when a locator is asked where the kernels' cache is."""
+
+
+def cache_folder() -> Path | None:
+    """The folder where numba keeps the kernels' cache (``__pycache__`` beside the kernel
+    modules, or under ``NUMBA_CACHE_DIR``, or numba's user-wide folder), as numba's locators
+    choose it; None when no locator can cache them. Compiles nothing."""
+    install()
+    kernel_file = min(KERNEL_FILES)
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # type: ignore[attr-defined]
+    for cls in impl._locator_classes:
+        locator = cls.from_function(_probe, kernel_file)
+        if locator is not None:
+            return Path(locator.get_cache_path())
+    return None
+
+
 def install() -> None:
     """Put the kernel locators ahead of numba's (once per process); call before the kernels are
     decorated (numba picks a function's locator when ``cache=True`` is applied)."""

@@ -3,7 +3,10 @@
 numba compiles a kernel the first time a call needs it and caches the machine code on disk
 (``__pycache__`` beside the module, or ``NUMBA_CACHE_DIR``), so only the first call after an
 install or an update pays for it (:data:`flows.compiled.COMPILE_NOTICE`). This module makes
-that first call on small problems, one per group of kernels, in parallel processes:
+that first call on small problems, one per group of kernels, in parallel processes, and leaves a
+stamp file per group in numba's cache folder when its calls are done
+(:mod:`flows.compiled.background`, which also starts this module in the background on the first
+``backend="auto"`` call that finds the kernels not cached):
 
 * ``segment``: the compiled DOP853 segment loop, its events, the original-time quadrature;
 * ``sliding``: l_inf-SAM's sliding combination, on scipy's loop (so that it needs none of the
@@ -27,6 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
 from . import announce_compiles, available, kernels_compiled
+from .background import mark_compiled
 
 
 def _segment_group() -> None:
@@ -76,11 +80,14 @@ GROUPS: dict[str, Callable[[], None]] = {
 
 
 def compile_group(name: str) -> int:
-    """Make the calls of group ``name``; the number of kernels numba compiled for them (0 when
-    every one came from its cache)."""
+    """Make the calls of group ``name`` and leave its stamp in numba's cache folder
+    (:func:`flows.compiled.background.mark_compiled`: ``backend="auto"`` takes numba once every
+    group's is there); the number of kernels numba compiled for them (0 when every one came
+    from its cache)."""
     announce_compiles()
     before = kernels_compiled()
     GROUPS[name]()
+    mark_compiled(name)
     return kernels_compiled() - before
 
 

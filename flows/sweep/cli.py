@@ -38,6 +38,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
 
+from ..compiled.background import NO_BACKGROUND_COMPILE
 from ..run import OneLineParser
 from .dask_cluster import SchedulerError, address_problem, connect
 from .pool import local_pool, single_blas_thread, stop_pool
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     selected = [FIGURES[n] for n in dict.fromkeys(args.names or FIGURES)]
+    # The runs compile their kernel groups one at a time (flows.sweep.gate) and use numba from
+    # the first on, rather than numpy while a background compile runs (the workers inherit it).
+    os.environ.setdefault(NO_BACKGROUND_COMPILE, "1")
     with single_blas_thread():  # as in the pool's workers: the same numbers with any --jobs
         return _sweep(args, selected)
 
