@@ -62,8 +62,10 @@ STIFF_RATIO = 100.0
 #: Evaluations of the stiff method between two checks of its progress (:func:`stalled`).
 STALL_CHECK_NFEV = 5_000
 #: Least advance of ``tau`` over :data:`STALL_CHECK_NFEV` evaluations of the stiff method,
-#: relative to the time left to the blow-up by homogeneity, below which the run is stalled.
-STALL_FRACTION = 0.05
+#: relative to the time left to the blow-up by homogeneity, below which the run is stalled (a
+#: fraction of the time left, not of a fixed time: each check must at least halve what is left,
+#: so a run that goes on reaches the blow-up's tolerance in a bounded number of checks).
+STALL_FRACTION = 0.5
 #: Power iterations of :func:`jacobian_stiffness` (one field evaluation each, and one more).
 POWER_ITERATIONS = 8
 STIFF_METHOD = "BDF"
