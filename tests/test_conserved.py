@@ -28,6 +28,7 @@ import flows.conserved as conserved
 from analysis.saddle_to_saddle import saddles
 from flows import ALGORITHMS, Cause, Dataset, simulate, single_example
 from flows.algorithms import GradientSummary
+from flows.backends import BACKENDS
 from flows.conserved import conserved_applies, conserved_flow
 from flows.mirror import gd_mirror_flow
 from flows.schedules import constant
@@ -291,7 +292,9 @@ def _horizon(data: Dataset, jumps: int | None = None) -> float:
     return times[-1] + 1.0 if jumps is None else times[jumps - 1] + 0.3
 
 
-@pytest.mark.parametrize("backend", ["auto", "numpy", "numba", "reference"])
+@pytest.mark.parametrize(
+    "backend", ["auto", *(pytest.param(b, marks=pytest.mark.slow) for b in BACKENDS)]
+)
 @pytest.mark.parametrize("alpha", ALPHAS)
 @pytest.mark.parametrize("algorithm", list(SADDLE_RUNS))
 def test_vanishing_alpha_runs_reach_t_max_through_simulate(algorithm, alpha, backend):
