@@ -99,3 +99,9 @@ def cnn_inputs(model, theta, X) -> tuple[np.ndarray, np.ndarray]:
     if X.shape[1] != model.n_inputs:
         raise ValueError(f"X must have shape (n, {model.n_inputs}), got {X.shape}")
     return theta, X
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

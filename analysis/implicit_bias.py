@@ -835,3 +835,9 @@ def _limit_result(
         iterations=iterations,
         criterion=criterion,
     )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

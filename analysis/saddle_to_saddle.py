@@ -536,3 +536,9 @@ def limit_s(path: SaddlePath, times) -> np.ndarray:
     start = np.concatenate([[0.0], path.times])[k]
     out = path.s[k] - (t - start)[..., None] * path.gradients[k]
     return np.where((t > path.horizon)[..., None], np.nan, out)
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

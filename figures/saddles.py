@@ -191,3 +191,9 @@ SADDLES = Figure(
     fig19_tasks,
     draw_fig19,
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -9,8 +9,7 @@ Each module is run in this process (``runpy.run_module`` with ``run_name="__main
 ``sys.argv`` patched, as ``python -m`` runs it), which executes its body again: the task kinds
 it registers are restored afterwards. runpy's warning that the module is imported already is
 ignored here; in a fresh ``python -m`` it appears for the modules their package imports (the
-modules of ``analysis.regimes``, for example), before the module's own line. The modules
-without the block are ``xfail(strict=True)`` (:data:`SILENT`).
+modules of ``analysis.regimes``, for example), before the module's own line.
 """
 
 from __future__ import annotations
@@ -26,16 +25,6 @@ import pytest
 from flows.sweep import registry
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Modules that run their body and exit 0 silently under ``python -m``.
-SILENT = {
-    "analysis._checks",
-    "analysis.implicit_bias",
-    "analysis.networks.bands",
-    "analysis.networks.gradcam",
-    "analysis.networks.runs",
-    "analysis.saddle_to_saddle",
-    "figures.saddles",
-}
 REGISTRIES = (
     registry.TASK_KINDS,
     registry.COST_ESTIMATES,
@@ -105,21 +94,12 @@ def test_modules_are_found():
     """The discovery sees modules, packages and the command line (it can fail)."""
     names = module_names()
     assert {"figures", "analysis.regimes", "analysis.maxmargin", "figures.blobs"} <= set(names)
-    assert SILENT <= set(names)
     assert is_command("figures.regimes") and not is_command("figures.blobs")
 
 
 @pytest.mark.parametrize(
     "name",
-    [
-        pytest.param(
-            name,
-            marks=[pytest.mark.xfail(strict=True, reason="exits 0 silently")]
-            if name in SILENT
-            else [],
-        )
-        for name in module_names()
-    ],
+    module_names(),
 )
 def test_python_m_help(name, monkeypatch, capsys):
     """A command line answers --help with status 0; anything else says in one line that it is

@@ -31,7 +31,6 @@ NOT_REEXPORTED = {
 #: Packages whose ``__all__`` misses public names of their modules.
 INCOMPLETE = {
     "flows.integrator": "no __all__: its entry point is flows.simulate",
-    "flows.networks": "__all__ lists the models, the data and train, not the helpers",
 }
 
 

@@ -137,3 +137,9 @@ def _per_record(value, name: str, T: int) -> np.ndarray:
             f"{name} must have one entry per row of shares ({T} rows), got {arr.shape[0]}"
         )
     return arr
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -37,3 +37,9 @@ def background_share(maps: np.ndarray, X: np.ndarray, threshold: float) -> np.nd
     on_background = np.where(X < threshold, maps, 0.0).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(mass > 0, on_background / mass, np.nan)
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

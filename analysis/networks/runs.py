@@ -133,3 +133,9 @@ register(
     cost=lambda p: 3e-3 * p["steps"] * (2.0 if p["algorithm"] != "gd" else 1.0),
     keys=("t", "steps", "loss", "accuracy", "background", "maps", "map_images", "status"),
 )
+
+
+if __name__ == "__main__":
+    from flows.run import not_a_command
+
+    not_a_command(__spec__.name)

@@ -11,18 +11,42 @@ A model (:class:`NetworkModel`) exposes its outputs ``f(theta; x_i)`` and their 
   (:mod:`flows.networks.banded`).
 """
 
-from .banded import BandedData, banded_data
-from .cnn import ACTIVATIONS, TwoLayerCNN
+from .banded import (
+    BandedData,
+    band_signal,
+    band_spectrum,
+    band_sums,
+    banded_data,
+    check_bands,
+)
+from .cnn import ACTIVATIONS, Activation, TwoLayerCNN, patch_indices
 from .model import DiagonalNetwork, NetworkModel
-from .train import NetworkRun, train
+from .train import (
+    NetworkRun,
+    log_mean_loss,
+    loss_gradient,
+    perturbed_gradient,
+    summary,
+    train,
+)
 
 __all__ = [
     "ACTIVATIONS",
+    "Activation",
     "BandedData",
     "DiagonalNetwork",
     "NetworkModel",
     "NetworkRun",
     "TwoLayerCNN",
+    "band_signal",
+    "band_spectrum",
+    "band_sums",
     "banded_data",
+    "check_bands",
+    "log_mean_loss",
+    "loss_gradient",
+    "patch_indices",
+    "perturbed_gradient",
+    "summary",
     "train",
 ]
