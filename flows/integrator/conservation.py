@@ -67,8 +67,9 @@ def conservation_cut(theta: SignedLog, rtol: float) -> tuple[int, str] | None:
 
 #: What a GD run that loses its conservation law can do instead.
 MIRROR_ADVICE = (
-    "at depth 2, flows.mirror.gd_mirror_flow integrates GD in coordinates that keep "
-    "u_j^2 - v_j^2 exactly; a larger initialisation keeps it too"
+    "at depth 2, simulate(..., chart='conserved') integrates GD and the gradient-proportional "
+    "SAM flows in coordinates that keep u_j^2 - v_j^2 exactly; a larger initialisation keeps "
+    "it too"
 )
 
 

@@ -11,7 +11,9 @@ The state is a chart (:mod:`flows.charts`) of every parameter group plus ``tau``
 ``z = log|w|`` (no parameter changes sign there; multiplicative decays and growth are exact
 at any scale) and moves to the asinh chart if every parameter comes near 0; everything else
 uses ``z = asinh(w / delta)``: linear near 0 for crossings, sliding and collapse, logarithmic
-for large ``|w|``.
+for large ``|w|``. At depth 2 from an init whose ``u_j^2 - v_j^2`` the layers cannot resolve
+(regression; ``chart='conserved'`` asks for it anywhere it applies) the run goes to the
+coordinates of :mod:`flows.conserved`, which carry that quantity exactly.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The engine's task kinds: ``'simulate'`` (:func:`flows.simulate`), ``'iterate'``
-(:func:`flows.iterate`) and ``'gd_mirror'`` (:func:`flows.mirror.gd_mirror_flow`), their
-parameters read from JSON and their results as arrays."""
+"""The engine's task kinds: ``'simulate'`` (:func:`flows.simulate`) and ``'iterate'``
+(:func:`flows.iterate`), their parameters read from JSON and their results as arrays."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from ..algorithms import ALGORITHMS
 from ..data import Dataset, single_example
 from ..discrete import iterate
 from ..integrator.driver import simulate
-from ..mirror import gd_mirror_flow
 from ..results import ARRAY_NAMES
 from ..schedules import from_spec
 from .registry import Result, flow_kernels, register
@@ -55,12 +53,6 @@ def run_simulate(params: dict) -> Result:
     return simulate(data, **rest).to_arrays()
 
 
-def run_gd_mirror(params: dict) -> Result:
-    """A :func:`flows.mirror.gd_mirror_flow` run as arrays (the fields of a trajectory)."""
-    data, rest = simulate_arguments(params)
-    return gd_mirror_flow(data, **rest).to_arrays()
-
-
 def run_iterate(params: dict) -> Result:
     """A :func:`flows.iterate` run as arrays."""
     data, rest = dataset_from(params)
@@ -103,4 +95,3 @@ def iterate_kernels(params: dict) -> frozenset[str]:
 
 register("simulate", run_simulate, simulate_cost, SIMULATE_KEYS, kernels=flow_kernels)
 register("iterate", run_iterate, iterate_cost, ("t", "beta", "loss", "status"), iterate_kernels)
-register("gd_mirror", run_gd_mirror, simulate_cost, SIMULATE_KEYS)
