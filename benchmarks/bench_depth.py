@@ -64,11 +64,12 @@ def run_one(seed: int, depth: int, algorithm: str, queue) -> None:
             **ALGORITHMS[algorithm],
         )
     seconds = time.perf_counter() - start
-    queue.put((traj.status, seconds, float(traj.tau[-1]), traj.message))
+    queue.put((traj.status, seconds, float(traj.tau[-1]), traj.message, traj.cause.value))
 
 
 def timed_run(seed: int, depth: int, algorithm: str, timeout: float) -> tuple:
-    """``run_one`` in its own process; ``(None, timeout, nan, 'timeout')`` if it does not end."""
+    """``run_one`` in its own process: ``(status, seconds, tau, message, cause)``, with status
+    None where it does not end within ``timeout`` seconds (cause 'timeout') or crashes."""
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
     proc = ctx.Process(target=run_one, args=(seed, depth, algorithm, queue))
@@ -77,8 +78,10 @@ def timed_run(seed: int, depth: int, algorithm: str, timeout: float) -> tuple:
     if proc.is_alive():
         proc.kill()
         proc.join()
-        return (None, timeout, float("nan"), f"no result within {timeout:g} s")
-    return queue.get() if not queue.empty() else (None, 0.0, float("nan"), "crashed")
+        return (None, timeout, float("nan"), f"no result within {timeout:g} s", "timeout")
+    if queue.empty():
+        return (None, 0.0, float("nan"), "crashed", "crashed")
+    return queue.get()
 
 
 def main() -> None:
@@ -107,7 +110,7 @@ def main() -> None:
         f"- {args.sets} teacher data sets (n = {N}, d = {D}), orthant_init(sign w, L, {SCALE}), "
         f"t_max = {T_MAX:g}, timeout {args.timeout:g} s",
         "",
-        "| algorithm | L | status 0 or 1 | median s | worst s | other endings |",
+        "| algorithm | L | status 0 or 1 | median s | worst s | other endings (cause: runs) |",
         "|---|---|---|---|---|---|",
     ]
     detail = []
@@ -116,10 +119,11 @@ def main() -> None:
             rows = [r for c, r in zip(cases, results, strict=True) if c[1:] == (depth, algorithm)]
             ok = sum(r[0] in (0, 1) for r in rows)
             secs = np.array([r[1] for r in rows])
-            other = sorted({r[3].split(";")[0][:60] for r in rows if r[0] not in (0, 1)})
+            causes = [r[4] for r in rows if r[0] not in (0, 1)]
+            other = ", ".join(f"{c}: {causes.count(c)}" for c in sorted(set(causes)))
             lines.append(
                 f"| {algorithm} | {depth} | {ok}/{len(rows)} | {np.median(secs):.2f} | "
-                f"{secs.max():.2f} | {'; '.join(other) or '-'} |"
+                f"{secs.max():.2f} | {other or '-'} |"
             )
     for case, r in zip(cases, results, strict=True):
         detail.append(f"seed {case[0]} L={case[1]} {case[2]}: status {r[0]}, {r[1]:.2f} s, "
