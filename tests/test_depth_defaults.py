@@ -105,3 +105,17 @@ def test_defaults_end_with_the_blowup_or_say_why(seed, depth, algorithm, hp):
         assert f"at tau={tr.tau[-1]:.6g} " in tr.message  # the clock named as the result names it
         assert "left by homogeneity" in tr.message
         assert "perturbed point" in tr.message  # only a perturbation stops short of the ties
+
+
+@pytest.mark.slow
+def test_linf_sam_at_depth_keeps_its_original_time_through_sliding_junctions():
+    """l_inf-SAM at L = 3 slides on several direction surfaces at once; the quadrature of
+    ``log t`` evaluates the combination's clock factor also at nodes just past a release,
+    where a weight has left [0, 1]: ``log t`` stays finite and increasing (no RuntimeWarning,
+    which the suite turns into an error), whatever status the run ends with."""
+    data, signs = teacher_set(0)
+    tr = simulate(data, "linf-sam", 3, orthant_init(signs, 3, 0.5), rho=0.1, t_max=100.0)
+    assert tr.sliding_surfaces >= 2
+    log_t = tr.log_t_original[1:]
+    assert np.all(np.isfinite(log_t))
+    assert np.all(np.diff(log_t) > 0)

@@ -411,7 +411,11 @@ class FilippovField:
     def log_c(
         self, theta: SignedLog, pattern_signs: np.ndarray | None = None, time=0.0
     ) -> np.ndarray:
-        """The clock factor of the sliding path (...), ``c = dtau/dt = sum_v w_v c_v``."""
+        """The clock factor of the sliding path (...), ``c = dtau/dt = sum_v w_v c_v``. Where a
+        ``lambda`` has left ``[0, 1]`` (a quadrature node of a step that ends just past a
+        release, or beyond the located event by the solver's tolerance) the weights can be
+        negative and ``sum_v w_v c_v <= 0``: there the weights of ``lambda`` clipped to the box,
+        the nearest Filippov combination, give ``c`` (positive: every ``c_v > 0``)."""
         problem = self.problem
         if not self.coupled:
             return self.base.log_c(theta, self.patterns[0], time)
@@ -423,7 +427,12 @@ class FilippovField:
         step = max(1, BATCH_ELEMENTS // per_point)
         for lo in range(0, len(zz), step):
             ev = self.evaluate_batch(zz[lo : lo + step], times[lo : lo + step])
-            weights = self._coupled_weights(ev.rates)[1]
+            lam, weights = self._coupled_weights(ev.rates)
             speed = np.sum(weights * ev.rhs[:, : len(self.signs), -1], axis=-1)
-            out[lo : lo + step] = ev.log_c_max + np.log(speed)
+            outside = ~(speed > 0)  # a lambda past [0, 1] (a node beyond a release): see below
+            if np.any(outside):
+                boxed = multilinear_weights(np.clip(lam[outside], 0.0, 1.0), self.signs)
+                speed[outside] = np.sum(boxed * ev.rhs[outside, : len(self.signs), -1], axis=-1)
+            with np.errstate(divide="ignore"):
+                out[lo : lo + step] = ev.log_c_max + np.log(speed)
         return out.reshape(shape)
