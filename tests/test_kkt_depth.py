@@ -77,13 +77,11 @@ def brute_force(name: str, depth: int) -> tuple[list[np.ndarray], list[float]]:
     return vertices_of(signed(name), depth)
 
 
-def vertices_of(Z: np.ndarray, depth: int) -> tuple[list[np.ndarray], list[float]]:
+def feasible_vertices(Z: np.ndarray):
     """Every feasible vertex of ``{Z beta >= 1}`` (``|S|`` coordinates free, ``|S|`` active
-    constraints, the rest 0), distinct, and its objective, sorted by objective (singular
-    systems judged with their columns scaled to largest entry 1)."""
+    constraints, the rest 0), once per vertex system, so possibly repeated (singular systems
+    judged with their columns scaled to largest entry 1)."""
     n, d = Z.shape
-    q = 2.0 / depth
-    found: list[np.ndarray] = []
     for k in range(1, min(n, d) + 1):
         for S in itertools.combinations(range(d), k):
             for T in itertools.combinations(range(n), k):
@@ -93,10 +91,18 @@ def vertices_of(Z: np.ndarray, depth: int) -> tuple[list[np.ndarray], list[float
                     continue
                 beta = np.zeros(d)
                 beta[list(S)] = np.linalg.solve(M, np.ones(k))
-                if np.min(Z @ beta) < 1 - 1e-9:
-                    continue
-                if not any(np.allclose(beta, b, rtol=1e-9, atol=0) for b in found):
-                    found.append(beta)
+                if np.min(Z @ beta) >= 1 - 1e-9:
+                    yield beta
+
+
+def vertices_of(Z: np.ndarray, depth: int) -> tuple[list[np.ndarray], list[float]]:
+    """Every feasible vertex (:func:`feasible_vertices`), distinct, and its objective, sorted
+    by objective."""
+    q = 2.0 / depth
+    found: list[np.ndarray] = []
+    for beta in feasible_vertices(Z):
+        if not any(np.allclose(beta, b, rtol=1e-9, atol=0) for b in found):
+            found.append(beta)
     values = [float(np.sum(np.abs(b) ** q)) for b in found]
     order = np.argsort(values)
     return [found[i] for i in order], [values[i] for i in order]
@@ -104,20 +110,11 @@ def vertices_of(Z: np.ndarray, depth: int) -> tuple[list[np.ndarray], list[float
 
 def least_vertex(Z: np.ndarray, depth: int) -> tuple[np.ndarray, float]:
     """The feasible vertex of least objective (:func:`vertices_of` without the list)."""
-    n, d = Z.shape
-    best, value = np.zeros(d), np.inf
-    for k in range(1, min(n, d) + 1):
-        for S in itertools.combinations(range(d), k):
-            for T in itertools.combinations(range(n), k):
-                M = Z[np.ix_(T, S)]
-                columns = np.max(np.abs(M), axis=0)
-                if np.any(columns == 0) or np.linalg.cond(M / columns) > 1e10:
-                    continue
-                beta = np.zeros(d)
-                beta[list(S)] = np.linalg.solve(M, np.ones(k))
-                objective = float(np.sum(np.abs(beta) ** (2.0 / depth)))
-                if np.min(Z @ beta) >= 1 - 1e-9 and objective < value:
-                    best, value = beta, objective
+    best, value = np.zeros(Z.shape[1]), np.inf
+    for beta in feasible_vertices(Z):
+        objective = float(np.sum(np.abs(beta) ** (2.0 / depth)))
+        if objective < value:
+            best, value = beta, objective
     return best, value
 
 
