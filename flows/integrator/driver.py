@@ -434,16 +434,9 @@ def _stop_stalled(run: Run, base) -> None:
         f"the stiff method advanced tau by {run.s - run.checked_at:.3g} over its last "
         f"{stiffness.STALL_CHECK_NFEV} evaluations ({stiffness.stall_reason(base, run.y, run.radius, run.s)})"
     )
-    message = stiffness.extrapolated_blowup(base, run.y, run.s, why, run.log)
-    if message is not None:
-        run.stop(Cause.BLOW_UP, message)
-        return
-    left = stiffness.time_to_blowup(base, run.y, run.s)
-    run.stop(
-        Cause.PRECISION_LOST,
-        f"at {_when(run, run.s)} {why}, and the blow-up is not near ({left:.3g} left by "
-        "homogeneity); the path up to there is returned",
-    )
+    outcome = stiffness.end_short_of_blowup(base, run.y, run.s, _when(run, run.s), why, run.log)
+    assert outcome.cause is not None and outcome.message is not None
+    run.stop(outcome.cause, outcome.message)
 
 
 def _extrapolated_blowup(run: Run, base) -> bool:

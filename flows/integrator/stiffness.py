@@ -199,6 +199,25 @@ def stalled(field, y: np.ndarray, s: float, advanced: float) -> bool:
     return advanced < STALL_FRACTION * time_to_blowup(field, y, s)
 
 
+def end_short_of_blowup(
+    field, y: np.ndarray, s: float, when: str, why: str, log: list[FlowEvent], advice: str = ""
+) -> Outcome:
+    """End a run that cannot go on at the chart state ``y`` (clock time ``s``, written
+    ``when``) for the reason ``why``: in the blow-up extrapolated by homogeneity if it is near
+    (:func:`extrapolated_blowup`), else with 'precision lost' and the time left."""
+    message = extrapolated_blowup(field, y, s, why, log)
+    if message is not None:
+        return Outcome(stop=True, cause=Cause.BLOW_UP, message=message)
+    return Outcome(
+        stop=True,
+        cause=Cause.PRECISION_LOST,
+        message=(
+            f"at {when} {why}, and the blow-up is not near ({time_to_blowup(field, y, s):.3g} "
+            f"left by homogeneity); the path up to there is returned{advice}"
+        ),
+    )
+
+
 def stall_reason(field, y: np.ndarray, radius: float, s: float) -> str:
     """What holds a stalled run back: the tied margins, and the gain with which the weights at
     the perturbed point answer their gaps (:func:`perturbation_gain`) where it exceeds 1."""
@@ -255,15 +274,6 @@ class TiesLost(SegmentEvent):
     ) -> Outcome:
         """End the run: the blow-up if it is near, else precision lost."""
         why = tie_message(self.field, y, self.radius, s)
-        message = extrapolated_blowup(self.field, y, s, why, log)
-        if message is not None:
-            return Outcome(stop=True, cause=Cause.BLOW_UP, message=message)
-        return Outcome(
-            stop=True,
-            cause=Cause.PRECISION_LOST,
-            message=(
-                f"at tau={tau:.10g} {why}, and the blow-up is not near "
-                f"({time_to_blowup(self.field, y, s):.3g} left by homogeneity); the path up to "
-                "there is returned (a smaller rtol goes further)"
-            ),
+        return end_short_of_blowup(
+            self.field, y, s, f"tau={tau:.10g}", why, log, " (a smaller rtol goes further)"
         )
