@@ -4,9 +4,16 @@ A step is ``theta_{k+1} = theta_k - eta b_k`` with ``b_k`` the SGD direction of
 :class:`flows.discrete.BaseOptimizer` (momentum, weight decay) driven by the perturbed gradient
 ``g_k = grad L(theta_k + eps(theta_k))``, or for a per-example algorithm
 ``g_k = (1/n) sum_i grad l_i(theta_k + eps(grad l_i(theta_k)))`` (:mod:`flows.per_example`).
-The perturbation is the one of ``algorithm_id`` (the table entry's ``compiled_id``,
+The perturbation is the one of ``algorithm_id`` (the table entry's ``compiled_id``, as in
 :func:`flows.compiled._field_kernels.perturbed_point_into`), and the gradient is
-``grad L = -c G * prod_{k != l} theta^(k)`` from :func:`flows.compiled._field_kernels.forward_into`.
+``grad L = -c G * prod_{k != l} theta^(k)`` with ``G = sum_i p_i z_i``,
+``p_i = -l'(u_i) / sum_k |l'(u_k)|`` and ``c = (1/n) sum_i |l'(u_i)|`` (as
+:meth:`flows.fused.FusedField._point_evaluate`).
+
+A step takes two matrix-vector products per gradient, as a hand-written loop does: the loss
+arguments ``u = A beta - o`` of the next iterate, computed once for the representability check
+and kept for its gradient, and the direction ``G = A^T p``. On ``n d >= blas_size`` entries
+(``problem``) they are BLAS calls (numba's ``np.dot``), below it plain loops.
 
 The loop computes only where the numpy float path of :class:`flows.fused.FusedField` (and of
 :func:`flows.per_example._float_velocity`) holds, and only keeps a step whose iterate
@@ -39,8 +46,9 @@ def run(theta, buffer, started, k, last, record_every, problem, kept, kept_steps
     :data:`HANDED_BACK` where step ``k + 1`` needs the Python loop (``theta`` and ``buffer`` are
     then those after step ``k``)."""
     (features, offsets, loss_id, algorithm_id, per_example, hp, eta, momentum, weight_decay,
-     limit, loss_limit) = problem  # fmt: skip
+     limit, loss_limit, blas_size) = problem  # fmt: skip
     layers, d = theta.shape
+    blas = features.size >= blas_size
     work = kernels.workspace(theta.shape, features.shape[0])
     gradient = np.empty((layers, d))
     point = np.empty((layers, d))
@@ -48,12 +56,16 @@ def run(theta, buffer, started, k, last, record_every, problem, kept, kept_steps
     candidate = np.empty((layers, d))
     beta = np.empty(d)
     ones = np.ones(layers)
+    u = np.empty(features.shape[0])  # the loss arguments at theta
+    u_next = np.empty(features.shape[0])
+    if not representable(theta, features, offsets, loss_id, np.inf, blas, beta, u):
+        return HANDED_BACK, k, 0, started
     recorded = 0
     while k < last and recorded < kept.shape[0]:
         if per_example:
             ok = per_example_gradient_into(theta, problem, work, ones, point, gradient)
         else:
-            ok = perturbed_gradient_into(theta, problem, work, ones, point, gradient)
+            ok = perturbed_gradient_into(theta, u, u_next, problem, blas, work, point, gradient)
         if not ok:
             return HANDED_BACK, k, recorded, started
         for layer in range(layers):
@@ -65,8 +77,9 @@ def run(theta, buffer, started, k, last, record_every, problem, kept, kept_steps
                     direction = momentum * buffer[layer, j] + direction
                 step[layer, j] = direction
                 candidate[layer, j] = theta[layer, j] - eta * direction
-        if not representable(candidate, features, offsets, loss_id, loss_limit, beta):
+        if not representable(candidate, features, offsets, loss_id, loss_limit, blas, beta, u_next):
             return HANDED_BACK, k, recorded, started
+        u, u_next = u_next, u
         for layer in range(layers):
             for j in range(d):
                 theta[layer, j] = candidate[layer, j]
@@ -83,27 +96,96 @@ def run(theta, buffer, started, k, last, record_every, problem, kept, kept_steps
 
 
 @njit(cache=True, error_model="numpy")
-def perturbed_gradient_into(w, problem, work, ones, point, out):
-    """``grad L(w + eps(w))`` into ``out`` (the perturbed point into ``point``), False where
-    the numpy float path (:meth:`flows.fused.FusedField._float_velocity`) would not hold
-    (``ones``: the layers' multiplicities)."""
+def perturbed_gradient_into(w, u, scratch, problem, blas, work, point, out):
+    """``grad L(w + eps(w))`` into ``out`` (the perturbed point into ``point``) from the loss
+    arguments ``u`` at ``w`` (``scratch``: room for those at the perturbed point); False where
+    the numpy float path (:meth:`flows.fused.FusedField._float_velocity`) would not hold."""
     (features, offsets, loss_id, algorithm_id, per_example, hp, eta, momentum, weight_decay,
-     limit, loss_limit) = problem  # fmt: skip
-    depth = w.shape[0]
+     limit, loss_limit, blas_size) = problem  # fmt: skip
+    depth, d = w.shape
     if not parameters_in_range(w, depth, limit):
         return False
-    if not kernels.perturbed_point_into(
-        w, depth, ones, features, offsets, loss_id, algorithm_id, hp, point, False, work, point
-    ):
-        return False
-    if algorithm_id != 0 and not point_in_range(point, depth, limit, True):
-        return False
-    log_c = kernels.forward_into(point, depth, features, offsets, loss_id, work)
+    log_c = direction_into(w, u, features, offsets, loss_id, blas, work)
+    if algorithm_id != 0:
+        if not perturbed_point_into(w, algorithm_id, hp, log_c, work, point):
+            return False
+        if not point_in_range(point, depth, limit, True):
+            return False
+        kernels.products_into(point, depth, work[0], work[1])
+        loss_arguments_into(features, offsets, work[0], blas, scratch)
+        log_c = direction_into(point, scratch, features, offsets, loss_id, blas, work)
     scale = np.exp(log_c)
     g, loo = work[3], work[1]
     for layer in range(depth):
-        for j in range(w.shape[1]):
+        for j in range(d):
             out[layer, j] = -(scale * (g[j] * loo[layer, j]))
+    return True
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def direction_into(w, u, features, offsets, loss_id, blas, work):
+    """``G = sum_i p_i z_i`` into ``work[3]`` and the leave-one-out products of ``w`` into
+    ``work[1]``, from the loss arguments ``u`` at ``w``: ``p = e / sum e`` with
+    ``e_i = exp(log|l'(u_i)| - top)`` times ``sign(-l'(u_i))``; returns
+    ``log c = top + log sum e - log n`` (``G = 0`` and ``-inf`` where every ``l'(u_i) = 0``)."""
+    depth = w.shape[0]
+    weights, direction = work[2], work[3]
+    kernels.products_into(w, depth, work[0], work[1])
+    n = u.size
+    top = -np.inf
+    for i in range(n):
+        weights[i] = kernels.log_abs_derivative(u[i], loss_id)
+        top = max(top, weights[i])
+    if top == -np.inf:
+        direction[:] = 0.0
+        return -np.inf
+    total = 0.0
+    for i in range(n):
+        weights[i] = np.exp(weights[i] - top)
+        total += weights[i]
+    for i in range(n):
+        weights[i] = weights[i] * kernels.descent_sign(u[i], loss_id) / total
+    vecmat_into(weights, features, blas, direction)
+    return top + np.log(total) - np.log(n)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def perturbed_point_into(w, algorithm_id, hp, log_c, work, point):
+    """``point = w + eps(w)`` from ``G`` (``work[3]``) and the leave-one-out products
+    (``work[1]``) at ``w``: the perturbation ``algorithm_id`` of
+    :func:`flows.compiled._field_kernels.perturbed_point_into` (1 l2-SAM ``rho u``, 2 USAM
+    ``rho ||grad L|| u``, 3 LE-SAM ``min(sigma / (||grad L|| + varrho), rho_max) u``,
+    4 l_inf-SAM ``rho sign(grad L)``; ``u = grad L / ||grad L||``). False where ``grad L = 0``
+    or the radius is not finite."""
+    direction, loo, g, sign, unit = work[3], work[1], work[4], work[5], work[6]
+    groups, d = w.shape
+    norm2 = 0.0
+    for layer in range(groups):
+        for j in range(d):
+            g[layer, j] = direction[j] * loo[layer, j]
+            norm2 += g[layer, j] ** 2
+    norm = np.sqrt(norm2)
+    log_norm = np.log(norm) + log_c
+    if not norm > 0 or not np.isfinite(log_norm):
+        return False
+    for layer in range(groups):
+        for j in range(d):
+            sign[layer, j] = -np.sign(g[layer, j])
+            unit[layer, j] = sign[layer, j] * (abs(g[layer, j]) / norm)
+    step = unit
+    if algorithm_id == 4:
+        radius, step = hp[0], sign
+    elif algorithm_id == 1:
+        radius = hp[0]
+    elif algorithm_id == 2:
+        radius = hp[0] * np.exp(log_norm)
+    else:
+        radius = min(hp[0] / (np.exp(log_norm) + hp[2]), hp[1])
+    if not np.isfinite(radius):
+        return False
+    for layer in range(groups):
+        for j in range(d):
+            point[layer, j] = w[layer, j] + radius * step[layer, j]
     return True
 
 
@@ -113,7 +195,7 @@ def per_example_gradient_into(w, problem, work, ones, point, out):
     ``-c F`` of :func:`flows.compiled._field_kernels.per_example_field_into`; False where the
     numpy float path would not hold there."""
     (features, offsets, loss_id, algorithm_id, per_example, hp, eta, momentum, weight_decay,
-     limit, loss_limit) = problem  # fmt: skip
+     limit, loss_limit, blas_size) = problem  # fmt: skip
     depth = w.shape[0]
     if not parameters_in_range(w, depth, limit):
         return False
@@ -146,11 +228,12 @@ def point_in_range(point, depth, limit, smallest_matters):
     return kernels.sizes_in_float_range(largest, smallest, depth, limit, smallest_matters)
 
 
-@njit(cache=True, inline="always")
-def representable(theta, features, offsets, loss_id, loss_limit, beta):
+@njit(cache=True, error_model="numpy", inline="always")
+def representable(theta, features, offsets, loss_id, loss_limit, blas, beta, u):
     """Whether :func:`flows.discrete._not_representable` accepts ``theta`` without looking at
     the loss: finite parameters, ``beta`` and margins, and every loss argument within
-    ``loss_limit`` or the mean loss below ``exp(loss_limit)``."""
+    ``loss_limit`` or the mean loss below ``exp(loss_limit)``. ``beta`` and the loss arguments
+    ``u = A beta - o`` go into ``beta`` and ``u``."""
     layers, d = theta.shape
     for j in range(d):
         b = 1.0
@@ -161,19 +244,51 @@ def representable(theta, features, offsets, loss_id, loss_limit, beta):
         if not np.isfinite(b):
             return False
         beta[j] = b
+    loss_arguments_into(features, offsets, beta, blas, u)
     largest = 0.0
-    for i in range(features.shape[0]):
-        m = 0.0
-        for j in range(d):
-            m += features[i, j] * beta[j]
-        if not np.isfinite(m):
+    for v in u:
+        if not np.isfinite(v):
             return False
-        largest = max(largest, abs(m - offsets[i]))
+        largest = max(largest, abs(v))
     if largest <= loss_limit:
         return True
-    log_l = np.empty(features.shape[0])
-    top = kernels.margin_terms_into(beta, features, offsets, loss_id, False, log_l)
+    log_l = np.empty(u.size)
+    top = -np.inf
+    for i in range(u.size):
+        log_l[i] = kernels.log_value(u[i], loss_id)
+        top = max(top, log_l[i])
     total = 0.0
     for v in log_l:
         total += np.exp(v - top)
     return top + np.log(total) - np.log(log_l.size) < loss_limit
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def loss_arguments_into(features, offsets, beta, blas, out):
+    """``out = A beta - o`` (``A`` the rows ``z_i``, ``o`` the offsets): BLAS where ``blas``,
+    otherwise a loop over the entries."""
+    n, d = features.shape
+    if blas:
+        out[:] = np.dot(features, beta)
+    else:
+        for i in range(n):
+            m = 0.0
+            for j in range(d):
+                m += features[i, j] * beta[j]
+            out[i] = m
+    for i in range(n):
+        out[i] -= offsets[i]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def vecmat_into(p, features, blas, out):
+    """``out = A^T p = sum_i p_i z_i``: BLAS where ``blas``, otherwise a loop over the
+    entries."""
+    n, d = features.shape
+    if blas:
+        out[:] = np.dot(p, features)
+        return
+    out[:] = 0.0
+    for i in range(n):
+        for j in range(d):
+            out[j] += p[i] * features[i, j]

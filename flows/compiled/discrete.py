@@ -22,6 +22,9 @@ from . import announce_compiles, require
 PER_EXAMPLE_IDS = (1, 2)
 #: Iterates recorded per compiled call (a run that records more takes several calls).
 CAPACITY = 1024
+#: From this many entries ``n d`` of the data on, the kernel's matrix-vector products are BLAS
+#: calls (numba's ``np.dot``); below it, loops (cheaper than a call on a few entries).
+BLAS_SIZE = 1000
 
 
 class CompiledSteps:
@@ -51,6 +54,7 @@ class CompiledSteps:
             float(weight_decay),
             FLOAT_RANGE,
             float(loss_limit),
+            BLAS_SIZE,
         )
 
     def advance(
@@ -69,8 +73,9 @@ class CompiledSteps:
         theta = np.array(theta, dtype=float)
         started = buffer is not None
         buffer = np.zeros_like(theta) if buffer is None else np.array(buffer, dtype=float)
-        store = np.empty((CAPACITY,) + theta.shape)
-        steps = np.empty(CAPACITY, dtype=np.int64)
+        capacity = min(CAPACITY, (last - k) // record_every + 1)
+        store = np.empty((capacity,) + theta.shape)
+        steps = np.empty(capacity, dtype=np.int64)
         while True:
             status, k, recorded, started = self.kernels.run(
                 theta, buffer, started, k, last, record_every, self.problem, store, steps
