@@ -73,7 +73,8 @@ class CompiledSteps:
         theta = np.array(theta, dtype=float)
         started = buffer is not None
         buffer = np.zeros_like(theta) if buffer is None else np.array(buffer, dtype=float)
-        capacity = min(CAPACITY, (last - k) // record_every + 1)
+        to_record = last // record_every - k // record_every + (last % record_every != 0)
+        capacity = min(CAPACITY, max(to_record, 1))
         store = np.empty((capacity,) + theta.shape)
         steps = np.empty(capacity, dtype=np.int64)
         while True:
