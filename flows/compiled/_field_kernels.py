@@ -21,6 +21,15 @@ install()  # numba's cache keyed on every source of the kernels (flows.compiled.
 #: weights are signed (``sign(-l'(u)) = -sign(u)``) and vanish at an exact interpolator.
 SQUARED = 2
 
+#: Rows of the features per pass of the loops of :func:`margins_into` and
+#: :func:`weighted_rows_into`.
+ROWS = 4
+
+#: From this many entries of the features on, :func:`margins_into` and
+#: :func:`weighted_rows_into` are BLAS matrix-vector products (numba's ``np.dot``, as numpy's
+#: ``@``); below it the loops are faster (no call overhead).
+BLAS_SIZE = 2048
+
 
 @njit(cache=True, inline="always")
 def log_abs_derivative(u: float, loss_id: int) -> float:
@@ -85,16 +94,65 @@ def log_mean_loss(w, depth, features, offsets, loss_id):
 def margin_terms_into(beta, features, offsets, loss_id, derivative, out):
     """``out[i] = log|l'(u_i)|`` (``derivative``) or ``log l(u_i)`` at the loss arguments
     ``u = A beta - o`` (rows of ``features``, ``offsets``); returns the largest."""
-    n, d = features.shape
+    margins_into(features, beta, out)
     top = -np.inf
-    for i in range(n):
-        m = 0.0
-        for j in range(d):
-            m += features[i, j] * beta[j]
-        u = m - offsets[i]
+    for i in range(out.size):
+        u = out[i] - offsets[i]
         out[i] = log_abs_derivative(u, loss_id) if derivative else log_value(u, loss_id)
         top = max(top, out[i])
     return top
+
+
+@njit(cache=True)
+def margins_into(features, beta, out):
+    """``out[i] = sum_j A_ij beta_j`` (``A`` = ``features``): BLAS from :data:`BLAS_SIZE`
+    entries on; below it a loop that sums each row in the order of ``j`` from 0, four rows at
+    a time (four independent sums the processor overlaps, where one sum waits for each
+    addition; the same numbers as a plain loop over one row)."""
+    n, d = features.shape
+    if n * d >= BLAS_SIZE:
+        np.dot(features, beta, out)
+        return
+    i = 0
+    while i + ROWS <= n:
+        m0, m1, m2, m3 = 0.0, 0.0, 0.0, 0.0
+        for j in range(d):
+            b = beta[j]
+            m0 += features[i, j] * b
+            m1 += features[i + 1, j] * b
+            m2 += features[i + 2, j] * b
+            m3 += features[i + 3, j] * b
+        out[i], out[i + 1], out[i + 2], out[i + 3] = m0, m1, m2, m3
+        i += ROWS
+    for k in range(i, n):
+        m = 0.0
+        for j in range(d):
+            m += features[k, j] * beta[j]
+        out[k] = m
+
+
+@njit(cache=True)
+def weighted_rows_into(p, features, out):
+    """``out_j = sum_i p_i A_ij`` (``A`` = ``features``): BLAS from :data:`BLAS_SIZE` entries
+    on; below it a loop that sums over ``i`` in order from 0 for every ``j`` (as a plain loop
+    over the rows), four rows per pass over ``out``."""
+    n, d = features.shape
+    if n * d >= BLAS_SIZE:
+        np.dot(p, features, out)
+        return
+    out[:] = 0.0
+    i = 0
+    while i + ROWS <= n:
+        p0, p1, p2, p3 = p[i], p[i + 1], p[i + 2], p[i + 3]
+        for j in range(d):
+            acc = out[j] + p0 * features[i, j]
+            acc += p1 * features[i + 1, j]
+            acc += p2 * features[i + 2, j]
+            out[j] = acc + p3 * features[i + 3, j]
+        i += ROWS
+    for k in range(i, n):
+        for j in range(d):
+            out[j] += p[k] * features[k, j]
 
 
 @njit(cache=True)
@@ -128,50 +186,52 @@ def products_into(w, depth, beta, loo):
 
 @njit(cache=True, inline="always")
 def forward_into(w, depth, features, offsets, loss_id, work):
-    """:func:`forward` into the buffers ``work = (beta, loo, log_w, direction)`` (see
-    :func:`workspace`; ``log_w`` ends as ``|l'(u_i)|`` up to one factor); returns ``log c``.
-    The squared loss goes on in :func:`signed_direction_into`."""
-    beta, loo, log_w, direction = work[0], work[1], work[2], work[3]
-    n, d = features.shape
+    """:func:`forward` into the buffers ``work = (beta, loo, log_w, direction, ...)`` (see
+    :func:`workspace`; ``log_w`` ends as ``|l'(u_i)|`` up to one factor, ``work[12]`` as the
+    example weights ``p``); returns ``log c``. The squared loss goes on in
+    :func:`signed_direction_into`."""
+    beta, loo, log_w, direction, p = work[0], work[1], work[2], work[3], work[12]
+    n = features.shape[0]
     products_into(w, depth, beta, loo)
-    top = margin_terms_into(beta, features, offsets, loss_id, True, log_w)
+    margins_into(features, beta, p)
+    top = -np.inf
+    for i in range(n):
+        p[i] -= offsets[i]  # the loss argument u_i
+        log_w[i] = log_abs_derivative(p[i], loss_id)
+        top = max(top, log_w[i])
     if loss_id == SQUARED:
-        return signed_direction_into(beta, features, offsets, top, log_w, direction)
+        return signed_direction_into(features, top, log_w, p, direction)
     total = 0.0
     for i in range(n):
         log_w[i] = np.exp(log_w[i] - top)
         total += log_w[i]
-    direction[:] = 0.0
     for i in range(n):
-        p = log_w[i] / total
-        for j in range(d):
-            direction[j] += p * features[i, j]
+        p[i] = log_w[i] / total
+    weighted_rows_into(p, features, direction)
     return top + np.log(total) - np.log(n)
 
 
-@njit(cache=True)
-def signed_direction_into(beta, features, offsets, top, log_w, direction):
-    """The rest of :func:`forward_into` for the squared loss, from ``log_w = log|u_i|`` and its
-    largest ``top``: the signed weights ``p_i = -sign(u_i) |u_i| / sum_k |u_k|`` (as
-    :meth:`flows.fused.FusedField._float_evaluate`: exponentials of ``log|u_i| - top``) into
-    ``G``; ``log_w`` ends as ``|u_i|`` up to one factor. At an exact interpolator (every
-    ``u_i = 0``) ``p = 0`` and ``log c = -inf``."""
-    n, d = features.shape
-    direction[:] = 0.0
+@njit(cache=True, inline="always")
+def signed_direction_into(features, top, log_w, p, direction):
+    """The rest of :func:`forward_into` for the squared loss, from ``log_w = log|u_i|``, its
+    largest ``top`` and the residuals ``u`` in ``p``: the signed weights
+    ``p_i = -sign(u_i) |u_i| / sum_k |u_k|`` (as :meth:`flows.fused.FusedField._float_evaluate`:
+    exponentials of ``log|u_i| - top``) into ``p`` and ``G = sum_i p_i z_i``; ``log_w`` ends as
+    ``|u_i|`` up to one factor. At an exact interpolator (every ``u_i = 0``) ``p = 0`` and
+    ``log c = -inf``."""
+    n = features.shape[0]
     if top == -np.inf:
         log_w[:] = 0.0
+        p[:] = 0.0
+        direction[:] = 0.0
         return -np.inf
     total = 0.0
     for i in range(n):
         log_w[i] = np.exp(log_w[i] - top)
         total += log_w[i]
     for i in range(n):
-        m = 0.0
-        for j in range(d):
-            m += features[i, j] * beta[j]
-        p = log_w[i] / total * descent_sign(m - offsets[i], SQUARED)
-        for j in range(d):
-            direction[j] += p * features[i, j]
+        p[i] = log_w[i] / total * descent_sign(p[i], SQUARED)
+    weighted_rows_into(p, features, direction)
     return top + np.log(total) - np.log(n)
 
 
@@ -179,14 +239,15 @@ def signed_direction_into(beta, features, offsets, top, log_w, direction):
 def workspace(shape, n):
     """Buffers for the ``*_into`` kernels at parameters of ``shape`` (G, d) and ``n`` examples:
     ``(beta, loo, log_w, direction)`` of :func:`forward_into`, then ``g``, ``sign``, ``unit``
-    (:func:`summary_into`), ``w``, the perturbed point, the velocity ``F`` (G, d), and an
+    (:func:`summary_into`), ``w``, the perturbed point, the velocity ``F`` (G, d), an
     example's ``beta`` (d) and leave-one-out products (G, d)
-    (:func:`per_example_field_into`)."""
+    (:func:`per_example_field_into`), and the example weights ``p`` (n) of
+    :func:`forward_into`."""
     groups, d = shape
     return (np.empty(d), np.empty((groups, d)), np.empty(n), np.empty(d),
             np.empty((groups, d)), np.empty((groups, d)), np.empty((groups, d)),
             np.empty((groups, d)), np.empty((groups, d)), np.empty((groups, d)),
-            np.empty(d), np.empty((groups, d)))  # fmt: skip
+            np.empty(d), np.empty((groups, d)), np.empty(n))  # fmt: skip
 
 
 @njit(cache=True)
@@ -291,12 +352,12 @@ def _add_scaled(out, a, scale, b):
 
 @njit(cache=True)
 def chart_velocity(
-    w, point, z, held, depth, features, offsets, loss_id, original_clock, log_chart, delta, limit
+    w, point, held, depth, features, offsets, loss_id, original_clock, log_chart, delta, limit
 ):
     """``d(z, tau)/ds`` from the perturbed point (ok flag first)."""
     out = np.zeros(w.size + 1)
     work = workspace(w.shape, features.shape[0])
-    ok = chart_velocity_into(w, point, z, held, depth, features, offsets, loss_id,
+    ok = chart_velocity_into(w, point, held, depth, features, offsets, loss_id,
                              original_clock, log_chart, delta, limit, work, out)  # fmt: skip
     return ok, out
 
@@ -333,7 +394,7 @@ def in_float_range(point, depth, log_chart, limit):
 
 @njit(cache=True)
 def chart_velocity_into(
-    w, point, z, held, depth, features, offsets, loss_id, original_clock, log_chart, delta, limit,
+    w, point, held, depth, features, offsets, loss_id, original_clock, log_chart, delta, limit,
     work, out,
 ):  # fmt: skip
     """:func:`chart_velocity` into ``out`` (zeros where the flag is False); the velocity
@@ -347,14 +408,17 @@ def chart_velocity_into(
     for layer in range(groups):
         for j in range(d):
             velocity[layer, j] = direction[j] * loo[layer, j]
-    return chart_map_into(velocity, log_c, w, z, held, original_clock, log_chart, delta, out)
+    return chart_map_into(velocity, log_c, w, held, original_clock, log_chart, delta, out)
 
 
 @njit(cache=True, inline="always")
-def chart_map_into(velocity, log_c, w, z, held, original_clock, log_chart, delta, out):
+def chart_map_into(velocity, log_c, w, held, original_clock, log_chart, delta, out):
     """``d(z, tau)/ds`` from the rescaled velocity ``F`` (G, d) and ``log c``: ``(dtau/ds) F / w``
-    in the log chart, ``(dtau/ds) F / (delta cosh z)`` in the asinh chart, ``dtau/ds = c`` in
-    the original clock and 1 in the rescaled one, held entries 0; the last entry ``dtau/ds``."""
+    in the log chart, ``(dtau/ds) F / (delta cosh z)`` in the asinh chart (``w`` being
+    ``delta sinh z``, ``cosh z = sqrt(1 + (w / delta)^2)``: a square root, not a second
+    transcendental function, and ``|w / delta|`` beyond 1e150, where the square overflows),
+    ``dtau/ds = c`` in the original clock and 1 in the rescaled one, held entries 0; the last
+    entry ``dtau/ds``."""
     groups, d = w.shape
     out[:] = 0.0
     speed = np.exp(log_c) if original_clock else 1.0
@@ -366,7 +430,9 @@ def chart_map_into(velocity, log_c, w, z, held, original_clock, log_chart, delta
             if log_chart:
                 out[layer * d + j] = field / w[layer, j]
             else:
-                out[layer * d + j] = field / (delta * np.cosh(z[layer, j]))
+                ratio = abs(w[layer, j] / delta)
+                cosh = np.sqrt(1.0 + ratio * ratio) if ratio < 1e150 else ratio
+                out[layer * d + j] = field / (delta * cosh)
     out[groups * d] = speed
     return True
 

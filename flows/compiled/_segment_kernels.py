@@ -1,9 +1,9 @@
 """A compiled DOP853 segment (numba): scipy's ``DOP853`` step by step, with the compiled field.
 
 :mod:`flows.compiled.segment` drives it. The stepping is scipy's (``RungeKutta._step_impl``,
-``DOP853._estimate_error_norm``, ``select_initial_step``, ``DOP853._dense_output_impl``: the same
-formulas, constants and order of operations), so a segment integrated here takes the steps
-the scipy loop would take, to rounding. The field is :mod:`flows.compiled._field_kernels`'s float path
+``DOP853._estimate_error_norm``, ``DOP853._dense_output_impl``: the same formulas, constants
+and order of operations; the first step :func:`flows.integrator.solver.initial_step`), so a
+segment integrated here takes the steps the Python loop would take, to rounding. The field is :mod:`flows.compiled._field_kernels`'s float path
 with the perturbation of the algorithm selected by ``algorithm_id`` (its table entry's
 ``compiled_id``, :data:`flows.algorithms.ALGORITHMS`; ``hp`` holds its hyper-parameters in the
 entry's declared order). The loop hands back to the Python driver
@@ -22,7 +22,6 @@ from scipy.integrate._ivp import dop853_coefficients as coefficients
 
 from . import _field_kernels as kernels
 from ._cache import install
-from ._field_kernels import forward, parameters
 
 install()  # numba's cache keyed on every source of the kernels (flows.compiled._cache)
 
@@ -37,6 +36,7 @@ E5 = np.ascontiguousarray(coefficients.E5)
 D = np.ascontiguousarray(coefficients.D)
 POWER = coefficients.INTERPOLATOR_POWER
 SAFETY, MIN_FACTOR, MAX_FACTOR = 0.9, 0.2, 10.0
+EPS = np.finfo(np.float64).eps
 ERROR_EXPONENT = -1.0 / 8.0
 
 
@@ -52,19 +52,19 @@ def field(y, problem):
 def field_into(y, problem, work, out):
     """:func:`field` into ``out`` with the buffers ``work`` (:func:`kernels.workspace`)."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern, offsets, per_example) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets, per_example, _) = problem  # fmt: skip
     z = y[:-1].reshape(shape)
     if per_example:
         ok, log_c = per_example_into(z, problem, work)
         if not ok:
             out[:] = 0.0
             return False
-        return kernels.chart_map_into(work[9], log_c, work[7], z, held, original, log_chart,
+        return kernels.chart_map_into(work[9], log_c, work[7], held, original, log_chart,
                                       delta, out)  # fmt: skip
     if not perturbed_into(z, problem, work):
         out[:] = 0.0
         return False
-    return kernels.chart_velocity_into(work[7], work[8], z, held, depth, features, offsets,
+    return kernels.chart_velocity_into(work[7], work[8], held, depth, features, offsets,
                                        loss_id, original, log_chart, delta, limit, work,
                                        out)  # fmt: skip
 
@@ -75,7 +75,7 @@ def per_example_into(z, problem, work):
     per-example field ``F`` there (into ``work[9]``,
     :func:`kernels.per_example_field_into`); ``(ok, log c)``, not ok outside the float path."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern, offsets, per_example) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets, per_example, _) = problem  # fmt: skip
     w = work[7]
     if not kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
         return False, 0.0
@@ -90,7 +90,7 @@ def perturbed_into(z, problem, work):
     perturbed point ``w + eps`` (into ``work[8]``, :func:`kernels.perturbed_point_into`; l_inf-SAM
     with the segment's frozen sign(grad L)); False outside the float path."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern, offsets, per_example) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets, per_example, _) = problem  # fmt: skip
     w, point = work[7], work[8]
     if not kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
         return False
@@ -101,7 +101,17 @@ def perturbed_into(z, problem, work):
 
 @njit(cache=True, error_model="numpy")
 def event_values(y, problem, watch):
-    """The watched events' functions (all watched downwards; ``inf`` where not watched):
+    """:func:`event_values_into` with buffers of its own."""
+    return event_values_into(
+        y, problem, watch, kernels.workspace(problem[0], problem[6].shape[0]), False
+    )
+
+
+@njit(cache=True, error_model="numpy")
+def event_values_into(y, problem, watch, work, evaluated):
+    """The watched events' functions (all watched downwards; ``inf`` where not watched), with
+    the buffers ``work``; ``evaluated``: ``work`` holds :func:`field_into` at ``y`` (its ``w``,
+    ``F``, and for GD the forward pass at ``w``), which the events then take from it:
 
     0, 1. ``max log|w| - threshold`` (collapse, near zero) where ``watch[0][k]`` is finite;
     2. the scale-free gradient size ``log S - watch[0][2]`` (stationary, see
@@ -117,17 +127,14 @@ def event_values(y, problem, watch):
        (:class:`flows.integrator.events.LossFloor`).
     """
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern, offsets, per_example) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets, per_example, _) = problem  # fmt: skip
     thresholds, parameter_signs, direction_signs, direction_offsets = watch
     z = y[:-1].reshape(shape)
-    top = -np.inf
-    for layer in range(shape[0]):
-        for j in range(shape[1]):
-            if log_chart:
-                value = z[layer, j]
-            else:
-                value = np.log(abs(delta * np.sinh(z[layer, j])))
-            top = max(top, value)
+    top = -np.inf  # max log|w|: log|delta sinh z| increases with |z| (one sinh, not one each)
+    for value in z.ravel():
+        top = max(top, value if log_chart else abs(value))
+    if not log_chart:
+        top = np.log(abs(delta * np.sinh(top)))
     out = np.full(7, np.inf)
     for k in range(2):
         if np.isfinite(thresholds[k]):
@@ -139,14 +146,19 @@ def event_values(y, problem, watch):
     watch_directions = False
     for j in range(shape[1]):
         watch_directions = watch_directions or direction_signs[j] != 0
-    if np.isfinite(thresholds[2]) or watch_directions or np.isfinite(thresholds[4]):
-        w, _ = parameters(z, log_chart, chart_sign, delta, depth, limit)
+    if np.isfinite(thresholds[3]):  # first: the forward pass below overwrites work
+        out[5] = thresholds[3] - _largest_growth_rate(y, problem, work, evaluated)
+    w = work[7]
+    if not evaluated:
+        kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w)
     if np.isfinite(thresholds[4]):
         out[6] = kernels.log_mean_loss(w, depth, features, offsets, loss_id) - thresholds[4]
     if np.isfinite(thresholds[2]) or watch_directions:
-        direction, _, loo = forward(w, depth, features, offsets, loss_id)
+        if not (evaluated and algorithm_id == 0 and not per_example):
+            kernels.forward_into(w, depth, features, offsets, loss_id, work)
+        direction, loo = work[3], work[1]
         if np.isfinite(thresholds[2]):
-            sizes = _example_sizes(w, loo, features, offsets, loss_id)
+            sizes = _example_sizes(work[12], problem[16])
             if loss_id == kernels.SQUARED:
                 out[2] = _log_largest_ratio(direction, loo, sizes) - thresholds[2]
             else:
@@ -160,35 +172,19 @@ def event_values(y, problem, watch):
         for j in range(shape[1]):
             if direction_signs[j] != 0 and direction[j] != 0:
                 out[4] = min(out[4], direction_signs[j] * direction[j] + direction_offsets[j])
-    if np.isfinite(thresholds[3]):
-        out[5] = thresholds[3] - _largest_growth_rate(y, problem)
     return out
 
 
 @njit(cache=True, error_model="numpy")
-def _example_sizes(w, loo, features, offsets, loss_id):
-    """``H_j = sum_i |p_i| |z_ij|`` with the example weights ``p`` at ``beta = w^(1) loo^(1)``
+def _example_sizes(p, abs_features):
+    """``H_j = sum_i |p_i| |z_ij|`` from the example weights ``p`` (``work[12]`` of
+    :func:`kernels.forward_into`, made ``|p|`` in place) and the ``|z_ij|``
     (:class:`flows.integrator.threshold_events.Stationary`); 0 where every ``p_i`` is (an exact
     interpolator of the squared loss)."""
-    n, d = features.shape
-    log_p = np.empty(n)
-    top = -np.inf
-    for i in range(n):
-        m = 0.0
-        for j in range(d):
-            m += features[i, j] * (w[0, j] * loo[0, j])
-        log_p[i] = kernels.log_abs_derivative(m - offsets[i], loss_id)
-        top = max(top, log_p[i])
-    sizes = np.zeros(d)
-    if top == -np.inf:
-        return sizes
-    total = 0.0
-    for i in range(n):
-        log_p[i] = np.exp(log_p[i] - top)
-        total += log_p[i]
-    for i in range(n):
-        for j in range(d):
-            sizes[j] += log_p[i] / total * abs(features[i, j])
+    for i in range(p.size):
+        p[i] = abs(p[i])
+    sizes = np.empty(abs_features.shape[1])
+    kernels.weighted_rows_into(p, abs_features, sizes)
     return sizes
 
 
@@ -197,28 +193,27 @@ def _log_largest_ratio(direction, loo, sizes):
     """``log max_j |G_j| / H_j`` over the coordinates whose layers can move (some
     ``prod_{k != l} w^(k)_j != 0``) and with ``H_j > 0``; -inf if there is none (the regression
     form of :class:`flows.integrator.threshold_events.Stationary`)."""
-    top = -np.inf
+    top = 0.0
     for j in range(direction.size):
         movable = False
         for layer in range(loo.shape[0]):
             movable = movable or loo[layer, j] != 0
         if movable and sizes[j] > 0:
-            top = max(top, np.log(abs(direction[j])) - np.log(sizes[j]))
-    return top
+            top = max(top, abs(direction[j]) / sizes[j])
+    return np.log(top)
 
 
 @njit(cache=True, error_model="numpy")
-def _largest_growth_rate(y, problem):
+def _largest_growth_rate(y, problem, work, evaluated):
     """``max log(|F| / |w|)`` over the entries that grow (``F w > 0``) beyond ``|w| > 1``, with
     ``F = G(w') prod_{k != l} w'`` the velocity at the perturbed point; ``-inf`` if none (or
     outside the float path, where the field hands back anyway).
 
-    Through :func:`field_into` (compiled once for the loop), which leaves ``w`` and ``F`` in
-    ``work[7]`` and ``work[9]``."""
-    shape, features = problem[0], problem[6]
-    work = kernels.workspace(shape, features.shape[0])
+    Through :func:`field_into` (compiled once for the loop; unless ``evaluated``, when ``work``
+    holds it at ``y`` already), which leaves ``w`` and ``F`` in ``work[7]`` and ``work[9]``."""
+    shape = problem[0]
     top = -np.inf
-    if not field_into(y, problem, work, np.empty(y.size)):
+    if not evaluated and not field_into(y, problem, work, np.empty(y.size)):
         return top
     w = work[7]
     for layer in range(shape[0]):
@@ -230,14 +225,17 @@ def _largest_growth_rate(y, problem):
 
 
 @njit(cache=True, error_model="numpy")
-def _scaled_rms(x, minus, scale):
-    """``rms((x - minus) / scale)`` (loops, not array expressions: those compile numba's
-    broadcasting error messages, seconds of compile time each)."""
-    total = 0.0
+def _scaled_rms(x, minus, scale, counted):
+    """``rms((x - minus) / scale)`` over the entries where ``counted`` (loops, not array
+    expressions: those compile numba's broadcasting error messages, seconds of compile time
+    each)."""
+    total, count = 0.0, 0
     for i in range(x.size):
-        v = (x[i] - minus[i]) / scale[i]
-        total += v * v
-    return np.sqrt(total / x.size)
+        if counted[i]:
+            v = (x[i] - minus[i]) / scale[i]
+            total += v * v
+            count += 1
+    return np.sqrt(total / count)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -249,15 +247,21 @@ def _axpy_into(out, y, h, x):
 
 @njit(cache=True, error_model="numpy")
 def initial_step(y0, f0, s0, s_end, rtol, atol, problem):
-    """scipy's ``select_initial_step`` (order 7); (h, ok, nfev)."""
+    """:func:`flows.integrator.solver.initial_step` (order 7); (h, ok)."""
     interval = abs(s_end - s0)
     n = y0.size
     scale = np.empty(n)
+    counted = np.empty(n, dtype=np.bool_)
+    some = False
     for i in range(n):
         scale[i] = atol[i] + abs(y0[i]) * rtol
+        counted[i] = y0[i] != 0 or atol[i] >= rtol * EPS
+        some = some or counted[i]
+    if not some:
+        counted[:] = True
     zero = np.zeros(n)
-    d0 = _scaled_rms(y0, zero, scale)
-    d1 = _scaled_rms(f0, zero, scale)
+    d0 = _scaled_rms(y0, zero, scale, counted)
+    d1 = _scaled_rms(f0, zero, scale, counted)
     if d0 < 1e-5 or d1 < 1e-5:
         h0 = 1e-6
     else:
@@ -268,7 +272,7 @@ def initial_step(y0, f0, s0, s_end, rtol, atol, problem):
     ok, f1 = field(trial, problem)
     if not ok:
         return 0.0, False
-    d2 = _scaled_rms(f1, f0, scale) / h0
+    d2 = _scaled_rms(f1, f0, scale, counted) / h0
     if d1 <= 1e-15 and d2 <= 1e-15:
         h1 = max(1e-6, h0 * 1e-3)
     else:
@@ -277,42 +281,48 @@ def initial_step(y0, f0, s0, s_end, rtol, atol, problem):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def _combination_into(K, coefficients, rows, out):
+    """``out_i = sum_{r < rows} K[r, i] coefficients[r]``, summed over ``r`` in order from 0
+    for every ``i`` (the order of a loop over ``r`` per entry, so the same numbers), one row of
+    ``K`` at a time (contiguous, vectorised)."""
+    out[:] = 0.0
+    for r in range(rows):
+        c = coefficients[r]
+        row = K[r]
+        for i in range(out.size):
+            out[i] += row[i] * c
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _stage(y, K, s, h, out):
-    """``out = y + (sum_{r < s} K[r] A[s, r]) h``: the state at stage ``s`` (summed in the
-    order of the loop it replaces, so the same numbers)."""
+    """``out = y + (sum_{r < s} K[r] A[s, r]) h``: the state at stage ``s``."""
+    _combination_into(K, A[s], s, out)
     for i in range(y.size):
-        acc = 0.0
-        for r in range(s):
-            acc += K[r, i] * A[s, r]
-        out[i] = y[i] + acc * h
+        out[i] = y[i] + out[i] * h
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _solution_into(y, K, h, out):
     """``out = y + h sum_r B[r] K[r]``: the 8th-order solution at the end of the step."""
+    _combination_into(K, B, N_STAGES, out)
     for i in range(y.size):
-        increment = 0.0
-        for r in range(N_STAGES):
-            increment += K[r, i] * B[r]
-        out[i] = y[i] + h * increment
+        out[i] = y[i] + h * out[i]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _error_norm(y, y_new, K, h, rtol, atol):
+def _error_norm(y, y_new, K, h, rtol, atol, err5, err3):
     """DOP853's error norm of the step (``DOP853._estimate_error_norm``): the 5th- and
-    3rd-order estimates ``E5 K``, ``E3 K`` scaled by ``atol + rtol max(|y|, |y_new|)``, then
-    ``|h| e5 / sqrt((e5 + 0.01 e3) n)``."""
+    3rd-order estimates ``E5 K``, ``E3 K`` (into ``err5``, ``err3``) scaled by
+    ``atol + rtol max(|y|, |y_new|)``, then ``|h| e5 / sqrt((e5 + 0.01 e3) n)``."""
+    _combination_into(K, E5, N_STAGES + 1, err5)
+    _combination_into(K, E3, N_STAGES + 1, err3)
     e5, e3 = 0.0, 0.0
     for i in range(y.size):
         scale = atol[i] + max(abs(y[i]), abs(y_new[i])) * rtol
-        err5, err3 = 0.0, 0.0
-        for r in range(N_STAGES + 1):
-            err5 += K[r, i] * E5[r]
-            err3 += K[r, i] * E3[r]
-        err5 /= scale
-        err3 /= scale
-        e5 += err5 * err5
-        e3 += err3 * err3
+        a5 = err5[i] / scale
+        a3 = err3[i] / scale
+        e5 += a5 * a5
+        e3 += a3 * a3
     if e5 == 0 and e3 == 0:
         return 0.0
     return abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * y.size)
@@ -333,16 +343,16 @@ def _dense_output_into(y, y_new, K, f_new, h, F_step, y_old):
     """The dense-output coefficients of one step into ``F_step`` (POWER, n), in
     ``Dop853DenseOutput``'s layout (``DOP853._dense_output_impl``), and its start state into
     ``y_old``."""
+    for p in range(POWER - 3):
+        row = F_step[3 + p]
+        _combination_into(K, D[p], A.shape[0], row)
+        for i in range(y.size):
+            row[i] = h * row[i]
     for i in range(y.size):
         delta_y = y_new[i] - y[i]
         F_step[0, i] = delta_y
         F_step[1, i] = h * K[0, i] - delta_y
         F_step[2, i] = 2 * delta_y - h * (f_new[i] + K[0, i])
-        for p in range(POWER - 3):
-            row = 0.0
-            for r in range(A.shape[0]):
-                row += D[p, r] * K[r, i]
-            F_step[3 + p, i] = h * row
         y_old[i] = y[i]
 
 
@@ -373,6 +383,7 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
     K = np.empty((A.shape[0], n))
     stage = np.empty(n)
     y_new = np.empty(n)
+    err5, err3 = np.empty(n), np.empty(n)
     work = kernels.workspace(problem[0], problem[6].shape[0])
     t = s0
     steps = 0
@@ -403,13 +414,13 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
             nfev += N_STAGES
             if not ok:
                 return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
-            error_norm = _error_norm(y, y_new, K, h, rtol, atol)
+            error_norm = _error_norm(y, y_new, K, h, rtol, atol, err5, err3)
             if error_norm < 1:
                 h_abs *= _growth(error_norm, rejected)
                 break
             h_abs *= max(MIN_FACTOR, SAFETY * error_norm**ERROR_EXPONENT)
             rejected = True
-        g_new = event_values(y_new, problem, watch)
+        g_new = event_values_into(y_new, problem, watch, work, True)
         for k in range(g_new.size):
             if g_old[k] >= 0 and g_new[k] <= 0 and (g_old[k] != 0 or g_new[k] != 0):
                 return EVENT_AHEAD, steps, ts, F, y_olds, y, nfev, abs(h)

@@ -50,11 +50,19 @@ class CompiledField(FusedField):
         else:
             self.chart_sign, self.delta = np.ones(problem.shape), float(chart.delta)
         self.features_c = np.ascontiguousarray(self.features, dtype=float)
+        self._abs_features: np.ndarray | None = None
         # a writable copy, as the zeros of classification: one numba type (no new specialisation)
         offsets = problem.data.offsets
         self.offsets_c = np.zeros(self.n) if offsets is None else np.array(offsets, dtype=float)
         self.mult_f = self.multiplicity.astype(float)
         self.no_pattern = np.zeros(problem.shape)
+
+    @property
+    def abs_features(self) -> np.ndarray:
+        """``|z_ij|`` (n, d), made on first use (the stationary event of the compiled loop)."""
+        if self._abs_features is None:
+            self._abs_features = np.abs(self.features_c)
+        return self._abs_features
 
     def _float_evaluate(
         self, theta: np.ndarray
@@ -113,7 +121,6 @@ class CompiledField(FusedField):
         ok, out = self.kernels.chart_velocity(
             w,
             point,
-            z,
             held,
             self.depth,
             self.features_c,

@@ -69,7 +69,8 @@ def _constant_values(problem) -> np.ndarray | None:
 
 
 def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
-    """The arguments of the compiled field."""
+    """The arguments of the compiled field and of the events it watches (the ``|z_ij|`` last:
+    the stationary event's)."""
     problem = field.problem
     values = _constant_values(problem)
     return (
@@ -89,6 +90,7 @@ def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
         np.zeros(problem.shape) if mode.pattern is None else field.pattern_signs(mode.pattern),
         field.offsets_c,
         problem.algorithm.per_example,
+        field.abs_features,
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
+from scipy.integrate._ivp.rk import RungeKutta
 from scipy.optimize import brentq
 
 METHODS = {"DOP853": DOP853, "RK45": RK45, "RK23": RK23, "Radau": Radau, "BDF": BDF, "LSODA": LSODA}
@@ -69,6 +70,50 @@ def _root(event, interpolant, a: float, b: float) -> float:
     return brentq(lambda s: event(s, interpolant(s)), a, b, xtol=4 * EPS, rtol=4 * EPS)
 
 
+def initial_step(
+    rhs: Callable[[float, np.ndarray], np.ndarray],
+    s0: float,
+    y0: np.ndarray,
+    f0: np.ndarray,
+    s_end: float,
+    rtol: float,
+    atol: np.ndarray,
+    order: int,
+) -> float:
+    """The first step of an explicit Runge-Kutta method: scipy's ``select_initial_step``
+    (Hairer, Norsett & Wanner, Sec. II.4) with its norms over the entries of ``y0`` except those
+    at exactly 0 under relative control only (``atol_i < rtol * eps``; all entries where that
+    leaves none).
+
+    With ``e = atol + rtol |y0|``, ``d0 = rms(y0 / e)``, ``d1 = rms(f0 / e)``,
+    ``h0 = 0.01 d0 / d1`` (``1e-6`` if either is below ``1e-5``), ``d2 = rms((f(y0 + h0 f0) -
+    f0) / e) / h0`` and ``h1 = (0.01 / max(d1, d2))^(1 / (order + 1))``; the step is
+    ``min(100 h0, h1, s_end - s0)``. An entry at exactly 0 under relative control has no size
+    for a step to change by 1%: with the engine's ``atol`` of 1e-100 it would set
+    ``h0 ~ 1e-90``, and since its error estimate is then made of rounding against its own
+    size ``~ h |f|``, the steps could grow only ~5x per step from there (a hundred steps where
+    a few suffice). Elsewhere the step is scipy's.
+    """
+    interval = abs(s_end - s0)
+    scale = atol + np.abs(y0) * rtol
+    counted = (y0 != 0) | (atol >= rtol * EPS)
+    if not np.any(counted):
+        counted[:] = True
+
+    def rms(x: np.ndarray) -> float:
+        return float(np.sqrt(np.mean(np.square(x[counted] / scale[counted]))))
+
+    d0, d1 = rms(y0), rms(f0)
+    h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
+    h0 = min(h0, interval)
+    d2 = rms(rhs(s0 + h0, y0 + h0 * f0) - f0) / h0
+    if d1 <= 1e-15 and d2 <= 1e-15:
+        h1 = max(1e-6, h0 * 1e-3)
+    else:
+        h1 = (0.01 / max(d1, d2)) ** (1 / (order + 1))
+    return min(100 * h0, h1, interval)
+
+
 def integrate_segment(
     rhs: Callable[[float, np.ndarray], np.ndarray],
     s0: float,
@@ -90,16 +135,26 @@ def integrate_segment(
     method : a key of :data:`METHODS`.
     rtol, atol : tolerances as in ``solve_ivp``.
     budget : field evaluations allowed for this segment.
-    first_step : the first step to try (None: the solver's own choice).
+    first_step : the first step to try (None: the solver's own choice, or
+        :func:`initial_step` for an explicit Runge-Kutta method where the two differ).
     """
+    cls = METHODS[method]
+    spent = 0
+    relative_zero = np.any((y0 == 0) & (atol < rtol * EPS))
+    if first_step is None and issubclass(cls, RungeKutta) and s_end > s0 and relative_zero:
+        f0 = rhs(s0, y0)
+        first_step = initial_step(rhs, s0, y0, f0, s_end, rtol, atol, cls.error_estimator_order)
+        spent = 2
+        if not (np.isfinite(first_step) and first_step > 0):
+            first_step = None  # a non-finite field: scipy's own choice, and its failure
     first_step = None if first_step is None else min(first_step, s_end - s0)
-    solver = METHODS[method](rhs, s0, y0, s_end, rtol=rtol, atol=atol, first_step=first_step)
+    solver = cls(rhs, s0, y0, s_end, rtol=rtol, atol=atol, first_step=first_step)
     out = SegmentResult(ts=[s0], y=y0.copy())
     direction = np.array([getattr(e, "direction", 0.0) for e in events])
     g_old = np.array([e(s0, y0) for e in events])
     while solver.status == "running":
         message = solver.step()
-        out.nfev = solver.nfev
+        out.nfev = solver.nfev + spent
         if solver.status == "failed" or not np.all(np.isfinite(solver.y)):
             out.status, out.message = "failed", message or "the state left the float range"
             return out
@@ -118,7 +173,7 @@ def integrate_segment(
         out.interpolants.append(interpolant)
         out.y = solver.y.copy()
         g_old = g_new
-        if solver.nfev > budget:  # also at the segment's end: the next segment has none left
+        if out.nfev > budget:  # also at the segment's end: the next segment has none left
             out.status = "budget"
             return out
     return out
