@@ -98,22 +98,25 @@ def run(theta, buffer, started, k, last, record_every, problem, kept, kept_steps
 @njit(cache=True, error_model="numpy")
 def perturbed_gradient_into(w, u, scratch, problem, blas, work, point, out):
     """``grad L(w + eps(w))`` into ``out`` (the perturbed point into ``point``) from the loss
-    arguments ``u`` at ``w`` (``scratch``: room for those at the perturbed point); False where
-    the numpy float path (:meth:`flows.fused.FusedField._float_velocity`) would not hold."""
+    arguments ``u`` at ``w`` (``scratch``: room for those at the perturbed point; ``work[10]``,
+    the per-example kernel's, is scratch here); False where the numpy float path
+    (:meth:`flows.fused.FusedField._float_velocity`) would not hold."""
     (features, offsets, loss_id, algorithm_id, per_example, hp, eta, momentum, weight_decay,
      limit, loss_limit, blas_size) = problem  # fmt: skip
     depth, d = w.shape
     if not parameters_in_range(w, depth, limit):
         return False
-    log_c = direction_into(w, u, features, offsets, loss_id, blas, work)
+    suffix = work[10]
+    products_into(w, work[0], work[1], suffix)
+    log_c = direction_into(u, features, loss_id, blas, work)
     if algorithm_id != 0:
         if not perturbed_point_into(w, algorithm_id, hp, log_c, work, point):
             return False
         if not point_in_range(point, depth, limit, True):
             return False
-        kernels.products_into(point, depth, work[0], work[1])
+        products_into(point, work[0], work[1], suffix)
         loss_arguments_into(features, offsets, work[0], blas, scratch)
-        log_c = direction_into(point, scratch, features, offsets, loss_id, blas, work)
+        log_c = direction_into(scratch, features, loss_id, blas, work)
     scale = np.exp(log_c)
     g, loo = work[3], work[1]
     for layer in range(depth):
@@ -123,15 +126,54 @@ def perturbed_gradient_into(w, u, scratch, problem, blas, work, point, out):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def direction_into(w, u, features, offsets, loss_id, blas, work):
-    """``G = sum_i p_i z_i`` into ``work[3]`` and the leave-one-out products of ``w`` into
-    ``work[1]``, from the loss arguments ``u`` at ``w``: ``p = e / sum e`` with
-    ``e_i = exp(log|l'(u_i)| - top)`` times ``sign(-l'(u_i))``; returns
+def products_into(w, beta, loo, suffix):
+    """``beta = prod_l w^(l)`` (in layer order, as ``numpy.prod``) and the leave-one-out
+    products ``loo[l] = (prod_{k < l} w^(k)) (prod_{k > l} w^(k))`` (prefix times suffix, as
+    :func:`flows.fused._exclusive`), by loops along the rows; ``suffix`` (d,) is scratch."""
+    layers, d = w.shape
+    for j in range(d):
+        loo[0, j] = 1.0
+        suffix[j] = 1.0
+    for layer in range(1, layers):
+        for j in range(d):
+            loo[layer, j] = loo[layer - 1, j] * w[layer - 1, j]
+    for j in range(d):
+        beta[j] = loo[layers - 1, j] * w[layers - 1, j]
+    for layer in range(layers - 2, -1, -1):
+        for j in range(d):
+            suffix[j] = suffix[j] * w[layer + 1, j]
+            loo[layer, j] = loo[layer, j] * suffix[j]
+
+
+#: Where the largest ``|l'(u_i)|`` lies in ``(DIRECT_LOW, DIRECT_HIGH)``, :func:`direction_into`
+#: weighs the examples by ``|l'(u_i)|`` itself: their sum is a float, and an example whose
+#: ``|l'(u_i)|`` underflows weighs less than ``e^-100`` of the largest.
+DIRECT_LOW, DIRECT_HIGH = np.exp(-600.0), np.exp(600.0)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def direction_into(u, features, loss_id, blas, work):
+    """``G = sum_i p_i z_i`` into ``work[3]`` from the loss arguments ``u``:
+    ``p_i = -l'(u_i) / sum_k |l'(u_k)|``; returns ``log c = log((1/n) sum_i |l'(u_i)|)``.
+
+    With ``|l'(u_i)|`` (:func:`abs_derivative`) where its largest lies in
+    ``(DIRECT_LOW, DIRECT_HIGH)``, else as :meth:`flows.fused.FusedField._point_evaluate`:
+    ``p = e / sum e``, ``e_i = exp(log|l'(u_i)| - top)`` times ``sign(-l'(u_i))``,
     ``log c = top + log sum e - log n`` (``G = 0`` and ``-inf`` where every ``l'(u_i) = 0``)."""
-    depth = w.shape[0]
     weights, direction = work[2], work[3]
-    kernels.products_into(w, depth, work[0], work[1])
     n = u.size
+    largest = 0.0
+    for i in range(n):
+        weights[i] = abs_derivative(u[i], loss_id)
+        largest = max(largest, weights[i])
+    if DIRECT_LOW < largest < DIRECT_HIGH:
+        total = 0.0
+        for i in range(n):
+            total += weights[i]
+        for i in range(n):
+            weights[i] = weights[i] * kernels.descent_sign(u[i], loss_id) / total
+        vecmat_into(weights, features, blas, direction)
+        return np.log(total) - np.log(n)
     top = -np.inf
     for i in range(n):
         weights[i] = kernels.log_abs_derivative(u[i], loss_id)
@@ -147,6 +189,17 @@ def direction_into(w, u, features, offsets, loss_id, blas, work):
         weights[i] = weights[i] * kernels.descent_sign(u[i], loss_id) / total
     vecmat_into(weights, features, blas, direction)
     return top + np.log(total) - np.log(n)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def abs_derivative(u, loss_id):
+    """``|l'(u)|``: logistic ``1 / (1 + e^u)``, exponential ``e^-u``, squared ``|u|`` (the
+    exponentials of :func:`flows.compiled._field_kernels.log_abs_derivative`)."""
+    if loss_id == 0:
+        return 1.0 / (1.0 + np.exp(u))
+    if loss_id == kernels.SQUARED:
+        return abs(u)
+    return np.exp(-u)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -236,20 +289,22 @@ def representable(theta, features, offsets, loss_id, loss_limit, blas, beta, u):
     ``u = A beta - o`` go into ``beta`` and ``u``."""
     layers, d = theta.shape
     for j in range(d):
-        b = 1.0
-        for layer in range(layers):
-            if not np.isfinite(theta[layer, j]):
-                return False
-            b *= theta[layer, j]
-        if not np.isfinite(b):
-            return False
-        beta[j] = b
+        beta[j] = theta[0, j]
+    for layer in range(1, layers):
+        for j in range(d):
+            beta[j] = beta[j] * theta[layer, j]
+    nan_if_not_finite = 0.0  # a non-finite theta makes beta non-finite (inf * 0 = nan)
+    for j in range(d):
+        nan_if_not_finite += beta[j] - beta[j]
+    if nan_if_not_finite != 0.0:
+        return False
     loss_arguments_into(features, offsets, beta, blas, u)
-    largest = 0.0
+    largest, nan_if_not_finite = 0.0, 0.0
     for v in u:
-        if not np.isfinite(v):
-            return False
         largest = max(largest, abs(v))
+        nan_if_not_finite += v - v
+    if nan_if_not_finite != 0.0:
+        return False
     if largest <= loss_limit:
         return True
     log_l = np.empty(u.size)
