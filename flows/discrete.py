@@ -330,11 +330,22 @@ def _run(
     return kept_steps, kept, Cause.REACHED_END, f"ran {steps} steps"
 
 
+#: The loss arguments of the recorded iterates are computed in blocks of at most
+#: ``max(n d, LOSS_BLOCK)`` floats (not K n at once).
+LOSS_BLOCK = 2**20
+
+
 def _losses(betas: np.ndarray, data: Dataset, loss: Loss) -> np.ndarray:
-    """Mean loss of each ``beta`` (K, d) on ``data`` (``nan`` where a margin is not finite)."""
+    """Mean loss ``(1/n) sum_i l(<beta, z_i> - o_i)`` of each ``beta`` (K, d) on ``data``
+    (``nan`` where a margin is not finite), a block of rows at a time (:data:`LOSS_BLOCK`)."""
+    rows = max(1, max(data.n * data.d, LOSS_BLOCK) // data.n)
+    out = np.empty(betas.shape[0])
     with np.errstate(over="ignore", invalid="ignore"):
-        u = loss_arguments(betas @ data.signed_features.T, data)
-        return np.where(np.all(np.isfinite(u), axis=1), np.mean(loss.value(u), axis=1), np.nan)
+        for start in range(0, betas.shape[0], rows):
+            u = loss_arguments(betas[start : start + rows] @ data.signed_features.T, data)
+            finite = np.all(np.isfinite(u), axis=1)
+            out[start : start + rows] = np.where(finite, np.mean(loss.value(u), axis=1), np.nan)
+    return out
 
 
 def _not_representable(theta: np.ndarray, data: Dataset, loss: Loss) -> str:

@@ -159,3 +159,18 @@ def test_blas_steps_at_research_size(depth):
         fast = _run(data, algorithm, depth, "numba", **kwargs)
         slow = _run(data, algorithm, depth, "numpy", **kwargs)
         _assert_same(fast, slow)
+
+
+def test_losses_of_many_recorded_iterates_are_computed_in_blocks(monkeypatch):
+    """Claim: with ``LOSS_BLOCK`` below ``n d`` (n = 30, d = 2: blocks of d = 2 recorded
+    iterates), the recorded losses are ``(1/n) sum_i r_i^2 / 2`` of GD written out, at each of
+    the 13 recorded steps, to 1e-12."""
+    import flows.discrete
+
+    monkeypatch.setattr(flows.discrete, "LOSS_BLOCK", 1)
+    small = Dataset(X_WIDE[:, :2], X_WIDE[:, 2], task="regression")
+    run = iterate(small, "gd", 2, 0.3, eta=0.02, steps=12, backend="numba")
+    hand = _gd_by_hand(small, 0.3, 0.02, 12)
+    for step, loss in zip(run.steps, run.loss, strict=True):
+        r = small.X @ np.prod(hand[step], axis=0) - small.y
+        assert abs(loss - 0.5 * np.mean(r * r)) < 1e-12 * abs(loss)
