@@ -141,8 +141,9 @@ def numpy_steps(data: Dataset, depth: int, rho: float, eta: float, steps: int) -
     return theta
 
 
-def numpy_flow(data: Dataset, depth: int, rho: float, t_max: float) -> np.ndarray:
-    """``theta(t)`` of the flow by scipy DOP853 on :func:`numpy_gradient`; ``beta(t_max)``."""
+def numpy_flow(data: Dataset, depth: int, rho: float, t_max: float) -> tuple[np.ndarray, int]:
+    """``theta(t)`` of the flow by scipy DOP853 on :func:`numpy_gradient`; ``beta(t_max)`` and
+    the number of gradient evaluations."""
     grad, shape = numpy_gradient(data, rho), (depth, data.d)
     sol = solve_ivp(
         lambda _t, z: -grad(z.reshape(shape)).ravel(),
@@ -155,7 +156,7 @@ def numpy_flow(data: Dataset, depth: int, rho: float, t_max: float) -> np.ndarra
     )
     if sol.status != 0:
         raise RuntimeError(f"solve_ivp: {sol.message}")
-    return sol.y[:, -1].reshape(shape).prod(axis=0)
+    return sol.y[:, -1].reshape(shape).prod(axis=0), sol.nfev
 
 
 def samflows_steps(data: Dataset, depth: int, algorithm: str, eta: float, steps: int):
@@ -168,12 +169,12 @@ def samflows_steps(data: Dataset, depth: int, algorithm: str, eta: float, steps:
 
 
 def samflows_flow(data: Dataset, depth: int, algorithm: str, t_max: float):
-    """``beta(t_max)`` of ``simulate`` (its status checked)."""
+    """``beta(t_max)`` of ``simulate`` (its status checked) and ``'backend, evaluations'``."""
     traj = simulate(data, algorithm, depth, ALPHA, t_max=t_max, clock="original", rtol=RTOL,
                     **ALGORITHMS[algorithm])  # fmt: skip
     if traj.status != 0:
         raise RuntimeError(f"simulate: {traj.message}")
-    return traj.sign_beta[-1] * np.exp(traj.log_abs_beta[-1]), traj.backend
+    return traj.sign_beta[-1] * np.exp(traj.log_abs_beta[-1]), f"{traj.backend}, {traj.nfev}"
 
 
 def best_time(call: Callable[[], object], repeats: int) -> tuple[float, object]:
@@ -242,7 +243,10 @@ def measure(
             ours, (beta, backend) = best_time(
                 lambda: samflows_flow(data, depth, algorithm, t_max), repeats
             )
-            floor, reference = best_time(lambda: numpy_flow(data, depth, rho, t_max), repeats)
+            floor, (reference, evaluations) = best_time(
+                lambda: numpy_flow(data, depth, rho, t_max), repeats
+            )
+            backend = f"{backend} / {evaluations}"
             difference, work = relative_difference(beta, reference), f"t <= {t_max:.3g}"
             count = 0
     return Row(kind, task, algorithm, depth, n, d, work, count, ours, floor, difference, backend)
@@ -260,8 +264,9 @@ def warm_up() -> None:
 def table(rows: list[Row], kind: str) -> list[str]:
     """Markdown table of the rows of ``kind``."""
     what = "max rel. diff. of theta" if kind == "steps" else "max rel. diff. of beta(T)"
+    last = "backend" if kind == "steps" else "backend, evaluations / floor's"
     lines = [
-        f"| case | n x d | n d | work | samflows s | floor s | ratio | {what} | backend |",
+        f"| case | n x d | n d | work | samflows s | floor s | ratio | {what} | {last} |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
