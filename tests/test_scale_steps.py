@@ -174,3 +174,18 @@ def test_losses_of_many_recorded_iterates_are_computed_in_blocks(monkeypatch):
     for step, loss in zip(run.steps, run.loss, strict=True):
         r = small.X @ np.prod(hand[step], axis=0) - small.y
         assert abs(loss - 0.5 * np.mean(r * r)) < 1e-12 * abs(loss)
+
+
+def test_weights_beyond_the_direct_range_are_the_general_paths():
+    """Claim: at a margin of -650 on the exponential loss (``|l'| = e^650``, beyond the range
+    where the compiled loop weighs examples by ``|l'|`` itself: log-sum-exp weights there) a
+    step into that range (margin -467) and the steps after it equal the general path to 1e-12
+    (the first step's ``e^650``-sized gradient carries a relative rounding of ~1e-14)."""
+    data = Dataset(np.array([[1.0, 0.5]]), np.array([1.0]))
+    alpha = np.array([[-25.5, 1.0], [25.5, 1.0]])  # beta = (-650.25, 1)
+    kwargs = {"eta": 1e-283, "steps": 20, "loss": "exponential"}
+    fast = iterate(data, "gd", 2, alpha, backend="numba", **kwargs)
+    slow = iterate(data, "gd", 2, alpha, backend="numpy", **kwargs)
+    margins = fast.beta @ data.signed_features[0]
+    assert margins[0] < -600.0 < margins[1] < 0.0
+    _assert_same(fast, slow)
