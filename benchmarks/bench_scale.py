@@ -23,7 +23,8 @@ where installed) against the loop a user writes for the same steps in numpy
 ``theta + rho g / ||g||``), ``K = 1e8 / (n d)`` steps, at least 30 and at most 2000 (from
 about 3000 steps on, l2-SAM drives some classification weights below ``1e-100``, where steps
 leave the plain float range); the table gives the largest relative difference of the final
-``theta`` between the two.
+``theta`` between the two, and the time of ``backend="numpy"`` (the steps without numba) over
+the floor's.
 
 **flows**: ``simulate(data, algorithm, L, alpha, t_max=T, clock="original", rtol=RTOL)``
 (everything else at its default, 201 output times) against scipy ``solve_ivp`` with
@@ -37,8 +38,9 @@ init's orthant separates the data (HiGHS takes 5 s at n = 2000, d = 500 and more
 minutes at n = 5000, d = 2000; ``simulate`` would count its LP in the first call).
 
 Timings: one process, ``OPENBLAS_NUM_THREADS=1`` (a shared machine's threads make BLAS times
-vary tenfold), each the best of ``--repeats`` calls (at most 2 at ``n d >= 1e6``); samflows' compiled
-kernels are compiled (in the foreground) or loaded before the first timing.
+vary tenfold), samflows and its floor taking turns, each the best of ``--repeats`` calls (at
+most 3 at ``n d >= 1e6``); samflows' compiled kernels are compiled (in the foreground) or
+loaded before the first timing.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ import warnings  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy.integrate import solve_ivp  # noqa: E402
@@ -159,10 +162,12 @@ def numpy_flow(data: Dataset, depth: int, rho: float, t_max: float) -> tuple[np.
     return sol.y[:, -1].reshape(shape).prod(axis=0), sol.nfev
 
 
-def samflows_steps(data: Dataset, depth: int, algorithm: str, eta: float, steps: int):
-    """The last ``theta`` of ``iterate`` (its status checked)."""
+def samflows_steps(
+    data: Dataset, depth: int, algorithm: str, eta: float, steps: int, backend: str = "auto"
+):
+    """The last ``theta`` of ``iterate`` (its status checked) and its backend."""
     run = iterate(data, algorithm, depth, ALPHA, eta=eta, steps=steps, record_every=steps,
-                  **ALGORITHMS[algorithm])  # fmt: skip
+                  backend=backend, **ALGORITHMS[algorithm])  # fmt: skip
     if run.status != 0:
         raise RuntimeError(f"iterate: {run.message}")
     return run.theta[-1], run.backend
@@ -177,14 +182,17 @@ def samflows_flow(data: Dataset, depth: int, algorithm: str, t_max: float):
     return traj.sign_beta[-1] * np.exp(traj.log_abs_beta[-1]), f"{traj.backend}, {traj.nfev}"
 
 
-def best_time(call: Callable[[], object], repeats: int) -> tuple[float, object]:
-    """Fastest of ``repeats`` calls (seconds) and the last result."""
-    times, out = [], None
+def best_times(calls: list[Callable[[], Any]], repeats: int) -> list[tuple[float, Any]]:
+    """For each call, the fastest of ``repeats`` (seconds) and its last result; the calls take
+    turns, so that a change of the machine's load falls on all of them."""
+    times: list[list[float]] = [[] for _ in calls]
+    out: list[Any] = [None] * len(calls)
     for _ in range(repeats):
-        start = time.perf_counter()
-        out = call()
-        times.append(time.perf_counter() - start)
-    return min(times), out
+        for i, call in enumerate(calls):
+            start = time.perf_counter()
+            out[i] = call()
+            times[i].append(time.perf_counter() - start)
+    return [(min(t), o) for t, o in zip(times, out, strict=True)]
 
 
 @dataclass
@@ -223,28 +231,34 @@ def measure(
     steps: int | None = None,
 ) -> Row:  # fmt: skip
     """Time one case against its floor (see the module docstring), best of ``repeats`` calls
-    (at most two from ``n d = 1e6``); ``steps`` in place of the default number."""
+    (at most three from ``n d = 1e6``); ``steps`` in place of the default number."""
     data = problem(task, n, d)
     eta, rho = step_size(n, d), ALGORITHMS[algorithm].get("rho", 0.0)
-    repeats = min(repeats, 2) if n * d >= 1e6 else repeats
+    repeats = min(repeats, 3) if n * d >= 1e6 else repeats
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "steps":
             if steps is None:
                 steps = int(np.clip(STEP_WORK / (n * d), 30, MAX_STEPS))
-            ours, (theta, backend) = best_time(
-                lambda: samflows_steps(data, depth, algorithm, eta, steps), repeats
+            (ours, (theta, backend)), (floor, reference), (general, _) = best_times(
+                [
+                    lambda: samflows_steps(data, depth, algorithm, eta, steps),
+                    lambda: numpy_steps(data, depth, rho, eta, steps),
+                    lambda: samflows_steps(data, depth, algorithm, eta, steps, "numpy"),
+                ],
+                repeats,
             )
-            floor, reference = best_time(lambda: numpy_steps(data, depth, rho, eta, steps), repeats)
+            backend = f"{backend}; numpy backend {general / floor:.2f}x"
             difference, work = relative_difference(theta, reference), f"{steps} steps"
             count = steps
         else:
             t_max = HORIZON * eta
-            ours, (beta, backend) = best_time(
-                lambda: samflows_flow(data, depth, algorithm, t_max), repeats
-            )
-            floor, (reference, evaluations) = best_time(
-                lambda: numpy_flow(data, depth, rho, t_max), repeats
+            (ours, (beta, backend)), (floor, (reference, evaluations)) = best_times(
+                [
+                    lambda: samflows_flow(data, depth, algorithm, t_max),
+                    lambda: numpy_flow(data, depth, rho, t_max),
+                ],
+                repeats,
             )
             backend = f"{backend} / {evaluations}"
             difference, work = relative_difference(beta, reference), f"t <= {t_max:.3g}"
@@ -264,7 +278,7 @@ def warm_up() -> None:
 def table(rows: list[Row], kind: str) -> list[str]:
     """Markdown table of the rows of ``kind``."""
     what = "max rel. diff. of theta" if kind == "steps" else "max rel. diff. of beta(T)"
-    last = "backend" if kind == "steps" else "backend, evaluations / floor's"
+    last = "backend; numpy backend / floor" if kind == "steps" else "backend, evaluations / floor's"
     lines = [
         f"| case | n x d | n d | work | samflows s | floor s | ratio | {what} | {last} |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -304,7 +318,7 @@ def report(rows: list[Row], seconds: float, repeats: int) -> str:
         f"clock 'original', rtol {RTOL:g}, T = {HORIZON:g} eta, 201 outputs; floor: scipy "
         "DOP853 at the same rtol (atol 1e-30) on a hand-written numpy gradient; steps: a "
         "hand-written numpy loop; best of "
-        f"{repeats} calls (at most 2 from n d = 1e6); ratio = samflows / floor",
+        f"{repeats} calls (at most 3 from n d = 1e6); ratio = samflows / floor",
         "- differences: rounding, and the tolerance for the flows; a steps row above 1e-12 is a "
         "run that amplifies rounding (l2-SAM in regression doubles a 1e-16 difference per step "
         "once it bounces between interpolators)",
