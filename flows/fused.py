@@ -399,17 +399,24 @@ class FusedField:
         then the chart velocity ``dz/ds = (dtau/ds) F / w`` (log chart) or
         ``(dtau/ds) F / (delta cosh z)`` (asinh chart); correctly rounded float operations on
         numbers far from overflow and underflow lose nothing against the signed-log form. The
-        range checks of :meth:`_float_rows` are made on Python floats, once per point.
+        parameters are ``sign exp z`` or ``delta sinh z`` (inf where that overflows: outside the
+        range), and the range checks of :meth:`_float_rows` are made on Python floats, once per
+        point.
         """
         problem, chart = self.problem, self.problem.chart
         if problem.algorithm.per_example:
             return None
+        if isinstance(chart, LogChart):
+            bottom = np.minimum.reduce(z, axis=None)
+            if not self._point_in_range(np.maximum.reduce(z, axis=None), bottom, True):
+                return None
+            w = chart.sign * np.exp(z)
+        else:
+            with np.errstate(over="ignore"):
+                w = chart.delta * np.sinh(z)
+            if not self._point_in_range(_log(np.maximum.reduce(np.abs(w), axis=None)), 0.0, False):
+                return None
         small_matter = isinstance(chart, LogChart)
-        sign, log_abs = (chart.sign, z) if isinstance(chart, LogChart) else chart.state(z)
-        bottom = np.minimum.reduce(log_abs, axis=None) if small_matter else 0.0
-        if not self._point_in_range(np.maximum.reduce(log_abs, axis=None), bottom, small_matter):
-            return None
-        w = sign * np.exp(log_abs)
         point = self._point_perturbed(w, pattern_signs, time, small_matter)
         if point is None:
             return None

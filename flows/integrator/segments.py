@@ -185,10 +185,9 @@ def _dop853_values(stacked: tuple, step: np.ndarray, s: np.ndarray) -> np.ndarra
     ``step``, all at once: the same operations in the same order, so the same numbers."""
     t_old, h, F, y_old = stacked
     x = ((s - t_old[step]) / h[step])[:, None]
-    coefficients = F[step]
     y = np.zeros((len(s), y_old.shape[1]))
-    for i in range(coefficients.shape[1]):
-        y += coefficients[:, -1 - i]
+    for i in range(F.shape[1]):  # one coefficient of the steps at a time (no (len(s), 7, n) copy)
+        y += F[step, -1 - i]
         y *= x if i % 2 == 0 else 1 - x
     return y + y_old[step]
 
