@@ -35,7 +35,7 @@ from ..results import Cause, Trajectory
 from ..schedules import Hyperparameter, kinks_of
 from ..signedlog import SignedLog, product_of_layers
 from . import events as ev
-from . import stiffness
+from . import stiffness, ties
 from .arguments import (
     check_options,
     default_chart_scale,
@@ -175,6 +175,10 @@ def simulate(
                 Cause.TOO_MANY_EVENTS,
                 f"more than {MAX_EVENTS} events (chattering?) by {_when(run, run.s)}",
             )
+            break
+        if isinstance(fired, stiffness.TiesLost):
+            why = stiffness.tie_message(fired.field, run.y, fired.radius, run.s)
+            _end_short_of_blowup(run, fired.field, why, " (a smaller rtol goes further)")
             break
         outcome = fired.handle(run.y, run.mode, run.s, float(run.y[-1]), run.log)
         if outcome.message is not None:
@@ -369,6 +373,8 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         run.s, run.y = result.ts[-1], result.y.copy()
     if result.status in ("failed", "budget") and _extrapolated_blowup(run, base):
         return None
+    if result.status == "failed" and run.stiff and ties.finish(run, "the stiff method failed"):
+        return None
     if result.status == "failed":
         split = _split_layers(run)
         run.stop(
@@ -428,13 +434,28 @@ def _allowance_spent(run: Run, base) -> None:
 
 
 def _stop_stalled(run: Run, base) -> None:
-    """End a stiff run that stopped advancing: in the blow-up extrapolated by homogeneity if
-    it is near, else with 'precision lost', saying how far it got and what was left."""
+    """End a stiff run that stopped advancing (:func:`_end_short_of_blowup`), saying how far
+    it got and what held it back."""
     why = (
         f"the stiff method advanced tau by {run.s - run.checked_at:.3g} over its last "
         f"{stiffness.STALL_CHECK_NFEV} evaluations ({stiffness.stall_reason(base, run.y, run.radius, run.s)})"
     )
-    outcome = stiffness.end_short_of_blowup(base, run.y, run.s, _when(run, run.s), why, run.log)
+    _end_short_of_blowup(run, base, why)
+
+
+def _end_short_of_blowup(run: Run, base, why: str, advice: str = "") -> None:
+    """End a stiff run that cannot go on (``why``): in the blow-up extrapolated by homogeneity
+    if it is near; else on the slow manifold of its tied margins up to the blow-up
+    (:func:`flows.integrator.ties.finish`) where that applies; else with 'precision lost'."""
+    message = stiffness.extrapolated_blowup(base, run.y, run.s, why, run.log)
+    if message is not None:
+        run.stop(Cause.BLOW_UP, message)
+        return
+    if ties.finish(run, why):
+        return
+    outcome = stiffness.end_short_of_blowup(
+        base, run.y, run.s, _when(run, run.s), why, run.log, advice
+    )
     assert outcome.cause is not None and outcome.message is not None
     run.stop(outcome.cause, outcome.message)
 

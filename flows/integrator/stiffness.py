@@ -192,10 +192,12 @@ def extrapolated_blowup(
 def stalled(field, y: np.ndarray, s: float, advanced: float) -> bool:
     """Whether a stiff run that ``advanced`` in ``tau`` over its last
     :data:`STALL_CHECK_NFEV` evaluations has stalled: less than :data:`STALL_FRACTION` of the
-    time left to the blow-up by homogeneity (:func:`time_to_blowup`). Where the weights of the
-    perturbed point switch between tied examples faster than the solver resolves, the implicit
-    method's Newton iterations fail and its steps shrink without end, short of the point where
-    :class:`TiesLost` fires (seen on teacher data at ``S (1 + G) rtol`` from 0.07 on)."""
+    time left to the blow-up by homogeneity (:func:`time_to_blowup`). The tied gaps relax at
+    rates that grow like ``u (1 + G)``: measured on teacher data at depth 3 (l2-SAM), Jacobian
+    eigenvalues of -2e9 at ``u = 1e4`` and -2e13 at ``u = 1e6`` against growth rates of 2.5 to
+    11, all real. Finite differences at the solver's steps leave the gaps' linear range there,
+    the implicit method's Newton iterations fail and its steps shrink without end, short of
+    the point where :class:`TiesLost` fires (seen at ``S (1 + G) rtol`` from 0.07 on)."""
     return advanced < STALL_FRACTION * time_to_blowup(field, y, s)
 
 
@@ -224,10 +226,7 @@ def stall_reason(field, y: np.ndarray, radius: float, s: float) -> str:
     gain = perturbation_gain(field, y, radius, s)
     text = f"the margins (smallest {tied_margins(field, y)[0]:.3g}) tie between examples"
     if gain > 1:
-        text += (
-            f", and the weights at the perturbed point answer their gaps {gain:.3g}-fold: "
-            "the field switches between tied examples faster than the solver resolves"
-        )
+        text += f", and the weights at the perturbed point answer their gaps {gain:.3g}-fold"
     return text
 
 

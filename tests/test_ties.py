@@ -1,0 +1,171 @@
+"""The flow on its slow manifold of tied margins (:mod:`flows.integrator.ties`).
+
+References, none of them the code under test:
+* the telescoping margin shift against exact rational arithmetic (``fractions``);
+* for gradient descent the tie's weights solve the margin gradients' Gram system,
+  ``p ∝ G^{-1} 1`` (``<grad u_i - grad u_1, sum_k p_k grad u_k> = 0``), written out here;
+* the smooth flows (GD, l2-SAM) written out in numpy in this file, integrated by scipy's Radau:
+  the loss weights at the point and at the perturbed point on their path are the reduced
+  model's, and GD's blow-up time through the reduced field from an early state is the one
+  of the full integration (``tests/test_depth_defaults.py``'s reference);
+* end to end, the default ``simulate`` of l2-SAM and LE-SAM at depth 3 on teacher data reaches
+  its blow-up (status 1), which the smooth field alone does not.
+"""
+
+from __future__ import annotations
+
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+from test_depth_defaults import reference_blowup, teacher_set
+
+from flows import orthant_init, simulate
+from flows.algorithms import get_algorithm
+from flows.clocks import get_clock
+from flows.field import Problem
+from flows.integrator.stiffness import TIED_BLOWUP_TOL
+from flows.integrator.ties import TiedField, margin_shift
+from flows.model import get_loss
+from flows.results import BLOWUP
+
+RHO = 0.1
+
+
+def problem_for(data, algorithm: str, depth: int, **hp) -> Problem:
+    """A depth-``depth`` problem, one group per layer, rescaled clock, logistic loss."""
+    return Problem(data, get_algorithm(algorithm), hp, get_loss("logistic"), np.ones(depth, int),
+                   get_clock("rescaled"))  # fmt: skip
+
+
+def smooth_weights(W: np.ndarray, Z: np.ndarray, rho: float):
+    """``(p, q, F)`` of the smooth l2-SAM field (``rho = 0``: GD): the normalised loss
+    weights at ``W`` and at ``W + rho grad L / ||grad L||``, and the rescaled field."""
+
+    def parts(V):
+        m = Z @ np.prod(V, axis=0)
+        log_w = -np.logaddexp(0.0, m)
+        p = np.exp(log_w - log_w.max())
+        p /= p.sum()
+        loo = np.array([np.prod(np.delete(V, k, axis=0), axis=0) for k in range(V.shape[0])])
+        return p, (Z.T @ p) * loo
+
+    p, descent = parts(W)
+    point = W - rho * descent / np.linalg.norm(descent) if rho else W
+    q, field = parts(point)
+    return p, q, field
+
+
+def radau_state(data, signs0, depth: int, rho: float, z_stop: float) -> np.ndarray:
+    """``W`` where the smooth flow from ``orthant_init(signs0, depth, 0.5)`` first has
+    ``max log|w| = z_stop`` (Radau, rtol 1e-10)."""
+    W0 = np.tile(np.full(data.d, 0.5), (depth, 1))
+    W0[0] *= signs0
+    S, Z = np.sign(W0), data.y[:, None] * data.X
+
+    def rhs(_t, z):
+        W = S * np.exp(z.reshape(W0.shape))
+        return (smooth_weights(W, Z, rho)[2] / W).ravel()
+
+    def reached(_t, z):
+        return np.max(z) - z_stop
+
+    reached.terminal = True
+    sol = solve_ivp(rhs, (0.0, 100.0), np.log(np.abs(W0)).ravel(), method="Radau",
+                    rtol=1e-10, atol=1e-12, events=reached)  # fmt: skip
+    assert sol.status == 1, sol.message
+    return S * np.exp(sol.y[:, -1].reshape(W0.shape)), float(sol.t[-1])
+
+
+def test_margin_shift_is_the_exact_difference_of_products():
+    rng = np.random.default_rng(3)
+    for depth in (2, 3, 4):
+        theta = rng.standard_normal((depth, 5)) * 10.0 ** rng.integers(-3, 4, (depth, 5))
+        eps = rng.standard_normal((depth, 5)) * 1e-3
+        mult = np.ones(depth, int)
+        exact = [
+            float(
+                np.prod(
+                    [Fraction(t) + Fraction(e) for t, e in zip(theta[:, j], eps[:, j], strict=True)]
+                )
+                - np.prod([Fraction(t) for t in theta[:, j]])
+            )
+            for j in range(5)
+        ]
+        np.testing.assert_allclose(margin_shift(theta, eps, mult), exact, rtol=1e-13)
+    grouped = margin_shift(theta[:2], eps[:2], np.array([1, 3]))  # rows stand for 1 and 3 layers
+    np.testing.assert_allclose(
+        grouped, margin_shift(theta[[0, 1, 1, 1]], eps[[0, 1, 1, 1]], np.ones(4, int)), rtol=1e-13
+    )
+
+
+def test_gd_tie_weights_solve_the_gram_system():
+    rng = np.random.default_rng(7)
+    data, _ = teacher_set(4)
+    theta = rng.uniform(1.0, 3.0, (3, data.d)) * np.sign(rng.standard_normal((3, data.d)))
+    active = np.array([2, 5, 11, 17])
+    a = data.y[active, None, None] * data.X[active, None, :] * (np.prod(theta, 0) / theta)[None]
+    gram = np.einsum("igd,kgd->ik", a, a)
+    expected = np.linalg.solve(gram, np.ones(active.size))
+    expected /= expected.sum()
+    found = TiedField(problem_for(data, "gd", 3), active).weights(theta, 0.0)
+    np.testing.assert_allclose(found, expected, rtol=1e-10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 3])
+def test_l2_sam_weights_on_the_smooth_path_are_the_slow_manifolds(seed):
+    data, signs = teacher_set(seed)
+    W, _ = radau_state(data, signs, 3, RHO, 3.5)
+    Z = data.y[:, None] * data.X
+    p, q, _ = smooth_weights(W, Z, RHO)
+    active = np.flatnonzero(p > 1e-12 * p.max())
+    tied = TiedField(problem_for(data, "l2-sam", 3, rho=RHO), active)
+    pq = tied.field(W, 0.0)
+    assert pq is not None
+    mine_p, mine_q = np.split(pq[1], 2)
+    np.testing.assert_allclose(mine_p, p[active] / p[active].sum(), atol=1e-7)
+    np.testing.assert_allclose(mine_q, q[active] / q[active].sum(), atol=1e-7)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_gd_blowup_time_through_the_reduced_field_from_an_early_state(seed):
+    data, signs = teacher_set(seed)
+    W, t0 = radau_state(data, signs, 3, 0.0, 3.0)
+    Z = data.y[:, None] * data.X
+    p = smooth_weights(W, Z, 0.0)[0]
+    tied = TiedField(problem_for(data, "gd", 3), np.flatnonzero(p > 1e-12 * p.max()))
+    S = np.sign(W)
+
+    def rhs(_t, z):
+        V = S * np.exp(z.reshape(W.shape))
+        return (tied.field(V, 0.0)[0] / V).ravel()
+
+    def near(t, z):
+        return 1.0 / np.max(rhs(t, z)) - TIED_BLOWUP_TOL * t
+
+    near.terminal = True
+    sol = solve_ivp(rhs, (t0, 100.0), np.log(np.abs(W)).ravel(), method="DOP853",
+                    rtol=1e-12, atol=1e-14, events=near)  # fmt: skip
+    assert sol.status == 1, sol.message
+    blowup = sol.t[-1] + 1.0 / np.max(rhs(0.0, sol.y[:, -1]))
+    assert abs(blowup - reference_blowup(data, signs, 3, 6.0)) < 2e-6 * blowup
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "algorithm,hp", [("l2-sam", {"rho": RHO}), ("le-sam", {"sigma": 0.1, "rho_max": 0.5})]
+)
+def test_sam_at_depth_3_reaches_its_blowup_with_the_defaults(algorithm, hp):
+    data, signs = teacher_set(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tr = simulate(data, algorithm, 3, orthant_init(signs, 3, 0.5), t_max=100.0,
+                      original_time=False, **hp)  # fmt: skip
+    assert tr.status == BLOWUP, tr.message
+    assert "slow manifold" in tr.message
+    blowup = next(e.tau for e in tr.events if e.kind == "blow-up")
+    assert tr.tau[-1] < blowup <= tr.tau[-1] * (1 + 2 * TIED_BLOWUP_TOL)
