@@ -182,14 +182,29 @@ class Segment:
 
 def _dop853_values(stacked: tuple, step: np.ndarray, s: np.ndarray) -> np.ndarray:
     """DOP853's dense-output polynomial (as ``Dop853DenseOutput``) at times ``s`` in steps
-    ``step``, all at once: the same operations in the same order, so the same numbers."""
+    ``step``, all at once: the same operations in the same order, so the same numbers. Where
+    the times outnumber their steps eightfold, each step's samples take its coefficients as
+    they are, not copied once per sample."""
     t_old, h, F, y_old = stacked
     x = ((s - t_old[step]) / h[step])[:, None]
-    y = np.zeros((len(s), y_old.shape[1]))
-    for i in range(F.shape[1]):  # one coefficient of the steps at a time (no (len(s), 7, n) copy)
-        y += F[step, -1 - i]
+    keys, which = np.unique(step, return_inverse=True)
+    if 8 * len(keys) > len(s):
+        return _horner(F[step], x) + y_old[step]
+    y = np.empty((len(s), y_old.shape[1]))
+    for k, key in enumerate(keys):
+        rows = which == k
+        y[rows] = _horner(F[key], x[rows]) + y_old[key]
+    return y
+
+
+def _horner(coefficients: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``Dop853DenseOutput``'s polynomial at ``x`` (m, 1) from the coefficients (m, 7, n) of
+    each sample's step, or (7, n) of one step for all."""
+    y = np.zeros((len(x), coefficients.shape[-1]))
+    for i in range(coefficients.shape[-2]):
+        y += coefficients[..., -1 - i, :]
         y *= x if i % 2 == 0 else 1 - x
-    return y + y_old[step]
+    return y
 
 
 @dataclass
