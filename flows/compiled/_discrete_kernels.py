@@ -12,8 +12,8 @@ The perturbation is the one of ``algorithm_id`` (the table entry's ``compiled_id
 
 A step takes two matrix-vector products per gradient, as a hand-written loop does: the loss
 arguments ``u = A beta - o`` of the next iterate, computed once for the representability check
-and kept for its gradient, and the direction ``G = A^T p``. On ``n d >= blas_size`` entries
-(``problem``) they are BLAS calls (numba's ``np.dot``), below it plain loops.
+and kept for its gradient, and the direction ``G = A^T p``, both in the vectorised loops of
+:mod:`flows.compiled._field_kernels` (as fast as a single-threaded BLAS, without a thread pool).
 
 The loop computes only where the numpy float path of :class:`flows.fused.FusedField` (and of
 :func:`flows.per_example._float_velocity`) holds, and only keeps a step whose iterate
@@ -46,9 +46,8 @@ def run(theta, buffer, started, k, last, record_every, problem, kept, kept_steps
     :data:`HANDED_BACK` where step ``k + 1`` needs the Python loop (``theta`` and ``buffer`` are
     then those after step ``k``)."""
     (features, offsets, loss_id, algorithm_id, per_example, hp, eta, momentum, weight_decay,
-     limit, loss_limit, blas_size) = problem  # fmt: skip
+     limit, loss_limit) = problem  # fmt: skip
     layers, d = theta.shape
-    blas = features.size >= blas_size
     work = kernels.workspace(theta.shape, features.shape[0])
     gradient = np.empty((layers, d))
     point = np.empty((layers, d))
@@ -58,14 +57,14 @@ def run(theta, buffer, started, k, last, record_every, problem, kept, kept_steps
     ones = np.ones(layers)
     u = np.empty(features.shape[0])  # the loss arguments at theta
     u_next = np.empty(features.shape[0])
-    if not representable(theta, features, offsets, loss_id, np.inf, blas, beta, u):
+    if not representable(theta, features, offsets, loss_id, np.inf, beta, u):
         return HANDED_BACK, k, 0, started
     recorded = 0
     while k < last and recorded < kept.shape[0]:
         if per_example:
             ok = per_example_gradient_into(theta, problem, work, ones, point, gradient)
         else:
-            ok = perturbed_gradient_into(theta, u, u_next, problem, blas, work, point, gradient)
+            ok = perturbed_gradient_into(theta, u, u_next, problem, work, point, gradient)
         if not ok:
             return HANDED_BACK, k, recorded, started
         for layer in range(layers):
@@ -77,7 +76,7 @@ def run(theta, buffer, started, k, last, record_every, problem, kept, kept_steps
                     direction = momentum * buffer[layer, j] + direction
                 step[layer, j] = direction
                 candidate[layer, j] = theta[layer, j] - eta * direction
-        if not representable(candidate, features, offsets, loss_id, loss_limit, blas, beta, u_next):
+        if not representable(candidate, features, offsets, loss_id, loss_limit, beta, u_next):
             return HANDED_BACK, k, recorded, started
         u, u_next = u_next, u
         for layer in range(layers):
@@ -96,27 +95,27 @@ def run(theta, buffer, started, k, last, record_every, problem, kept, kept_steps
 
 
 @njit(cache=True, error_model="numpy")
-def perturbed_gradient_into(w, u, scratch, problem, blas, work, point, out):
+def perturbed_gradient_into(w, u, scratch, problem, work, point, out):
     """``grad L(w + eps(w))`` into ``out`` (the perturbed point into ``point``) from the loss
     arguments ``u`` at ``w`` (``scratch``: room for those at the perturbed point; ``work[10]``,
     the per-example kernel's, is scratch here); False where the numpy float path
     (:meth:`flows.fused.FusedField._float_velocity`) would not hold."""
     (features, offsets, loss_id, algorithm_id, per_example, hp, eta, momentum, weight_decay,
-     limit, loss_limit, blas_size) = problem  # fmt: skip
+     limit, loss_limit) = problem  # fmt: skip
     depth, d = w.shape
     if not parameters_in_range(w, depth, limit):
         return False
     suffix = work[10]
     products_into(w, work[0], work[1], suffix)
-    log_c = direction_into(u, features, loss_id, blas, work)
+    log_c = direction_into(u, features, loss_id, work)
     if algorithm_id != 0:
         if not perturbed_point_into(w, algorithm_id, hp, log_c, work, point):
             return False
         if not point_in_range(point, depth, limit, True):
             return False
         products_into(point, work[0], work[1], suffix)
-        loss_arguments_into(features, offsets, work[0], blas, scratch)
-        log_c = direction_into(scratch, features, loss_id, blas, work)
+        loss_arguments_into(features, offsets, work[0], scratch)
+        log_c = direction_into(scratch, features, loss_id, work)
     scale = np.exp(log_c)
     g, loo = work[3], work[1]
     for layer in range(depth):
@@ -152,7 +151,7 @@ DIRECT_LOW, DIRECT_HIGH = np.exp(-600.0), np.exp(600.0)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def direction_into(u, features, loss_id, blas, work):
+def direction_into(u, features, loss_id, work):
     """``G = sum_i p_i z_i`` into ``work[3]`` from the loss arguments ``u``:
     ``p_i = -l'(u_i) / sum_k |l'(u_k)|``; returns ``log c = log((1/n) sum_i |l'(u_i)|)``.
 
@@ -172,7 +171,7 @@ def direction_into(u, features, loss_id, blas, work):
             total += weights[i]
         for i in range(n):
             weights[i] = weights[i] * kernels.descent_sign(u[i], loss_id) / total
-        vecmat_into(weights, features, blas, direction)
+        kernels.weighted_rows_into(weights, features, direction)
         return np.log(total) - np.log(n)
     top = -np.inf
     for i in range(n):
@@ -187,7 +186,7 @@ def direction_into(u, features, loss_id, blas, work):
         total += weights[i]
     for i in range(n):
         weights[i] = weights[i] * kernels.descent_sign(u[i], loss_id) / total
-    vecmat_into(weights, features, blas, direction)
+    kernels.weighted_rows_into(weights, features, direction)
     return top + np.log(total) - np.log(n)
 
 
@@ -248,7 +247,7 @@ def per_example_gradient_into(w, problem, work, ones, point, out):
     ``-c F`` of :func:`flows.compiled._field_kernels.per_example_field_into`; False where the
     numpy float path would not hold there."""
     (features, offsets, loss_id, algorithm_id, per_example, hp, eta, momentum, weight_decay,
-     limit, loss_limit, blas_size) = problem  # fmt: skip
+     limit, loss_limit) = problem  # fmt: skip
     depth = w.shape[0]
     if not parameters_in_range(w, depth, limit):
         return False
@@ -282,7 +281,7 @@ def point_in_range(point, depth, limit, smallest_matters):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def representable(theta, features, offsets, loss_id, loss_limit, blas, beta, u):
+def representable(theta, features, offsets, loss_id, loss_limit, beta, u):
     """Whether :func:`flows.discrete._not_representable` accepts ``theta`` without looking at
     the loss: finite parameters, ``beta`` and margins, and every loss argument within
     ``loss_limit`` or the mean loss below ``exp(loss_limit)``. ``beta`` and the loss arguments
@@ -298,7 +297,7 @@ def representable(theta, features, offsets, loss_id, loss_limit, blas, beta, u):
         nan_if_not_finite += beta[j] - beta[j]
     if nan_if_not_finite != 0.0:
         return False
-    loss_arguments_into(features, offsets, beta, blas, u)
+    loss_arguments_into(features, offsets, beta, u)
     largest, nan_if_not_finite = 0.0, 0.0
     for v in u:
         largest = max(largest, abs(v))
@@ -319,31 +318,9 @@ def representable(theta, features, offsets, loss_id, loss_limit, blas, beta, u):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def loss_arguments_into(features, offsets, beta, blas, out):
-    """``out = A beta - o`` (``A`` the rows ``z_i``, ``o`` the offsets): BLAS where ``blas``,
-    otherwise a loop over the entries."""
-    n, d = features.shape
-    if blas:
-        out[:] = np.dot(features, beta)
-    else:
-        for i in range(n):
-            m = 0.0
-            for j in range(d):
-                m += features[i, j] * beta[j]
-            out[i] = m
-    for i in range(n):
+def loss_arguments_into(features, offsets, beta, out):
+    """``out = A beta - o`` (``A`` the rows ``z_i``, ``o`` the offsets), by the vectorised loop
+    :func:`flows.compiled._field_kernels.margins_into`."""
+    kernels.margins_into(features, beta, out)
+    for i in range(out.size):
         out[i] -= offsets[i]
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def vecmat_into(p, features, blas, out):
-    """``out = A^T p = sum_i p_i z_i``: BLAS where ``blas``, otherwise a loop over the
-    entries."""
-    n, d = features.shape
-    if blas:
-        out[:] = np.dot(p, features)
-        return
-    out[:] = 0.0
-    for i in range(n):
-        for j in range(d):
-            out[j] += p[i] * features[i, j]

@@ -22,9 +22,6 @@ from . import announce_compiles, require
 PER_EXAMPLE_IDS = (1, 2)
 #: Iterates recorded per compiled call (a run that records more takes several calls).
 CAPACITY = 1024
-#: From this many entries ``n d`` of the data on, the kernel's matrix-vector products are BLAS
-#: calls (numba's ``np.dot``); below it, loops (cheaper than a call on a few entries).
-BLAS_SIZE = 1000
 
 
 class CompiledSteps:
@@ -54,7 +51,6 @@ class CompiledSteps:
             float(weight_decay),
             FLOAT_RANGE,
             float(loss_limit),
-            BLAS_SIZE,
         )
 
     def advance(
