@@ -20,7 +20,7 @@ Cases, at depth L = 2 on a geometric grid of ``n d`` (and L = 3 at two sizes):
 **steps**: ``iterate(data, algorithm, L, alpha, eta=eta, steps=K, record_every=K)`` (numba
 where installed) against the loop a user writes for the same steps in numpy
 (``beta = theta.prod(0)``, ``grad = (l'(X beta - y) @ X / n) * beta / theta``, SAM's
-``theta + rho g / ||g||``), ``K = 1e8 / (n d)`` steps, at least 30 and at most 2000 (from
+``theta + rho g / ||g||``), ``K = 1e8 / (n d)`` steps, at least 100 and at most 2000 (from
 about 3000 steps on, l2-SAM drives some classification weights below ``1e-100``, where steps
 leave the plain float range); the table gives the largest relative difference of the final
 ``theta`` between the two, and the time of ``backend="numpy"`` (the steps without numba) over
@@ -239,7 +239,7 @@ def measure(
         warnings.simplefilter("ignore")
         if kind == "steps":
             if steps is None:
-                steps = int(np.clip(STEP_WORK / (n * d), 30, MAX_STEPS))
+                steps = int(np.clip(STEP_WORK / (n * d), 100, MAX_STEPS))
             (ours, (theta, backend)), (floor, reference), (general, _) = best_times(
                 [
                     lambda: samflows_steps(data, depth, algorithm, eta, steps),
