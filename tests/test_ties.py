@@ -20,7 +20,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
-from test_depth_defaults import reference_blowup, teacher_set
+from test_depth_defaults import orthant_start, radau_to, reference_blowup, teacher_set
 
 from flows import orthant_init, simulate
 from flows.algorithms import get_algorithm
@@ -58,25 +58,13 @@ def smooth_weights(W: np.ndarray, Z: np.ndarray, rho: float):
     return p, q, field
 
 
-def radau_state(data, signs0, depth: int, rho: float, z_stop: float) -> np.ndarray:
-    """``W`` where the smooth flow from ``orthant_init(signs0, depth, 0.5)`` first has
+def radau_state(data, signs0, depth: int, rho: float, z_stop: float):
+    """``(W, tau)`` where the smooth flow from ``orthant_init(signs0, depth, 0.5)`` first has
     ``max log|w| = z_stop`` (Radau, rtol 1e-10)."""
-    W0 = np.tile(np.full(data.d, 0.5), (depth, 1))
-    W0[0] *= signs0
-    S, Z = np.sign(W0), data.y[:, None] * data.X
-
-    def rhs(_t, z):
-        W = S * np.exp(z.reshape(W0.shape))
-        return (smooth_weights(W, Z, rho)[2] / W).ravel()
-
-    def reached(_t, z):
-        return np.max(z) - z_stop
-
-    reached.terminal = True
-    sol = solve_ivp(rhs, (0.0, 100.0), np.log(np.abs(W0)).ravel(), method="Radau",
-                    rtol=1e-10, atol=1e-12, events=reached)  # fmt: skip
-    assert sol.status == 1, sol.message
-    return S * np.exp(sol.y[:, -1].reshape(W0.shape)), float(sol.t[-1])
+    W0 = orthant_start(signs0, depth)
+    Z = data.y[:, None] * data.X
+    z, tau = radau_to(lambda W: smooth_weights(W, Z, rho)[2] / W, W0, z_stop, 1e-10)
+    return np.sign(W0) * np.exp(z), tau
 
 
 def test_margin_shift_is_the_exact_difference_of_products():
