@@ -46,7 +46,10 @@ class Schedule:
 
     @property
     def maximum(self) -> float:
-        """Its largest value."""
+        """Its largest value (a :func:`multistep` with ``gamma > 1`` peaks after its last
+        milestone)."""
+        if self.name == "multistep":
+            return float(self.args[0] * max(1.0, self.args[1] ** (len(self.args) - 2)))
         return float(self.args[0])
 
     def spec(self) -> dict:
@@ -110,6 +113,16 @@ def _warmup_cosine_scalar(
         return value if t > 0 else 0.0
 
 
+def _multistep(t: np.ndarray, value: float, gamma: float, *milestones: float) -> np.ndarray:
+    """``value * gamma^m(t)``, ``m(t)`` the number of milestones ``<= t``."""
+    passed = np.searchsorted(np.asarray(milestones, dtype=float), t, side="right")
+    return value * np.power(gamma, passed.astype(float))
+
+
+def _multistep_scalar(t: float, value: float, gamma: float, *milestones: float) -> float:
+    return value * gamma ** sum(1 for m in milestones if m <= t)
+
+
 #: Nudge of ``t / epoch length`` before it is floored: ``(k eta) / (n eta)`` may round just
 #: below the integer ``k / n`` at an epoch boundary.
 _EPOCH_NUDGE = 1e-9
@@ -154,6 +167,7 @@ _SCALAR_FORMULAS: dict[str, Callable[..., float]] = {
     "cosine": _cosine_scalar,
     "warmup_cosine": _warmup_cosine_scalar,
     "lesam_official": _lesam_official_scalar,
+    "multistep": _multistep_scalar,
 }
 
 _FORMULAS: dict[str, Callable] = {
@@ -161,6 +175,7 @@ _FORMULAS: dict[str, Callable] = {
     "cosine": _cosine,
     "warmup_cosine": _warmup_cosine,
     "lesam_official": _lesam_official,
+    "multistep": _multistep,
 }
 _KINKS: dict[str, Callable[..., tuple[float, ...]]] = {
     "constant": lambda value: (),
@@ -171,6 +186,7 @@ _KINKS: dict[str, Callable[..., tuple[float, ...]]] = {
     "lesam_official": lambda sigma, warmup, decay_start, epochs, steps, eta: tuple(
         m * steps * eta for m in range(1, int(epochs) + 1)
     ),
+    "multistep": lambda value, gamma, *milestones: tuple(milestones),
 }
 
 
@@ -180,12 +196,15 @@ _ARGUMENT_NAMES: dict[str, tuple[str, ...]] = {
     "cosine": ("value", "t_end"),
     "warmup_cosine": ("value", "t_warmup", "t_hold", "t_end"),
     "lesam_official": ("sigma", "warmup_epochs", "decay_start", "epochs", "steps_per_epoch", "eta"),
+    "multistep": ("value", "gamma", "milestones..."),
 }
 
 
 def _checked(name: str, args: tuple) -> tuple[float, ...]:
     """Validated arguments of schedule ``name``: finite, value >= 0, and the times ordered (or,
     for :func:`lesam_official`, epoch counts that are whole numbers)."""
+    if name == "multistep":
+        return _checked_multistep(args)
     names = _ARGUMENT_NAMES[name]
     if len(args) != len(names):
         raise ValueError(f"schedule {name!r} takes {len(names)} argument(s), got {len(args)}")
@@ -205,6 +224,35 @@ def _checked(name: str, args: tuple) -> tuple[float, ...]:
     if len(values) > 1 and values[-1] <= 0:
         raise ValueError(f"schedule {name!r}: {names[-1]} must be > 0, got {values[-1]:g}")
     return values
+
+
+def _checked_multistep(args: tuple) -> tuple[float, ...]:
+    """``value >= 0``, ``gamma >= 0``, then the milestones: finite times >= 0, increasing (at
+    most 10^6 of them: one kink each)."""
+    if len(args) < 2:
+        raise ValueError(
+            f"schedule 'multistep' takes value, gamma and the milestones, got {len(args)} argument(s)"
+        )
+    value = real(args[0], "schedule 'multistep': value")
+    gamma = real(args[1], "schedule 'multistep': gamma")
+    if value < 0 or gamma < 0:
+        raise ValueError(
+            f"schedule 'multistep': value and gamma must be >= 0, got {value:g}, {gamma:g}"
+        )
+    if len(args) - 2 > 10**6:
+        raise ValueError(f"schedule 'multistep': at most 1e6 milestones, got {len(args) - 2}")
+    milestones = tuple(
+        real(m, f"schedule 'multistep': milestone {k}") for k, m in enumerate(args[2:])
+    )
+    previous = 0.0
+    for k, m in enumerate(milestones):
+        if m < previous or (k and m <= previous):
+            raise ValueError(
+                f"schedule 'multistep': milestones must be increasing times >= 0, got {m:g} "
+                f"after {previous:g}"
+            )
+        previous = m
+    return (value, gamma, *milestones)
 
 
 def _check_epochs(values: tuple[float, ...]) -> None:
@@ -267,11 +315,21 @@ def lesam_official(
     return Schedule("lesam_official", _checked("lesam_official", args))
 
 
+def multistep(value: float, milestones, gamma: float = 0.1) -> Schedule:
+    """Step decay: ``value * gamma^m(t)``, ``m(t)`` the number of ``milestones`` ``<= t``
+    (PyTorch's ``MultiStepLR``, with the milestones in the run's clock time instead of epochs:
+    for :func:`flows.iterate` step ``k`` is at ``t = k eta``, so a milestone at step ``k`` is
+    the time ``k * eta``). The milestones are increasing times ``>= 0``; they are the kinks."""
+    times = tuple(np.atleast_1d(np.asarray(milestones, dtype=object)).tolist())
+    return Schedule("multistep", _checked("multistep", (value, gamma, *times)))
+
+
 SCHEDULES: dict[str, Callable[..., Schedule]] = {
     "constant": constant,
     "cosine": cosine,
     "warmup_cosine": warmup_cosine,
     "lesam_official": lesam_official,
+    "multistep": lambda value, gamma, *milestones: multistep(value, milestones, gamma),
 }
 
 

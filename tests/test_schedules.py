@@ -212,3 +212,58 @@ def test_schedule_strings_with_an_empty_argument_are_refused(text):
     """``parse`` (the API and ``--rho``) takes no empty argument (it does not drop one)."""
     with pytest.raises(ValueError, match=r"rho: an empty argument"):
         parse(text, "rho")
+
+
+def test_multistep_is_pytorchs_step_decay():
+    """``value * gamma^m``, m = ``bisect_right(milestones, t)`` (PyTorch's ``MultiStepLR``:
+    ``get_lr`` multiplies by gamma when the epoch reaches a milestone)."""
+    from bisect import bisect_right
+
+    from flows.schedules import from_spec, multistep
+
+    milestones = [0.5, 2.0, 2.5, 7.0]
+    schedule = multistep(0.3, milestones, gamma=0.2)
+    times = np.concatenate([milestones, np.nextafter(milestones, -1.0), [0.0, 1.0, 9.0]])
+    expected = [0.3 * 0.2 ** bisect_right(milestones, t) for t in times]
+    np.testing.assert_allclose([schedule(float(t)) for t in times], expected, rtol=1e-15)
+    np.testing.assert_allclose(schedule(times), expected, rtol=1e-15)
+    assert schedule.kinks == tuple(milestones)
+    assert schedule.maximum == 0.3 and multistep(1.0, [1, 2], gamma=3.0).maximum == 9.0
+    assert parse("multistep:0.3,0.2,0.5,2,2.5,7") == schedule == from_spec(schedule.spec())
+
+
+@pytest.mark.parametrize(
+    "text,name",
+    [
+        ("multistep:0.1,0.5,3,2", "increasing"),
+        ("multistep:0.1,0.5,2,2", "increasing"),
+        ("multistep:0.1,-0.5,2", "gamma"),
+        ("multistep:0.1", "milestones"),
+        ("multistep:0.1,0.5,-1", "increasing"),
+    ],
+)
+def test_bad_multistep_is_refused(text, name):
+    with pytest.raises(ValueError, match=name):
+        parse(text, "eta")
+
+
+def test_iterate_with_a_multistep_step_size_decays_at_the_milestone_steps():
+    """GD on a small regression (loss (1/n) sum r_i^2 / 2) with
+    ``eta = multistep(0.05, [k1 eta, k2 eta], 0.1)``: the
+    steps ``k >= k1`` take 0.005, from ``k2`` on 0.0005 (the loop written out here)."""
+    from flows.data import Dataset
+    from flows.schedules import multistep
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((6, 4))
+    y = X @ np.array([1.0, 0.0, -0.5, 0.0])
+    eta0, k1, k2, steps = 0.05, 40, 70, 100
+    run = iterate(Dataset(X, y, task="regression"), "gd", 2, [[0.3] * 4, [0.2] * 4], steps=steps,
+                  eta=multistep(eta0, [k1 * eta0, k2 * eta0], gamma=0.1))  # fmt: skip
+    u, v = np.full(4, 0.3), np.full(4, 0.2)
+    for k in range(steps):
+        rate = eta0 * 0.1 ** ((k >= k1) + (k >= k2))
+        r = X @ (u * v) - y
+        g = X.T @ r / len(y)
+        u, v = u - rate * g * v, v - rate * g * u
+    np.testing.assert_allclose(run.theta[-1], [u, v], rtol=1e-12)
