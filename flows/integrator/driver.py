@@ -529,7 +529,8 @@ def _undecided_message(surfaces: list[str], tau: float) -> str:
     return (
         f"the switching surfaces {', '.join(surfaces)} meet at tau={tau:.6g} with no consistent "
         "way to slide on or cross them (each resolution at that instant undoes the previous "
-        "one); the path up to there is returned"
+        "one); the path up to there is returned (the discrete algorithm, flows.iterate, "
+        "steps past such junctions)"
     )
 
 
