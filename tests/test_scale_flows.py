@@ -16,6 +16,8 @@ reassociated). Checked here, each against a computation that shares none of its 
 * runs that leave the float range (depth 2 past 1e308, depth 3 up to its blow-up): the
   compiled loop, the numpy backend and the point-by-point reference end with the same status,
   the same blow-up time (1e-12) and the same path (1e-12 in log|beta|);
+* a first step whose stages leave the float path: the compiled loop shortens it (and keeps
+  the run) instead of handing the run to the Python loop;
 * the first step from an init with exact zeros (u = alpha, v = 0, relative control):
   :func:`flows.integrator.solver.initial_step` equals scipy's ``select_initial_step`` where no
   entry is such a zero, and a regression run from u = alpha, v = 0 starts with a step of the
@@ -226,6 +228,35 @@ def test_run_beyond_the_float_range_agrees_on_every_backend():
 
 
 BACKENDS = ("numba", "numpy", "reference")
+
+
+def test_a_first_step_off_the_float_path_is_shortened():
+    """A regression with large entries (n 2, d 2048, |x| ~ 10) whose first DOP853 step, as
+    :func:`initial_step` guesses it, puts a stage outside the float path: given that step, the
+    compiled segment hands back at once; guessing it itself, it shortens the step and goes on.
+    ``simulate`` stays on the compiled loop and equals the numpy backend (scipy's loop, which
+    evaluates that stage in signed-log arithmetic and rejects the step) to 1e-9 in log|beta|."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((2, 2048)) * 10.0
+    data = Dataset(X, X[:, :5].sum(axis=1) / 10.0, task="regression")
+    _, run = run_of(data, "gd", 2, 0.1, t_max=1e-4, n_points=2)
+    seg = run.path.segments[0]
+    fld = run.moving_field(seg.mode)
+    problem = fast_segment._problem_tuple(fld, seg.mode)
+    watch = fast_segment._watch(fld, seg.mode, run.radius, False, run.y)
+    y0 = seg.raw(np.array([0.0]))[0]
+    rtol, atol = run.tolerances(seg.mode)
+    ok, f0 = loop.field(y0, problem)
+    guess, ok = loop.initial_step(y0, f0, 0.0, 1.0, rtol, atol, problem)
+    given = loop.segment(y0, 0.0, 1.0, rtol, atol, 10**6, problem, watch, 4, guess)
+    chosen = loop.segment(y0, 0.0, 1.0, rtol, atol, 10**6, problem, watch, 4, 0.0)
+    assert (given[0], given[1]) == (loop.LEFT_FLOAT_RANGE, 0)
+    assert (chosen[0], chosen[1]) == (loop.BUDGET_SPENT, 4)
+    kw = dict(t_max=0.05, n_points=11)
+    fast = simulate(data, "gd", 2, 0.1, **kw)
+    slow = simulate(data, "gd", 2, 0.1, backend="numpy", **kw)
+    assert fast.segment_loops == ("compiled DOP853",) and fast.status == slow.status == 0
+    np.testing.assert_allclose(fast.log_abs_beta, slow.log_abs_beta, rtol=0, atol=1e-9)
 
 
 def test_initial_step_is_scipys_without_zeros_under_relative_control():

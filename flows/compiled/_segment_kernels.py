@@ -7,7 +7,8 @@ segment integrated here takes the steps the Python loop would take, to rounding.
 with the perturbation of the algorithm selected by ``algorithm_id`` (its table entry's
 ``compiled_id``, :data:`flows.algorithms.ALGORITHMS`; ``hp`` holds its hyper-parameters in the
 entry's declared order). The loop hands back to the Python driver
-(status codes below) where the float path does not hold, where a threshold event (collapse,
+(status codes below) where the float path does not hold (at a stage of the first step:
+after :data:`RANGE_SHRINKS` shorter tries), where a threshold event (collapse,
 near zero, stationary, blow-up, loss floor) or a sign of l_inf-SAM's frozen pattern changes over a step (the
 step is not kept: the driver locates the event), when the budget is spent, or when the step
 size underflows. Arithmetic follows numpy
@@ -26,6 +27,14 @@ from ._cache import install
 install()  # numba's cache keyed on every source of the kernels (flows.compiled._cache)
 
 REACHED_END, LEFT_FLOAT_RANGE, EVENT_AHEAD, BUDGET_SPENT, STEP_TOO_SMALL = 0, 1, 2, 3, 4
+
+#: A first step (of :func:`initial_step`'s choosing) whose stages leave the float path is
+#: retried this many times, each 5x shorter (scipy's smallest factor), before the loop hands
+#: back: that guess can put DOP853's stages far from the path (n 5, d 2e5 regression: a stage
+#: at e^-300 from a start at 0.1), where scipy would evaluate them in signed-log arithmetic
+#: and reject the step. Later steps, sized by the error control, hand back at once (as near a
+#: blow-up, where the Python loop takes the same steps on the signed-log field).
+RANGE_SHRINKS = 2
 
 N_STAGES = coefficients.N_STAGES
 A = np.ascontiguousarray(coefficients.A)
@@ -357,8 +366,9 @@ def _dense_output_into(y, y_new, K, f_new, h, F_step, y_old):
 
 
 @njit(cache=True, error_model="numpy")
-def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
-    """Integrate from ``(s0, y0)`` towards ``s_end``.
+def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_step):
+    """Integrate from ``(s0, y0)`` towards ``s_end``, the first step ``first_step`` (0: chosen
+    by :func:`initial_step`; a call that goes on after a full one takes that one's next step).
 
     Returns ``(status, n_steps, ts, F, y_old, y, nfev, h_abs)``: the step boundaries
     ``ts[:n+1]``, the dense-output coefficients ``F[:n]`` and start states ``y_old[:n]`` of each
@@ -375,12 +385,15 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
     nfev = 1
     if not ok:
         return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev, 0.0
-    h_abs, ok = initial_step(y, f, s0, s_end, rtol, atol, problem)
-    nfev += 1
-    if not ok:
-        return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev, 0.0
+    h_abs = first_step
+    if first_step == 0:
+        h_abs, ok = initial_step(y, f, s0, s_end, rtol, atol, problem)
+        nfev += 1
+        if not ok:
+            return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev, 0.0
     g_old = event_values(y, problem, watch)
     K = np.empty((A.shape[0], n))
+    f_new = K[N_STAGES]
     stage = np.empty(n)
     y_new = np.empty(n)
     err5, err3 = np.empty(n), np.empty(n)
@@ -394,6 +407,7 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
         if h_abs < min_step:
             h_abs = min_step
         rejected = False
+        shrunk = 0
         while True:
             if h_abs < min_step:
                 return STEP_TOO_SMALL, steps, ts, F, y_olds, y, nfev, h_abs
@@ -404,16 +418,24 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity):
             h_abs = abs(h)
             for i in range(n):
                 K[0, i] = f[i]
+            ok = True
             for s in range(1, N_STAGES):
                 _stage(y, K, s, h, stage)
-                if not field_into(stage, problem, work, K[s]):
+                ok = field_into(stage, problem, work, K[s])
+                nfev += 1
+                if not ok:
+                    break
+            if ok:
+                _solution_into(y, K, h, y_new)
+                ok = field_into(y_new, problem, work, f_new)
+                nfev += 1
+            if not ok:  # a stage outside the float path: a smaller first step, or Python's loop
+                if steps > 0 or first_step != 0 or shrunk == RANGE_SHRINKS:
                     return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
-            _solution_into(y, K, h, y_new)
-            f_new = K[N_STAGES]
-            ok = field_into(y_new, problem, work, f_new)
-            nfev += N_STAGES
-            if not ok:
-                return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
+                shrunk += 1
+                h_abs *= MIN_FACTOR
+                rejected = True
+                continue
             error_norm = _error_norm(y, y_new, K, h, rtol, atol, err5, err3)
             if error_norm < 1:
                 h_abs *= _growth(error_norm, rejected)

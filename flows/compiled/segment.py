@@ -29,8 +29,13 @@ from ..schedules import constant_values
 from .discrete import PER_EXAMPLE_IDS
 from .field import CompiledField
 
-#: Steps stored per compiled call (a longer segment takes several calls).
+#: Steps stored per compiled call (a longer segment takes several calls), at most; fewer
+#: where their dense output would pass :data:`STACK_BYTES` (at least 16).
 CAPACITY = 2048
+
+#: Bytes of dense output one compiled call allocates for its steps (7 coefficients per state
+#: entry and step): 2048 steps of a d = 1e6 state would ask for 115 GB.
+STACK_BYTES = 2**28
 
 #: From this many entries of the features on, :func:`exponent` declines: numpy's batched
 #: ``log c`` (matrix-matrix products over the quadrature's nodes) is then faster than one
@@ -185,9 +190,11 @@ def advance(
     watch = _watch(field, mode, radius, near_zero, y, loss_floor)
     nfev = 0
     budget = min(budget, 2**62)
+    capacity = max(16, min(CAPACITY, STACK_BYTES // (8 * loop.POWER * y.size)))
+    h_next = 0.0
     while True:
         status, steps, ts, F, y_old, y_end, used, h_next = loop.segment(
-            y, s, s_end, rtol, atol, budget - nfev, problem, watch, CAPACITY
+            y, s, s_end, rtol, atol, budget - nfev, problem, watch, capacity, h_next
         )
         nfev += int(used)
         if steps > 0:
@@ -195,7 +202,7 @@ def advance(
             stack = (t_old, ts[1 : steps + 1] - t_old, F[:steps].copy(), y_old[:steps].copy())
             segments.append(Segment(mode.copy(), ts[: steps + 1].copy(), [], stack))
             s, y = float(ts[steps]), y_end.copy()
-        if status == loop.BUDGET_SPENT and steps == CAPACITY and nfev <= budget:
+        if status == loop.BUDGET_SPENT and steps == capacity and nfev <= budget:
             continue
         finished = status == loop.REACHED_END
         first_step = float(h_next) if h_next > 0 else None
