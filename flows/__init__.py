@@ -11,6 +11,7 @@ from .data import Dataset, single_example
 from .discrete import DiscreteRun, iterate
 from .initialization import orthant_init
 from .integrator.driver import simulate
+from .many import batch_runs, iterate_many, simulate_many
 from .results import Cause, Trajectory
 
 __all__ = [
@@ -20,8 +21,11 @@ __all__ = [
     "Dataset",
     "DiscreteRun",
     "Trajectory",
+    "batch_runs",
     "iterate",
+    "iterate_many",
     "orthant_init",
     "simulate",
+    "simulate_many",
     "single_example",
 ]
