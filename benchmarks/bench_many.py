@@ -11,7 +11,7 @@ Cases (100 runs each, alpha log-spaced): the paper's single example mu = (1, ...
 depth 2, rho = 1, every other setting at its default (alpha in [0.05, 2]: the runs below
 alpha ~ 0.3 collapse; and alpha in [0.4, 2], none collapses); ``iterate`` l2-SAM on a small
 regression (n = 20, d = 30, rho = 0.05, eta = 0.05, every iterate recorded) for 100 and 1000
-steps. Each time is the best of ``--repeat`` (loop and batch taking turns), one BLAS thread
+steps. Each time is the best of ``--repeat`` (5; loop and batch taking turns), one BLAS thread
 (``OPENBLAS_NUM_THREADS=1``), numba's kernels compiled before the timing. The last column says
 whether every batched result equals its single call bit for bit.
 """
@@ -144,7 +144,7 @@ def write(text: str, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().split("\n")[0])
-    parser.add_argument("--repeat", type=int, default=3, help="best of this many (3)")
+    parser.add_argument("--repeat", type=int, default=5, help="best of this many (5)")
     parser.add_argument("--write", action="store_true", help="keep the table in results.md")
     args = parser.parse_args()
     text = table(measure(args.repeat), args.repeat)

@@ -14,33 +14,41 @@ one more batch axis under the same rule.
 
 Every run's arguments are checked before the first run starts (a ``ValueError`` names the
 parameter and the run, ``alpha[3]``), and the batch computes with one BLAS thread (as the sweep
-does: on a shared machine a thread pool per small product costs more than the product; the
-results do not depend on it). :func:`iterate_many` shares the run set-up across the batch and
-runs each run's steps in one call of the compiled loop, the iterates recorded straight into
-one array; a run that leaves the compiled loop's range, or any run without numba, is the
-single :func:`flows.iterate` call. :func:`simulate_many` runs each flow through
-:func:`flows.simulate`, whose compiled code the batch shares once it is loaded.
+does: on a shared machine a thread pool per small product costs more than the product).
+:func:`iterate_many` sets the problem and the compiled loop up once per distinct
+hyper-parameters, runs each run's steps in one call of the compiled kernel, its iterates written
+straight into one array, and computes the losses of a group of runs' iterates in one call of
+:func:`flows.discrete.iterate`'s own loss function; a run that the compiled loop hands back, or
+any run without numba, is the single :func:`flows.iterate` call. :func:`simulate_many` runs
+each flow through :func:`flows.simulate`.
+
+Equal means bit for bit (``tests/test_many.py``): the compiled loop takes the same steps in the
+same order whether it records its iterates in chunks (the single call) or in one array, and a
+row of a matrix product (the loss arguments of one iterate) is computed in the same order
+whatever the other rows are.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TextIO, TypeVar
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from .algorithms import effective_algorithm, get_algorithm, resolve_hyperparameters
 from .checks import integer
 from .clocks import CLOCKS
 from .data import Dataset
 from .discrete import (
+    LOSS_BLOCK,
+    BaseOptimizer,
     DiscreteRun,
     _losses,
-    _not_representable,
     base_optimizer,
     check_budget,
     discrete_steps,
@@ -57,7 +65,7 @@ __all__ = ["batch_runs", "iterate_many", "simulate_many"]
 #: Seconds between two progress lines.
 PROGRESS_INTERVAL = 1.0
 
-Result = TypeVar("Result", Trajectory, DiscreteRun)
+Result = TypeVar("Result")
 
 
 def _axis(value: Any) -> list | None:
@@ -159,6 +167,17 @@ def _checked_runs(
     return runs
 
 
+@functools.cache
+def _controller() -> ThreadpoolController:
+    """The thread pools loaded in this process (found once: ~1 ms a search)."""
+    return ThreadpoolController()
+
+
+def _one_blas_thread() -> Any:
+    """A context in which the BLAS libraries use one thread."""
+    return _controller().limit(limits=1, user_api="blas")
+
+
 class _Progress:
     """One line on ``stream`` at most every :data:`PROGRESS_INTERVAL` seconds and at the end:
     runs done, elapsed and estimated remaining time."""
@@ -190,7 +209,7 @@ def _run_batch(
     """``one(run)`` for every run, in order, with one BLAS thread."""
     tell = _Progress(name, len(runs), sys.stderr if progress else None)
     out = []
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _one_blas_thread():
         for k, run in enumerate(runs, start=1):
             out.append(one(run))
             tell.done(k)
@@ -294,9 +313,7 @@ def iterate_many(
     -------
     list of DiscreteRun
         One per run, in the order of :func:`batch_runs`, each equal field by field and bit for
-        bit to the single :func:`flows.iterate` call: the compiled loop computes the same
-        steps in the same order whether its iterates are recorded in chunks or in one array,
-        and the losses are computed by the same function on the same iterates.
+        bit to the single :func:`flows.iterate` call (module docstring).
 
     Raises
     ------
@@ -315,51 +332,63 @@ def iterate_many(
     backend = given["backend"]
     stepper_cache: dict[tuple, Any] = {}
 
-    def one(run: _Run) -> DiscreteRun:
-        hp, init = run.hyperparameters, run.init
-        runs_as = effective_algorithm(algorithm, hp)
-        key = (runs_as, tuple(hp.items()), init.groups.shape)
+    def compiled_steps(run: _Run) -> tuple[np.ndarray, np.ndarray] | DiscreteRun:
+        """The run's recorded steps and iterates from the compiled loop, or its single call."""
+        runs_as = effective_algorithm(algorithm, run.hyperparameters)
+        key = (runs_as, tuple(run.hyperparameters.items()))
         if key not in stepper_cache:
             problem = Problem(
-                data, get_algorithm(runs_as), hp, the_loss, init.multiplicity, CLOCKS["original"]
+                data,
+                get_algorithm(runs_as),
+                run.hyperparameters,
+                the_loss,
+                run.init.multiplicity,
+                CLOCKS["original"],
             )
-            stepper_cache[key] = (problem, discrete_steps(backend, problem, base))
-        problem, compiled = stepper_cache[key]
-        done = None
-        if compiled is not None:
-            done = _compiled_run(init.groups, problem, compiled, steps, record_every)
+            stepper_cache[key] = discrete_steps(backend, problem, base)
+        compiled = stepper_cache[key]
+        done = (
+            None
+            if compiled is None
+            else _compiled_run(run.init.groups, compiled, steps, record_every)
+        )
         if done is None:
             return iterate(data, algorithm, depth, run.alpha, **options, **run.given)
-        kept_steps, thetas = done
-        with np.errstate(over="ignore"):
-            betas = np.prod(thetas, axis=1)
-        return DiscreteRun(
-            steps=kept_steps,
-            t=kept_steps * base.unit,
-            theta=thetas,
-            beta=betas,
-            loss=_losses(betas, data, the_loss),
-            status=Cause.REACHED_END.status,
-            message=f"ran {steps} steps",
-            algorithm=algorithm,
-            eta=base.unit,
-            cause=Cause.REACHED_END,
-            momentum=base.momentum,
-            weight_decay=base.weight_decay,
-            backend="numba",
-        )
+        return done
 
-    return _run_batch("iterate_many", runs, one, progress)
+    with _one_blas_thread():
+        stepped = _run_batch("iterate_many", runs, compiled_steps, progress)
+        results = [r if isinstance(r, DiscreteRun) else None for r in stepped]
+        recorded = {i: r for i, r in enumerate(stepped) if not isinstance(r, DiscreteRun)}
+        sizes = [len(kept_steps) for kept_steps, _ in recorded.values()]
+        for group in _loss_groups(list(recorded), sizes, data.n):
+            thetas = [recorded[i][1] for i in group]
+            with np.errstate(over="ignore"):
+                betas = np.prod(np.concatenate(thetas), axis=1)
+            losses = _losses(betas, data, the_loss)
+            start = 0
+            for i, theta in zip(group, thetas, strict=True):
+                end = start + len(theta)
+                results[i] = _discrete_run(
+                    recorded[i][0], theta, betas[start:end], losses[start:end], base, algorithm
+                )
+                start = end
+        return [
+            run_result
+            if run_result is not None
+            else iterate(data, algorithm, depth, run.alpha, **options, **run.given)
+            for run, run_result in zip(runs, results, strict=True)
+        ]
 
 
 def _compiled_run(
-    theta: np.ndarray, problem: Problem, compiled: Any, steps: int, record_every: int
+    theta: np.ndarray, compiled: Any, steps: int, record_every: int
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The recorded steps and iterates of a run whose every step the compiled loop
     (:class:`flows.compiled.discrete.CompiledSteps`) takes, in one call of its kernel; None
-    where a step needs the numpy loop (the run is then the single call's)."""
-    if _not_representable(theta, problem.data, problem.loss):
-        return None
+    where a step needs the numpy loop (the run is then the single call's). The kernel checks
+    the initial iterate as :func:`flows.discrete.iterate` does, except for its loss (the
+    recorded losses do: :func:`_discrete_run`)."""
     to_record = steps // record_every + (steps % record_every != 0)
     store = np.empty((to_record + 1,) + theta.shape)
     store[0] = theta
@@ -379,3 +408,53 @@ def _compiled_run(
     if status != compiled.kernels.FINISHED or k != steps:
         return None
     return kept_steps[: recorded + 1], store[: recorded + 1]
+
+
+#: A run whose initial mean loss (as recorded) is not below this is the single call's: the
+#: single call's own check of that loss (finite, in float64) could only decide otherwise within
+#: rounding of the largest float.
+LOSS_MARGIN = 1e300
+
+
+def _loss_groups(runs: list[int], sizes: list[int], n: int) -> Iterator[list[int]]:
+    """``runs`` in consecutive groups of at most :data:`flows.discrete.LOSS_BLOCK` recorded
+    loss arguments (``sizes`` recorded iterates per run, ``n`` examples; a larger run alone)."""
+    group: list[int] = []
+    total = 0
+    for run, size in zip(runs, sizes, strict=True):
+        if group and (total + size) * n > LOSS_BLOCK:
+            yield group
+            group, total = [], 0
+        group.append(run)
+        total += size
+    if group:
+        yield group
+
+
+def _discrete_run(
+    kept_steps: np.ndarray,
+    theta: np.ndarray,
+    beta: np.ndarray,
+    loss: np.ndarray,
+    base: BaseOptimizer,
+    algorithm: str,
+) -> DiscreteRun | None:
+    """The :class:`~flows.discrete.DiscreteRun` of a run that the compiled loop took to its
+    last step, or None where its initial loss is not below :data:`LOSS_MARGIN`."""
+    if not loss[0] < LOSS_MARGIN:
+        return None
+    return DiscreteRun(
+        steps=kept_steps,
+        t=kept_steps * base.unit,
+        theta=theta,
+        beta=beta,
+        loss=loss,
+        status=Cause.REACHED_END.status,
+        message=f"ran {kept_steps[-1]} steps",
+        algorithm=algorithm,
+        eta=base.unit,
+        cause=Cause.REACHED_END,
+        momentum=base.momentum,
+        weight_decay=base.weight_decay,
+        backend="numba",
+    )

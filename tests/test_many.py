@@ -68,10 +68,11 @@ def test_iterate_many_numpy_and_vector_inits():
 
 def test_a_failing_run_keeps_its_status_and_the_others_go_on():
     data = regression()
-    runs = iterate_many(data, "gd", 3, [0.1, 1e120, 0.2], eta=0.01, steps=30)
-    assert [r.status for r in runs] == [0, -1, 0]
+    alphas = [0.1, 1e120, 0.2, 1e51]  # beta overflows at 1e120; the loss at 1e51 (1e306)
+    runs = iterate_many(data, "gd", 3, alphas, eta=0.01, steps=30)
+    assert [r.status for r in runs] == [0, -1, 0, -1]
     assert "not representable" in runs[1].message
-    for run, alpha in zip(runs, [0.1, 1e120, 0.2], strict=True):
+    for run, alpha in zip(runs, alphas, strict=True):
         assert_same(run, iterate(data, "gd", 3, alpha, eta=0.01, steps=30))
     flows = simulate_many(MU, "gd", 3, [0.05, 1.0], t_max=3.0, n_points=11, backend="numpy")
     assert [t.status for t in flows] == [0, 1]  # blow-up at tau = 1 / (3 alpha) for alpha = 1
