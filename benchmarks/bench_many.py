@@ -10,7 +10,7 @@ Run on demand (not a pytest test)::
 Cases (100 runs each, alpha log-spaced): the paper's single example mu = (1, ..., 5), l2-SAM at
 depth 2, rho = 1, every other setting at its default (alpha in [0.05, 2]: the runs below
 alpha ~ 0.3 collapse; and alpha in [0.4, 2], none collapses); ``iterate`` l2-SAM on a small
-regression (n = 20, d = 30, rho = 0.05, eta = 0.05, every iterate recorded) for 100 and 1000
+regression (n = 20, d = 30, rho = 0.05, eta = 0.05, every iterate recorded) for 10, 100 and 1000
 steps. Each time is the best of ``--repeat`` (5; loop and batch taking turns), one BLAS thread
 (``OPENBLAS_NUM_THREADS=1``), numba's kernels compiled before the timing. The last column says
 whether every batched result equals its single call bit for bit.
@@ -65,7 +65,7 @@ def cases() -> list[tuple[str, object, object]]:
             )
         )
     alphas = list(np.geomspace(0.05, 1.0, RUNS))
-    for steps in (100, 1000):
+    for steps in (10, 100, 1000):
         kw = dict(rho=0.05, eta=0.05, steps=steps)
         out.append(
             (

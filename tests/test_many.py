@@ -99,3 +99,8 @@ def test_an_axis_of_one_value_is_repeated():
     batch = iterate_many(MU, "l2-sam", 2, [0.3], rho=[0.1, 0.2], steps=5, backend="numpy")
     assert len(batch) == 2
     assert_same(batch[1], iterate(MU, "l2-sam", 2, 0.3, rho=0.2, steps=5, backend="numpy"))
+
+
+def test_progress_lines_on_stderr(capsys):
+    iterate_many(MU, "gd", 2, [0.2, 0.3], steps=3, progress=True, backend="numpy")
+    assert capsys.readouterr().err.splitlines()[-1].startswith("iterate_many: 2/2 runs")
