@@ -121,7 +121,8 @@ def batch_runs(
                     f"{name} has {len(entries)} values but {first} has {length}: batch axes "
                     "must have equal lengths (or one value), or use product=True"
                 )
-        combos = zip(*(v * length if len(v) == 1 else v for v in axes.values()), strict=True)
+        repeated = [v * length if len(v) == 1 else v for v in axes.values()]
+        combos = zip(*repeated, strict=True) if axes else [()]
     runs = []
     for combo in combos:
         values = dict(shared, **dict(zip(axes, combo, strict=True)))
@@ -254,7 +255,7 @@ def simulate_many(
     ValueError
         Before any run: naming a batch axis whose length differs, an empty axis, or a run's
         ``alpha`` or hyper-parameter that :func:`flows.simulate` would refuse (with the run's
-        index); an option that :func:`flows.simulate` refuses, naming it.
+        index); an option that :func:`flows.simulate` refuses, naming it, at the first run.
     """
     options, hyperparameters = _split_settings(settings, _SIMULATE_OPTIONS)
     runs = _checked_runs(data, algorithm, depth, alpha, hyperparameters, product, reduced)
@@ -267,15 +268,10 @@ def simulate_many(
 
 #: The keyword options of :func:`flows.simulate` other than ``reduced`` (the rest of a
 #: :func:`simulate_many` call's keywords are hyper-parameters).
-_SIMULATE_OPTIONS = frozenset(
-    (
-        "t_max clock n_points loss rtol atol method chart chart_scale original_time max_nfev "
-        "loss_floor backend"
-    ).split()
-)
+_SIMULATE_OPTIONS = frozenset(simulate.__kwdefaults__ or {}) - {"reduced"}
 #: The keyword options of :func:`flows.iterate` (the rest of an :func:`iterate_many` call's
 #: keywords are hyper-parameters).
-_ITERATE_OPTIONS = frozenset("eta steps record_every loss momentum weight_decay backend".split())
+_ITERATE_OPTIONS = frozenset(iterate.__kwdefaults__ or {})
 
 
 def _split_settings(

@@ -104,3 +104,9 @@ def test_an_axis_of_one_value_is_repeated():
 def test_progress_lines_on_stderr(capsys):
     iterate_many(MU, "gd", 2, [0.2, 0.3], steps=3, progress=True, backend="numpy")
     assert capsys.readouterr().err.splitlines()[-1].startswith("iterate_many: 2/2 runs")
+
+
+def test_no_batch_axis_is_one_run():
+    for product in (False, True):
+        (run,) = iterate_many(MU, "gd", 2, 0.3, steps=3, backend="numpy", product=product)
+        assert_same(run, iterate(MU, "gd", 2, 0.3, steps=3, backend="numpy"))
