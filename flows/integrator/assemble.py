@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..clocks import log_original_time
+from ..clocks import QuadratureReport, log_original_time
 from ..fused import FusedField
 from ..results import Cause, Trajectory
 from ..signedlog import SignedLog
@@ -45,7 +45,14 @@ def assemble(
     else:
         rule = None if run.backend.interval_rule is None else run.backend.interval_rule()
         steps = [seg.ts for seg in run.path.segments]
-        log_t = log_original_time(grid, steps, exponent(run), rule=rule)
+        report = QuadratureReport()
+        log_t = log_original_time(grid, steps, exponent(run), rule=rule, report=report)
+        if report.capped:
+            run.message += (
+                f"; log_t_original is approximate: its quadrature stopped refining at "
+                f"{report.samples} samples of the clock factor (flows.clocks.MAX_SAMPLES), short of its "
+                "1e-9 tolerance"
+            )
     fused = FusedField(problem)
     beta = fused.product_of_layers(theta.sign, theta.log_abs)
     with np.errstate(over="ignore"):
