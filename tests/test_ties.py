@@ -157,3 +157,25 @@ def test_sam_at_depth_3_reaches_its_blowup_with_the_defaults(algorithm, hp):
     assert "slow manifold" in tr.message
     blowup = next(e.tau for e in tr.events if e.kind == "blow-up")
     assert tr.tau[-1] < blowup <= tr.tau[-1] * (1 + 2 * TIED_BLOWUP_TOL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [2, 3])
+def test_sam_blows_up_along_a_kkt_direction_of_the_depth_3_margin_problem(seed):
+    """At depth 3 on teacher data the blow-up direction of l2-SAM (through the slow manifold)
+    satisfies the KKT conditions of the l_{2/3} max-margin problem (``kkt_check``: multipliers
+    by non-negative least squares) and is GD's."""
+    from analysis.margin_programs.quasi_norm import kkt_check
+
+    data, signs = teacher_set(seed)
+    directions = []
+    for algorithm, hp in (("gd", {}), ("l2-sam", {"rho": RHO})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            tr = simulate(data, algorithm, 3, orthant_init(signs, 3, 0.5), t_max=100.0,
+                          original_time=False, **hp)  # fmt: skip
+        assert tr.status == BLOWUP, tr.message
+        beta = tr.sign_beta[-1] * np.exp(tr.log_abs_beta[-1] - tr.log_abs_beta[-1].max())
+        assert kkt_check(data, 3, beta).kkt_residual < 1e-5
+        directions.append(beta / np.linalg.norm(beta))
+    assert np.linalg.norm(directions[0] - directions[1]) < 1e-6
