@@ -131,3 +131,22 @@ def test_linf_sam_at_depth_keeps_its_original_time_through_sliding_junctions():
     log_t = tr.log_t_original[1:]
     assert np.all(np.isfinite(log_t))
     assert np.all(np.diff(log_t) > 0)
+
+
+@pytest.mark.slow
+def test_linf_sam_stuck_at_a_junction_ends_within_its_budget_and_says_the_steps_stall():
+    """l_inf-SAM on teacher set 8 at depth 3 slides on G_1, G_5, G_6 from tau = 6.211 and its
+    segments then end at events without advancing. The budget holds across such segments
+    (20,000 evaluations given: the last steps overshoot it by tens), and with the default budget
+    the run ends where its steps stall (no advance over 20,000 evaluations) instead of spending
+    2e5."""
+    data, signs = teacher_set(8)
+    init = orthant_init(signs, 3, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        capped = simulate(data, "linf-sam", 3, init, rho=0.1, t_max=100.0, max_nfev=20_000,
+                          original_time=False)  # fmt: skip
+        stalled = simulate(data, "linf-sam", 3, init, rho=0.1, t_max=100.0, original_time=False)
+    assert capped.cause == Cause.BUDGET_SPENT and capped.nfev <= 20_000 + 50
+    assert stalled.status == -1 and "the steps stall" in stalled.message
+    assert stalled.nfev <= 60_000 and "G_1, G_5, G_6" in stalled.message

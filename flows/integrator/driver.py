@@ -48,7 +48,7 @@ from .filippov import FilippovField, TooManySurfaces
 from .segments import Mode, Path, Segment
 from .solver import METHODS, integrate_segment
 from .state import Run
-from .surface_events import undecided_surfaces
+from .surface_events import CHATTER_EVENTS, chattering_surfaces, undecided_surfaces
 from .threshold_events import LossFloor
 from .watched import segment_events
 
@@ -164,6 +164,11 @@ def simulate(
         return conserved
     run = _setup(data, algorithm, depth, alpha, hyperparameters, options)
     while run.s < run.s_end:
+        if run.nfev >= run.budget:  # segments that each end at an event spend it too
+            run.stop(Cause.BUDGET_SPENT, _budget_message(run))
+            break
+        if _steps_stall(run):
+            break
         if run.mode.frozen:
             _freeze(run)
             break
@@ -189,6 +194,8 @@ def simulate(
             run.stop(run.cause, run.message)
         elif undecided := undecided_surfaces(run.log):
             run.stop(Cause.UNDECIDED_JUNCTION, _undecided_message(undecided, run.log[-1].tau))
+        elif chattering := chattering_surfaces(run.log):
+            run.stop(Cause.UNDECIDED_JUNCTION, _chattering_message(chattering, run.log))
     return assemble(run, float(t_max), n_points, original_time, algorithm)
 
 
@@ -532,6 +539,45 @@ def _undecided_message(surfaces: list[str], tau: float) -> str:
         "one); the path up to there is returned (the discrete algorithm, flows.iterate, "
         "steps past such junctions)"
     )
+
+
+def _chattering_message(surfaces: list[str], log: list) -> str:
+    """The message of a run stopped where switching surfaces chatter."""
+    first, last = log[-CHATTER_EVENTS].tau, log[-1].tau
+    return (
+        f"the switching surfaces {', '.join(surfaces)} meet near tau={last:.10g}, where the "
+        f"flow slid on and left them {CHATTER_EVENTS} times within {last - first:.3g} of tau "
+        "(no consistent way through them); the path up to there is returned (the discrete "
+        "algorithm, flows.iterate, steps past such junctions)"
+    )
+
+
+def _steps_stall(run: Run) -> bool:
+    """Every :data:`~flows.integrator.stiffness.STIFFNESS_CHECK_NFEV` evaluations, end a run
+    whose explicit method advanced less than
+    :data:`~flows.integrator.stiffness.EXPLICIT_STALL` ``* max(1, s)`` since the last such
+    check (a stiff run has its own check, :func:`_allowance_spent`); whether it ended."""
+    if run.nfev - run.progress[0] < stiffness.STIFFNESS_CHECK_NFEV:
+        return False
+    advanced = run.s - run.progress[1]
+    run.progress = (run.nfev, run.s)
+    if run.stiff or advanced >= stiffness.EXPLICIT_STALL * max(1.0, abs(run.s)):
+        return False
+    run.stop(
+        Cause.SOLVER_FAILED,
+        f"the steps stall at {_when(run, run.s)}: the solver advanced by {advanced:.3g} over "
+        f"its last {stiffness.STIFFNESS_CHECK_NFEV} evaluations, the field not stiff"
+        f"{_sliding_note(run.mode)}; the path up to there is returned",
+    )
+    return True
+
+
+def _sliding_note(mode: Mode) -> str:
+    """Where a run slides on switching surfaces, which (for a message)."""
+    names = [f"G_{j}" for j in mode.sliding_directions]
+    if np.any(mode.held):
+        names.append(f"{int(np.sum(mode.held))} parameter(s) held at 0")
+    return f", sliding on {', '.join(names)}" if names else ""
 
 
 def _when(run: Run, s: float) -> str:

@@ -42,6 +42,7 @@ class Run:
     next_stiffness_check: int = STIFFNESS_CHECK_NFEV
     stiff: bool = False
     checked_at: float = 0.0
+    progress: tuple[int, float] = (0, 0.0)  # (nfev, s) at the last check of the steps' advance
     start: Segment = field(init=False)
 
     def __post_init__(self) -> None:
