@@ -150,3 +150,17 @@ def test_linf_sam_stuck_at_a_junction_ends_within_its_budget_and_says_the_steps_
     assert capped.cause == Cause.BUDGET_SPENT and capped.nfev <= 20_000 + 50
     assert stalled.status == -1 and "the steps stall" in stalled.message
     assert stalled.nfev <= 60_000 and "G_1, G_5, G_6" in stalled.message
+
+
+def test_chattering_surfaces_are_those_of_50_events_within_1e_6_of_tau():
+    from flows.integrator.surface_events import CHATTER_EVENTS, chattering_surfaces
+    from flows.results import FlowEvent
+
+    def log(span: float) -> list:
+        taus = 6.2 + np.linspace(0.0, span, CHATTER_EVENTS)
+        return [FlowEvent(float(t), ("sliding", "release")[k % 2], (-1, 1 + 4 * (k % 2)),
+                          "direction") for k, t in enumerate(taus)]  # fmt: skip
+
+    assert chattering_surfaces(log(1e-6)) == ["G_1", "G_5"]
+    assert chattering_surfaces(log(1e-4)) == []
+    assert chattering_surfaces(log(1e-6)[1:]) == []  # fewer than CHATTER_EVENTS events
