@@ -24,9 +24,9 @@ import platform
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
+from sections import write_section
 
 ALGORITHMS = {
     "gd": {},
@@ -36,6 +36,7 @@ ALGORITHMS = {
     "le-sam": {"sigma": 0.1, "rho_max": 0.5},
 }
 N, D, SCALE, T_MAX = 30, 8, 0.5, 100.0
+HEADING = "## Depth 3 and 4 with the defaults (`python benchmarks/bench_depth.py --write`)"
 
 
 def teacher_set(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -90,7 +91,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per run")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
     parser.add_argument("--algorithms", default=",".join(ALGORITHMS))
-    parser.add_argument("--write", action="store_true", help="append the table to results.md")
+    parser.add_argument("--write", action="store_true", help="keep the table in results.md")
     args = parser.parse_args()
     run_one(0, 3, "gd", mp.get_context("fork").SimpleQueue())  # numba's compile, untimed
     cases = [
@@ -102,7 +103,7 @@ def main() -> None:
     with ThreadPoolExecutor(args.jobs) as pool:  # each thread waits on its run's process
         results = list(pool.map(lambda case: timed_run(*case, args.timeout), cases))
     lines = [
-        "## Depth 3 and 4 with the defaults (`python benchmarks/bench_depth.py --write`)",
+        HEADING,
         "",
         f"- {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')}, "
         f"{platform.platform()}, nproc {os.cpu_count()}, {args.jobs} run(s) at a time, "
@@ -135,8 +136,7 @@ def main() -> None:
     print(text)
     print("\n".join(detail))
     if args.write:
-        path = Path(__file__).with_name("results.md")
-        path.write_text(path.read_text().rstrip("\n") + "\n\n" + text)
+        write_section(text, HEADING)
 
 
 if __name__ == "__main__":

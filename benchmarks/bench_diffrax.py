@@ -53,12 +53,12 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 from scipy.integrate import solve_ivp
+from sections import write_section
 
 import flows.compiled.segment as compiled_segment
 from flows import Dataset, Trajectory, compiled, simulate, single_example
@@ -86,7 +86,6 @@ RTOLS = 10.0 ** -np.arange(5.0, 14.01, 0.5)  # diffrax's candidates, loosest fir
 SOLVERS = {"Tsit5": diffrax.Tsit5(), "Dopri8": diffrax.Dopri8()}
 MAX_STEPS = 200_000
 SPENT = 0.3  # seconds: a cheap call is repeated until this much is spent on it
-RESULTS = Path(__file__).resolve().parent / "results.md"
 HEADING = "## Against jit-compiled diffrax (`python benchmarks/bench_diffrax.py --write`)"
 
 
@@ -539,19 +538,6 @@ def report(rows: list[CaseRow], phases: dict[str, list[tuple[str, float]]], seco
     return "\n".join(lines)
 
 
-def write_section(text: str, path: Path = RESULTS) -> None:
-    """Put ``text`` into ``path`` in place of its own section (from :data:`HEADING` to the next
-    ``## `` heading), or at the end."""
-    old = path.read_text(encoding="utf-8")
-    start = old.find(HEADING)
-    if start < 0:
-        path.write_text(old.rstrip("\n") + "\n\n" + text, encoding="utf-8")
-        return
-    end = old.find("\n## ", start + len(HEADING))
-    rest = "" if end < 0 else old[end + 1 :]
-    path.write_text(old[:start] + text + ("\n" + rest if rest else ""), encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 cases")
@@ -570,7 +556,7 @@ def main() -> None:
     text = report(rows, phases, time.perf_counter() - start)
     print(text)
     if args.write:
-        write_section(text)
+        write_section(text, HEADING)
 
 
 if __name__ == "__main__":

@@ -24,11 +24,11 @@ import datetime
 import os
 import platform
 import time
-from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads its BLAS
 
 import numpy as np  # noqa: E402
+from sections import write_section  # noqa: E402
 
 from flows import (  # noqa: E402
     Dataset,
@@ -130,18 +130,6 @@ def table(rows: list[tuple[str, float, float, bool]], repeat: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(text: str, path: Path) -> None:
-    """Replace this benchmark's section of ``path`` with ``text`` (append it if absent)."""
-    old = path.read_text() if path.exists() else ""
-    start = old.find(HEADING)
-    if start < 0:
-        path.write_text(old.rstrip("\n") + "\n\n" + text)
-        return
-    end = old.find("\n## ", start + len(HEADING))
-    rest = "" if end < 0 else old[end:]
-    path.write_text(old[:start] + text + rest)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="best of this many (5)")
@@ -150,7 +138,7 @@ def main() -> None:
     text = table(measure(args.repeat), args.repeat)
     print(text)
     if args.write:
-        write(text, Path(__file__).with_name("results.md"))
+        write_section(text, HEADING)
 
 
 if __name__ == "__main__":

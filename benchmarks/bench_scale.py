@@ -63,12 +63,12 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.integrate import solve_ivp  # noqa: E402
 from scipy.special import expit  # noqa: E402
+from sections import write_section  # noqa: E402
 
 import flows.data  # noqa: E402
 import flows.integrator.arguments  # noqa: E402
 from flows import Dataset, iterate, simulate  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results.md"
 HEADING = "## Scale: time against n d (`python benchmarks/bench_scale.py --write`)"
 #: (n, d) per grid point: regression wide (n <= d), classification tall (n >= d).
 SHAPES = {
@@ -337,19 +337,6 @@ def report(rows: list[Row], seconds: float, repeats: int) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str, path: Path = RESULTS) -> None:
-    """Put ``text`` into ``path`` in place of its own section (from :data:`HEADING` to the next
-    ``## `` heading), or at the end."""
-    old = path.read_text(encoding="utf-8")
-    start = old.find(HEADING)
-    if start < 0:
-        path.write_text(old.rstrip("\n") + "\n\n" + text, encoding="utf-8")
-        return
-    end = old.find("\n## ", start + len(HEADING))
-    rest = "" if end < 0 else old[end + 1 :]
-    path.write_text(old[:start] + text + ("\n" + rest if rest else ""), encoding="utf-8")
-
-
 def plot(rows: list[Row], path: Path) -> None:
     """Log-log time against ``n d`` (per step for ``iterate``, per call for ``simulate``):
     samflows solid, its floor dashed, one colour per case at depth 2 on the grid, one panel per
@@ -420,7 +407,7 @@ def main(argv: list[str] | None = None) -> None:
     text = report(rows, time.perf_counter() - start, args.repeats)
     print(text)
     if args.write:
-        write_section(text)
+        write_section(text, HEADING)
     if args.plot:
         plot(rows, args.plot)
 

@@ -224,15 +224,8 @@ def perturbed_point_into(w, algorithm_id, hp, log_c, work, point):
         for j in range(d):
             sign[layer, j] = -np.sign(g[layer, j])
             unit[layer, j] = sign[layer, j] * (abs(g[layer, j]) / norm)
-    step = unit
-    if algorithm_id == 4:
-        radius, step = hp[0], sign
-    elif algorithm_id == 1:
-        radius = hp[0]
-    elif algorithm_id == 2:
-        radius = hp[0] * np.exp(log_norm)
-    else:
-        radius = min(hp[0] / (np.exp(log_norm) + hp[2]), hp[1])
+    step = sign if algorithm_id == 4 else unit
+    radius = kernels.perturbation_radius(algorithm_id, hp, log_norm)
     if not np.isfinite(radius):
         return False
     for layer in range(groups):

@@ -311,19 +311,24 @@ def perturbed_point_into(w, depth, multiplicity, features, offsets, loss_id, alg
     )
     if not ok or not np.isfinite(log_norm):
         return False
-    direction = work[6]
-    if algorithm_id == 4:
-        radius, direction = hp[0], work[5]
-    elif algorithm_id == 1:
-        radius = hp[0]
-    elif algorithm_id == 2:
-        radius = hp[0] * np.exp(log_norm)
-    else:
-        radius = min(hp[0] / (np.exp(log_norm) + hp[2]), hp[1])
+    radius = perturbation_radius(algorithm_id, hp, log_norm)
     if not np.isfinite(radius):
         return False
-    _add_scaled(point, w, radius, direction)
+    _add_scaled(point, w, radius, work[5] if algorithm_id == 4 else work[6])
     return True
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def perturbation_radius(algorithm_id, hp, log_norm):
+    """The size of the step ``eps = radius * direction`` of perturbation ``algorithm_id`` (the
+    direction ``sign(grad L)`` for 4, ``grad L / ||grad L||`` otherwise) from
+    ``log ||grad L||``: 1 l2-SAM and 4 l_inf-SAM ``rho``, 2 USAM ``rho ||grad L||``, 3 LE-SAM
+    ``min(sigma / (||grad L|| + varrho), rho_max)``."""
+    if algorithm_id == 1 or algorithm_id == 4:
+        return hp[0]
+    if algorithm_id == 2:
+        return hp[0] * np.exp(log_norm)
+    return min(hp[0] / (np.exp(log_norm) + hp[2]), hp[1])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
