@@ -264,7 +264,7 @@ EVENT_RUNS = {
 def test_events_as_the_uv_engine(kind):
     """From u = 0.1, v = 0: the loss floor, a stationary point (least squares) and 1-SAM's
     residual switch end the run (or the motion) with the cause, event and status of
-    ``chart='asinh'``, at the same time to 1e-6 relative (the stationary point to 2e-3)."""
+    ``chart='asinh'``, at the same time to 1e-6 relative (the stationary point to 1e-2)."""
     make, algorithm, kw = EVENT_RUNS[kind]
     data = make()
     init = u_alpha_v_zero(data.d, 0.1)
@@ -275,10 +275,13 @@ def test_events_as_the_uv_engine(kind):
         theirs.message,
     )
     assert [e.kind for e in ours.events] == [e.kind for e in theirs.events] == [kind]
-    # a stationary point is approached exponentially: the event's time moves by 0.08 % with
-    # the last digits of the gradient's 1e-8 there
+    # a stationary point is approached exponentially, and the event fires where the gradient
+    # falls to 1e-8 of its scale: there the path's own tolerance (1e-10 of beta) moves the
+    # gradient by ~1 %, and the time by that over the slow decay rate. Measured: the asinh
+    # chart's numba and numpy backends 0.7 % apart (107.90 and 108.68), the conserved chart
+    # 107.985 on both; the state there agrees to 1e-6 (below)
     assert ours.events[0].tau == pytest.approx(
-        theirs.events[0].tau, rel=1e-6 if kind != "stationary" else 2e-3
+        theirs.events[0].tau, rel=1e-6 if kind != "stationary" else 1e-2
     )
     np.testing.assert_allclose(ours.beta[-1], theirs.beta[-1], atol=1e-6)
 
