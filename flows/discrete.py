@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -43,6 +44,8 @@ class DiscreteRun:
     cause : ``Cause.REACHED_END`` or ``Cause.OVERFLOW`` (:class:`flows.results.Cause`).
     backend : ``'numba'`` where the compiled loop ran the steps (steps outside the plain float
         range are numpy's there too), ``'numpy'`` otherwise.
+    buffer : the momentum buffer ``b_k`` of the last step taken (None before the first step):
+        with the last iterate and step number, what :func:`iterate`'s ``start`` continues from.
     """
 
     steps: np.ndarray
@@ -58,6 +61,52 @@ class DiscreteRun:
     momentum: float = 0.0
     weight_decay: float = 0.0
     backend: str = "numpy"
+    buffer: np.ndarray | None = None
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Every field as numpy arrays (for ``np.savez`` and a reading with
+        ``allow_pickle=False``); :meth:`from_arrays` inverts it exactly.
+
+        ``steps``, ``t``, ``theta``, ``beta``, ``loss``: the arrays themselves; ``message``,
+        ``algorithm``, ``backend``: 0-d str; ``cause``: 0-d str, the :class:`Cause` member's
+        name; ``status``: 0-d int64; ``eta``, ``momentum``, ``weight_decay``: 0-d float64;
+        ``buffer``: the buffer, or an array of shape (0,) where it is None.
+        """
+        return {
+            **{name: np.asarray(getattr(self, name)) for name in _RUN_ARRAYS},
+            **{name: np.array(getattr(self, name), dtype=str) for name in _RUN_TEXT},
+            **{name: np.array(float(getattr(self, name))) for name in _RUN_FLOATS},
+            "status": np.array(self.status, dtype=np.int64),
+            "cause": np.array(self.cause.name),
+            "buffer": np.empty(0) if self.buffer is None else np.asarray(self.buffer),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays) -> DiscreteRun:
+        """The run :meth:`to_arrays` wrote (a dict, or the ``NpzFile`` of ``np.load``), every
+        array bit for bit; other arrays in ``arrays`` are ignored. ``ValueError`` naming a
+        missing array, or a ``cause`` that is not a :class:`Cause`'s name."""
+        names = (*_RUN_ARRAYS, *_RUN_TEXT, *_RUN_FLOATS, "status", "cause", "buffer")
+        missing = [name for name in names if name not in arrays]
+        if missing:
+            raise ValueError(f"discrete run arrays: missing {', '.join(missing)}")
+        a = {name: np.asarray(arrays[name]) for name in names}
+        cause = str(a["cause"][()])
+        if cause not in Cause.__members__:
+            raise ValueError(
+                f"discrete run arrays: cause {cause!r} is not one of {list(Cause.__members__)}"
+            )
+        fields: dict[str, Any] = {
+            **{name: a[name] for name in _RUN_ARRAYS},
+            **{name: str(a[name][()]) for name in _RUN_TEXT},
+            **{name: float(a[name][()]) for name in _RUN_FLOATS},
+        }
+        return cls(
+            **fields,
+            status=int(a["status"][()]),
+            cause=Cause[cause],
+            buffer=None if a["buffer"].size == 0 else a["buffer"],
+        )
 
     @property
     def log_abs_beta(self) -> np.ndarray:
@@ -91,6 +140,12 @@ class DiscreteRun:
         """Write :meth:`table` to ``path`` as CSV (:func:`flows.results.write_csv`: a header
         line of the names, then the values exactly)."""
         write_csv(path, *self.table())
+
+
+#: The fields of :meth:`DiscreteRun.to_arrays` by kind.
+_RUN_ARRAYS = ("steps", "t", "theta", "beta", "loss")
+_RUN_TEXT = ("message", "algorithm", "backend")
+_RUN_FLOATS = ("eta", "momentum", "weight_decay")
 
 
 def perturbed_gradient(
@@ -159,11 +214,18 @@ def iterate(
     momentum: float = 0.0,
     weight_decay: float = 0.0,
     backend: str = "auto",
+    start: DiscreteRun | None = None,
     **hyperparameters: Hyperparameter | None,
 ) -> DiscreteRun:
     """Run ``steps`` iterations of GD / SAM with step size ``eta`` (see :func:`flows.simulate`
     for the other parameters, the hyper-parameters among them); every ``record_every``-th
     iterate is kept.
+
+    ``start``: a :class:`DiscreteRun` (status 0) to continue, in place of ``alpha``: from its
+    last iterate, step number ``K`` and momentum buffer, ``steps`` more steps (numbered
+    ``K + 1, ...``; the recorded ones are those with ``k`` a multiple of ``record_every``, and
+    the last). With the same data, algorithm, hyper-parameters and optimizer, ``n`` steps then
+    ``m`` more are the ``n + m`` steps of one call, bit for bit.
 
     The base optimizer is SGD as PyTorch runs it (:class:`BaseOptimizer`): ``momentum`` and
     ``weight_decay`` (both 0: plain gradient steps), and ``eta`` a number or a named schedule.
@@ -184,11 +246,12 @@ def iterate(
     base = base_optimizer(eta, momentum, weight_decay)
     steps, record_every = integer(steps, "steps", 1), integer(record_every, "record_every", 1)
     check_budget(steps, record_every, init.groups.size)
+    theta, first, buffer = _starting_point(start, init.groups)
     algo = get_algorithm(effective_algorithm(algorithm, hp))  # eps = 0: gd's steps
     problem = Problem(data, algo, hp, the_loss, init.multiplicity, CLOCKS["original"])
     compiled = discrete_steps(backend, problem, base)
-    kept_steps, kept, cause, message = _run(
-        init.groups.copy(), problem, base, steps, record_every, compiled
+    kept_steps, kept, cause, message, buffer = _run(
+        theta, problem, base, steps, record_every, compiled, first, buffer
     )
     thetas = np.array(kept)
     with np.errstate(over="ignore"):  # beta = +-inf where it already overflows at step 0
@@ -208,7 +271,33 @@ def iterate(
         momentum=base.momentum,
         weight_decay=base.weight_decay,
         backend="numpy" if compiled is None else "numba",
+        buffer=buffer,
     )
+
+
+def _starting_point(
+    start: DiscreteRun | None, groups: np.ndarray
+) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """``(theta, k, buffer)`` a call starts from: ``alpha``'s layers at step 0, or the last
+    iterate, step and momentum buffer of ``start`` (``ValueError`` naming start where it is not
+    a finished :class:`DiscreteRun` of the call's depth and dimension)."""
+    if start is None:
+        return groups.copy(), 0, None
+    if not isinstance(start, DiscreteRun):
+        raise ValueError(f"start must be a flows.DiscreteRun, got {type(start).__name__}")
+    if start.status != 0:
+        raise ValueError(
+            f"start: the run ended with status {start.status} ({start.message}); only a run "
+            "that finished its steps can be continued"
+        )
+    theta = np.array(start.theta[-1], dtype=float)
+    if theta.shape != groups.shape:
+        raise ValueError(
+            f"start: its parameters have shape {theta.shape}, the call's depth and data "
+            f"{groups.shape}"
+        )
+    buffer = None if start.buffer is None else np.array(start.buffer, dtype=float)
+    return theta, int(start.steps[-1]), buffer
 
 
 #: Caps of one ``iterate`` call: the steps (at ~10-100 us each, 1e8 steps are hours) and the
@@ -278,31 +367,38 @@ def _run(
     steps: int,
     record_every: int,
     compiled_steps=None,
-) -> tuple[list[int], list[np.ndarray], Cause, str]:
-    """The recorded ``(steps, thetas)`` from ``theta`` (L, d), the cause and the message.
+    first: int = 0,
+    buffer: np.ndarray | None = None,
+) -> tuple[list[int], list[np.ndarray], Cause, str, np.ndarray | None]:
+    """The recorded ``(steps, thetas)`` of ``steps`` steps from ``theta`` (L, d) at step
+    ``first`` with momentum buffer ``buffer`` (None: no step taken yet), the cause, the message
+    and the buffer after the last step.
 
     ``compiled_steps`` (:func:`discrete_steps`) runs the steps it can; numpy runs the others.
     Stops at the first iterate that float64 cannot represent, keeping the last one that it can.
     """
-    kept_steps, kept = [0], [theta.copy()]
+    kept_steps, kept = [first], [theta.copy()]
     why = _not_representable(theta, problem.data, problem.loss)
     if why:
         return (
             kept_steps,
             kept,
             Cause.OVERFLOW,
-            (f"iterate not representable at step 0: {why}; only the initial theta is returned"),
+            (
+                f"iterate not representable at step {first}: {why}; only the initial theta is returned"
+            ),
+            buffer,
         )
-    last_k, last, buffer = 0, theta, None
+    last_k, last = first, theta
     field = FusedField(problem)
-    k = 0
-    while k < steps:
+    k, end = first, first + steps
+    while k < end:
         if compiled_steps is not None:
             k, theta, buffer = compiled_steps.advance(
-                theta, buffer, k, steps, record_every, kept_steps, kept
+                theta, buffer, k, end, record_every, kept_steps, kept
             )
             last_k, last = k, theta
-            if k == steps:
+            if k == end:
                 break
         k += 1
         with np.errstate(over="ignore", invalid="ignore"):
@@ -322,12 +418,13 @@ def _run(
                     f"iterate not representable at step {k}: {why}; "
                     f"the iterates up to step {last_k} are kept"
                 ),
+                buffer,
             )
         last_k, last = k, theta
-        if k % record_every == 0 or k == steps:
+        if k % record_every == 0 or k == end:
             kept_steps.append(k)
             kept.append(theta.copy())
-    return kept_steps, kept, Cause.REACHED_END, f"ran {steps} steps"
+    return kept_steps, kept, Cause.REACHED_END, f"ran {steps} steps", buffer
 
 
 #: The loss arguments of the recorded iterates are computed in blocks of at most

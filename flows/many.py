@@ -328,7 +328,7 @@ def iterate_many(
     backend = given["backend"]
     stepper_cache: dict[tuple, Any] = {}
 
-    def compiled_steps(run: _Run) -> tuple[np.ndarray, np.ndarray] | DiscreteRun:
+    def compiled_steps(run: _Run) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | DiscreteRun:
         """The run's recorded steps and iterates from the compiled loop, or its single call."""
         runs_as = effective_algorithm(algorithm, run.hyperparameters)
         key = (runs_as, tuple(run.hyperparameters.items()))
@@ -356,7 +356,7 @@ def iterate_many(
         stepped = _run_batch("iterate_many", runs, compiled_steps, progress)
         results = [r if isinstance(r, DiscreteRun) else None for r in stepped]
         recorded = {i: r for i, r in enumerate(stepped) if not isinstance(r, DiscreteRun)}
-        sizes = [len(kept_steps) for kept_steps, _ in recorded.values()]
+        sizes = [len(kept_steps) for kept_steps, _, _ in recorded.values()]
         for group in _loss_groups(list(recorded), sizes, data.n):
             thetas = [recorded[i][1] for i in group]
             with np.errstate(over="ignore"):
@@ -366,8 +366,9 @@ def iterate_many(
             for i, theta in zip(group, thetas, strict=True):
                 end = start + len(theta)
                 results[i] = _discrete_run(
-                    recorded[i][0], theta, betas[start:end], losses[start:end], base, algorithm
-                )
+                    recorded[i][0], theta, betas[start:end], losses[start:end], base, algorithm,
+                    recorded[i][2],
+                )  # fmt: skip
                 start = end
         return [
             run_result
@@ -379,8 +380,9 @@ def iterate_many(
 
 def _compiled_run(
     theta: np.ndarray, compiled: Any, steps: int, record_every: int
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """The recorded steps and iterates of a run whose every step the compiled loop
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """The recorded steps and iterates, and the momentum buffer after the last step (None
+    before any), of a run whose every step the compiled loop
     (:class:`flows.compiled.discrete.CompiledSteps`) takes, in one call of its kernel; None
     where a step needs the numpy loop (the run is then the single call's). The kernel checks
     the initial iterate as :func:`flows.discrete.iterate` does, except for its loss (the
@@ -390,9 +392,10 @@ def _compiled_run(
     store[0] = theta
     kept_steps = np.zeros(to_record + 1, dtype=np.int64)
     work = np.array(theta, dtype=float)
-    status, k, recorded, _ = compiled.kernels.run(
+    buffer = np.zeros_like(work)
+    status, k, recorded, started = compiled.kernels.run(
         work,
-        np.zeros_like(work),
+        buffer,
         False,
         0,
         steps,
@@ -403,7 +406,7 @@ def _compiled_run(
     )
     if status != compiled.kernels.FINISHED or k != steps:
         return None
-    return kept_steps[: recorded + 1], store[: recorded + 1]
+    return kept_steps[: recorded + 1], store[: recorded + 1], buffer if started else None
 
 
 #: A run whose initial mean loss (as recorded) is not below this is the single call's: the
@@ -434,9 +437,11 @@ def _discrete_run(
     loss: np.ndarray,
     base: BaseOptimizer,
     algorithm: str,
+    buffer: np.ndarray | None = None,
 ) -> DiscreteRun | None:
     """The :class:`~flows.discrete.DiscreteRun` of a run that the compiled loop took to its
-    last step, or None where its initial loss is not below :data:`LOSS_MARGIN`."""
+    last step (``buffer``: its momentum buffer), or None where its initial loss is not below
+    :data:`LOSS_MARGIN`."""
     if not loss[0] < LOSS_MARGIN:
         return None
     return DiscreteRun(
@@ -453,4 +458,5 @@ def _discrete_run(
         momentum=base.momentum,
         weight_decay=base.weight_decay,
         backend="numba",
+        buffer=buffer,
     )
