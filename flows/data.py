@@ -124,6 +124,20 @@ class Dataset:
         object.__setattr__(self, "_signed", signed)
         object.__setattr__(self, "_offsets", offsets)
 
+    def rows(self, index: np.ndarray) -> Dataset:
+        """The data set of the examples ``index`` (an integer array), in that order. Not checked
+        again: rows of a valid data set are valid (a subset of separable data is separable)."""
+        out = object.__new__(Dataset)
+        for name, value in (
+            ("X", self.X[index]),
+            ("y", self.y[index]),
+            ("task", self.task),
+            ("_signed", self.signed_features[index]),
+            ("_offsets", None if self.offsets is None else self.offsets[index]),
+        ):
+            object.__setattr__(out, name, value)
+        return out
+
     @property
     def n(self) -> int:
         """Number of examples."""

@@ -8,7 +8,7 @@ float64 (the iterates are what a practitioner would run). Step ``k`` sits at ori
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from .data import Dataset
 from .field import Problem
 from .fused import FusedField
 from .initialization import initialization
+from .minibatch import Minibatches, minibatches
 from .model import Loss, get_loss, loss_arguments, loss_for
 from .results import Cause, write_csv
 from .schedules import Hyperparameter, Schedule, schedule_value
@@ -46,6 +47,9 @@ class DiscreteRun:
         range are numpy's there too), ``'numpy'`` otherwise.
     buffer : the momentum buffer ``b_k`` of the last step taken (None before the first step):
         with the last iterate and step number, what :func:`iterate`'s ``start`` continues from.
+    batch_size, sampling, seed : the minibatches (:mod:`flows.minibatch`): their size (None:
+        full-batch steps), ``'iid'``, ``'epoch'`` or ``'replayed'``, and the root seed of the
+        batches drawn (None where none were).
     """
 
     steps: np.ndarray
@@ -62,6 +66,9 @@ class DiscreteRun:
     weight_decay: float = 0.0
     backend: str = "numpy"
     buffer: np.ndarray | None = None
+    batch_size: int | None = None
+    sampling: str = ""
+    seed: int | None = None
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Every field as numpy arrays (for ``np.savez`` and a reading with
@@ -70,7 +77,8 @@ class DiscreteRun:
         ``steps``, ``t``, ``theta``, ``beta``, ``loss``: the arrays themselves; ``message``,
         ``algorithm``, ``backend``: 0-d str; ``cause``: 0-d str, the :class:`Cause` member's
         name; ``status``: 0-d int64; ``eta``, ``momentum``, ``weight_decay``: 0-d float64;
-        ``buffer``: the buffer, or an array of shape (0,) where it is None.
+        ``buffer``: the buffer, or an array of shape (0,) where it is None; ``batch_size`` and
+        ``seed``: 0-d int64, -1 where None; ``sampling``: 0-d str.
         """
         return {
             **{name: np.asarray(getattr(self, name)) for name in _RUN_ARRAYS},
@@ -79,14 +87,17 @@ class DiscreteRun:
             "status": np.array(self.status, dtype=np.int64),
             "cause": np.array(self.cause.name),
             "buffer": np.empty(0) if self.buffer is None else np.asarray(self.buffer),
-        }
+            **{name: np.array(-1 if getattr(self, name) is None else getattr(self, name),
+                              dtype=np.int64) for name in _RUN_OPTIONAL},
+        }  # fmt: skip
 
     @classmethod
     def from_arrays(cls, arrays) -> DiscreteRun:
         """The run :meth:`to_arrays` wrote (a dict, or the ``NpzFile`` of ``np.load``), every
         array bit for bit; other arrays in ``arrays`` are ignored. ``ValueError`` naming a
         missing array, or a ``cause`` that is not a :class:`Cause`'s name."""
-        names = (*_RUN_ARRAYS, *_RUN_TEXT, *_RUN_FLOATS, "status", "cause", "buffer")
+        names = (*_RUN_ARRAYS, *_RUN_TEXT, *_RUN_FLOATS, *_RUN_OPTIONAL, "status", "cause",
+                 "buffer")  # fmt: skip
         missing = [name for name in names if name not in arrays]
         if missing:
             raise ValueError(f"discrete run arrays: missing {', '.join(missing)}")
@@ -100,6 +111,7 @@ class DiscreteRun:
             **{name: a[name] for name in _RUN_ARRAYS},
             **{name: str(a[name][()]) for name in _RUN_TEXT},
             **{name: float(a[name][()]) for name in _RUN_FLOATS},
+            **{name: None if int(a[name][()]) < 0 else int(a[name][()]) for name in _RUN_OPTIONAL},
         }
         return cls(
             **fields,
@@ -144,7 +156,8 @@ class DiscreteRun:
 
 #: The fields of :meth:`DiscreteRun.to_arrays` by kind.
 _RUN_ARRAYS = ("steps", "t", "theta", "beta", "loss")
-_RUN_TEXT = ("message", "algorithm", "backend")
+_RUN_TEXT = ("message", "algorithm", "backend", "sampling")
+_RUN_OPTIONAL = ("batch_size", "seed")
 _RUN_FLOATS = ("eta", "momentum", "weight_decay")
 
 
@@ -215,6 +228,10 @@ def iterate(
     weight_decay: float = 0.0,
     backend: str = "auto",
     start: DiscreteRun | None = None,
+    batch_size: int | None = None,
+    seed: int | np.random.Generator | None = None,
+    sampling: str = "iid",
+    batches: np.ndarray | None = None,
     **hyperparameters: Hyperparameter | None,
 ) -> DiscreteRun:
     """Run ``steps`` iterations of GD / SAM with step size ``eta`` (see :func:`flows.simulate`
@@ -225,7 +242,14 @@ def iterate(
     last iterate, step number ``K`` and momentum buffer, ``steps`` more steps (numbered
     ``K + 1, ...``; the recorded ones are those with ``k`` a multiple of ``record_every``, and
     the last). With the same data, algorithm, hyper-parameters and optimizer, ``n`` steps then
-    ``m`` more are the ``n + m`` steps of one call, bit for bit.
+    ``m`` more are the ``n + m`` steps of one call, bit for bit (minibatches included: the
+    continued run takes ``start``'s batch size, sampling and seed unless given).
+
+    Minibatches (:mod:`flows.minibatch`): ``batch_size`` B, each step the mean loss of B
+    examples with the perturbation on the same batch; ``sampling`` ``'iid'`` (default) or
+    ``'epoch'``; ``seed`` an int, a ``numpy.random.Generator`` or None; ``batches`` an integer
+    array (steps, B) of example indices replaying a given order. Minibatch steps run on numpy
+    (``backend='numba'`` is refused); the recorded loss is the full data's.
 
     The base optimizer is SGD as PyTorch runs it (:class:`BaseOptimizer`): ``momentum`` and
     ``weight_decay`` (both 0: plain gradient steps), and ``eta`` a number or a named schedule.
@@ -247,11 +271,18 @@ def iterate(
     steps, record_every = integer(steps, "steps", 1), integer(record_every, "record_every", 1)
     check_budget(steps, record_every, init.groups.size)
     theta, first, buffer = _starting_point(start, init.groups)
+    if start is not None and batch_size is None and batches is None:
+        batch_size, sampling = start.batch_size, start.sampling or sampling
+    if start is not None and seed is None:
+        seed = start.seed
+    chosen = minibatches(data.n, batch_size, seed, sampling, batches, steps, first)
     algo = get_algorithm(effective_algorithm(algorithm, hp))  # eps = 0: gd's steps
     problem = Problem(data, algo, hp, the_loss, init.multiplicity, CLOCKS["original"])
-    compiled = discrete_steps(backend, problem, base)
+    if chosen is not None and backend == "numba":
+        raise ValueError("backend: minibatch steps run on numpy; use backend='auto' or 'numpy'")
+    compiled = None if chosen is not None else discrete_steps(backend, problem, base)
     kept_steps, kept, cause, message, buffer = _run(
-        theta, problem, base, steps, record_every, compiled, first, buffer
+        theta, problem, base, steps, record_every, compiled, first, buffer, chosen
     )
     thetas = np.array(kept)
     with np.errstate(over="ignore"):  # beta = +-inf where it already overflows at step 0
@@ -272,6 +303,11 @@ def iterate(
         weight_decay=base.weight_decay,
         backend="numpy" if compiled is None else "numba",
         buffer=buffer,
+        batch_size=None if chosen is None else chosen.size,
+        sampling=""
+        if chosen is None
+        else ("replayed" if chosen.given is not None else chosen.sampling),
+        seed=None if chosen is None or chosen.given is not None else chosen.root,
     )
 
 
@@ -369,10 +405,12 @@ def _run(
     compiled_steps=None,
     first: int = 0,
     buffer: np.ndarray | None = None,
+    batches: Minibatches | None = None,
 ) -> tuple[list[int], list[np.ndarray], Cause, str, np.ndarray | None]:
     """The recorded ``(steps, thetas)`` of ``steps`` steps from ``theta`` (L, d) at step
     ``first`` with momentum buffer ``buffer`` (None: no step taken yet), the cause, the message
-    and the buffer after the last step.
+    and the buffer after the last step; ``batches`` (:mod:`flows.minibatch`) gives each step's
+    examples (None: all of them).
 
     ``compiled_steps`` (:func:`discrete_steps`) runs the steps it can; numpy runs the others.
     Stops at the first iterate that float64 cannot represent, keeping the last one that it can.
@@ -402,7 +440,11 @@ def _run(
                 break
         k += 1
         with np.errstate(over="ignore", invalid="ignore"):
-            g = perturbed_gradient(theta, problem, (k - 1) * base.unit, field)
+            if batches is None:
+                g = perturbed_gradient(theta, problem, (k - 1) * base.unit, field)
+            else:
+                batch = replace(problem, data=problem.data.rows(batches.batch(k - 1)))
+                g = perturbed_gradient(theta, batch, (k - 1) * base.unit)
             buffer = base.direction(g, theta, buffer)
             theta = theta - base.rate(k - 1) * buffer
         why = _not_representable(theta, problem.data, problem.loss)

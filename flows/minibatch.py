@@ -1,0 +1,102 @@
+"""Minibatches of :func:`flows.iterate`: which examples step ``k`` sees.
+
+Step ``k`` (from ``theta_k`` to ``theta_{k+1}``, ``k = 0, 1, ...`` counted over the whole run)
+takes the mean loss of its batch, ``(1/B) sum_{i in batch_k} l(u_i)``, and every SAM variant
+perturbs with the gradient of that same batch (as the PyTorch SAM codes do; a per-example
+variant perturbs each example of the batch by its own gradient).
+
+* ``sampling="iid"``: each step an independent uniform batch of ``B`` distinct examples (what
+  the theory and the SDE of minibatch SGD model);
+* ``sampling="epoch"``: PyTorch's ``DataLoader(shuffle=True, batch_size=B)``: a fresh
+  permutation every epoch, cut into ``ceil(n / B)`` batches, the last one shorter where ``B``
+  does not divide ``n``;
+* ``batches``: an integer array (steps, B) of example indices, row ``i`` for the call's
+  ``i``-th step, that replays a given sample order.
+
+The batch of step ``k`` depends only on the run's root seed and ``k`` (for ``"epoch"``, on the
+epoch ``k // ceil(n / B)``): a generator ``numpy.random.default_rng([root, k])`` (or
+``[root, epoch]``), so a run continued from its last step (:func:`flows.iterate`'s ``start``)
+draws exactly the batches of one long run, and the same seed gives the same bits. ``seed`` is
+an int >= 0, a ``numpy.random.Generator`` (its next 63-bit integer is the root) or None (fresh
+entropy from the operating system; the root is kept in :attr:`flows.DiscreteRun.seed` so the run
+can be repeated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .checks import choice, integer
+
+SAMPLINGS = ("iid", "epoch")
+
+
+@dataclass(frozen=True)
+class Minibatches:
+    """The batches of a run over ``n`` examples (module docstring)."""
+
+    n: int
+    size: int
+    sampling: str
+    root: int
+    given: np.ndarray | None = None
+    first: int = 0
+
+    def batch(self, k: int) -> np.ndarray:
+        """The example indices of step ``k`` (counted over the whole run)."""
+        if self.given is not None:
+            return self.given[k - self.first]
+        if self.sampling == "iid":
+            return np.random.default_rng([self.root, k]).choice(self.n, self.size, replace=False)
+        per_epoch = -(-self.n // self.size)
+        epoch, j = divmod(k, per_epoch)
+        order = np.random.default_rng([self.root, epoch]).permutation(self.n)
+        return order[j * self.size : (j + 1) * self.size]
+
+
+def root_seed(seed) -> int:
+    """The root of a run's batches from ``seed`` (module docstring; ``ValueError`` naming seed
+    otherwise)."""
+    if seed is None:
+        return int(np.random.SeedSequence().generate_state(2, np.uint32).view(np.uint64)[0] >> 1)
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(2**63))
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(
+            f"seed must be an int >= 0, a numpy.random.Generator or None, got {seed!r}"[:200]
+        )
+    return integer(seed, "seed", 0)
+
+
+def minibatches(
+    n: int, batch_size, seed, sampling: str, batches, steps: int, first: int
+) -> Minibatches | None:
+    """The batches of ``steps`` steps from step ``first`` on ``n`` examples, or None for
+    full-batch steps (no ``batch_size``, no ``batches``); ``ValueError`` naming the parameter
+    on bad input."""
+    sampling = choice(sampling, "sampling", SAMPLINGS)
+    if batches is None:
+        if batch_size is None:
+            return None
+        size = integer(batch_size, "batch_size", 1)
+        if size > n:
+            raise ValueError(f"batch_size must be at most n = {n}, got {size}")
+        return Minibatches(n, size, sampling, root_seed(seed))
+    given = np.asarray(batches)
+    if given.dtype.kind not in "iu" or given.ndim != 2:
+        raise ValueError(
+            f"batches must be an integer array (steps, B), got dtype {given.dtype} and shape "
+            f"{given.shape}"
+        )
+    if given.shape[0] < steps:
+        raise ValueError(f"batches has {given.shape[0]} rows for {steps} steps")
+    if batch_size is not None and integer(batch_size, "batch_size", 1) != given.shape[1]:
+        raise ValueError(f"batch_size {batch_size} differs from the batches' {given.shape[1]}")
+    if given.size and (given.min() < 0 or given.max() >= n):
+        raise ValueError(f"batches must hold example indices in [0, {n}), got {given.min()} "
+                         f"to {given.max()}")  # fmt: skip
+    if any(np.unique(row).size != row.size for row in given[:steps]):
+        raise ValueError("batches: an example appears twice in one batch")
+    return Minibatches(n, given.shape[1], sampling, 0, given.astype(np.int64), first)
