@@ -138,6 +138,21 @@ class Dataset:
             object.__setattr__(out, name, value)
         return out
 
+    def relabeled(self, y: np.ndarray) -> Dataset:
+        """The same inputs with the targets (labels) ``y``, not checked again: for a step's
+        label noise (:mod:`flows.minibatch`), where flipped labels need not be separable."""
+        out = object.__new__(Dataset)
+        signed = self.X * y[:, None] if not self.regression else self.X
+        for name, value in (
+            ("X", self.X),
+            ("y", y),
+            ("task", self.task),
+            ("_signed", signed),
+            ("_offsets", y if self.regression else None),
+        ):
+            object.__setattr__(out, name, value)
+        return out
+
     @property
     def n(self) -> int:
         """Number of examples."""

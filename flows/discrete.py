@@ -21,7 +21,7 @@ from .data import Dataset
 from .field import Problem
 from .fused import FusedField
 from .initialization import initialization
-from .minibatch import Minibatches, minibatches
+from .minibatch import Minibatches, StepNoise, minibatches, step_noise
 from .model import Loss, get_loss, loss_arguments, loss_for
 from .results import Cause, write_csv
 from .schedules import Hyperparameter, Schedule, schedule_value
@@ -232,6 +232,8 @@ def iterate(
     seed: int | np.random.Generator | None = None,
     sampling: str = "iid",
     batches: np.ndarray | None = None,
+    label_noise: float = 0.0,
+    temperature: float = 0.0,
     **hyperparameters: Hyperparameter | None,
 ) -> DiscreteRun:
     """Run ``steps`` iterations of GD / SAM with step size ``eta`` (see :func:`flows.simulate`
@@ -250,6 +252,12 @@ def iterate(
     ``'epoch'``; ``seed`` an int, a ``numpy.random.Generator`` or None; ``batches`` an integer
     array (steps, B) of example indices replaying a given order. Minibatch steps run on numpy
     (``backend='numba'`` is refused); the recorded loss is the full data's.
+
+    Noise (:class:`flows.minibatch.StepNoise`, drawn from ``seed`` as the batches are):
+    ``label_noise`` the standard deviation of Gaussian noise added to the targets of each step's
+    examples (regression) or the probability of flipping each one's label (classification);
+    ``temperature`` T adds ``sqrt(2 eta T) xi`` to each step (SGLD). At 0 each is the run
+    without it.
 
     The base optimizer is SGD as PyTorch runs it (:class:`BaseOptimizer`): ``momentum`` and
     ``weight_decay`` (both 0: plain gradient steps), and ``eta`` a number or a named schedule.
@@ -276,13 +284,15 @@ def iterate(
     if start is not None and seed is None:
         seed = start.seed
     chosen = minibatches(data.n, batch_size, seed, sampling, batches, steps, first)
+    noise = step_noise(label_noise, temperature, seed, chosen, data)
     algo = get_algorithm(effective_algorithm(algorithm, hp))  # eps = 0: gd's steps
     problem = Problem(data, algo, hp, the_loss, init.multiplicity, CLOCKS["original"])
-    if chosen is not None and backend == "numba":
-        raise ValueError("backend: minibatch steps run on numpy; use backend='auto' or 'numpy'")
-    compiled = None if chosen is not None else discrete_steps(backend, problem, base)
+    stochastic = chosen is not None or noise is not None
+    if stochastic and backend == "numba":
+        raise ValueError("backend: minibatch and noisy steps run on numpy; use 'auto' or 'numpy'")
+    compiled = None if stochastic else discrete_steps(backend, problem, base)
     kept_steps, kept, cause, message, buffer = _run(
-        theta, problem, base, steps, record_every, compiled, first, buffer, chosen
+        theta, problem, base, steps, record_every, compiled, first, buffer, chosen, noise
     )
     thetas = np.array(kept)
     with np.errstate(over="ignore"):  # beta = +-inf where it already overflows at step 0
@@ -307,8 +317,15 @@ def iterate(
         sampling=""
         if chosen is None
         else ("replayed" if chosen.given is not None else chosen.sampling),
-        seed=None if chosen is None or chosen.given is not None else chosen.root,
+        seed=_root_of(chosen, noise),
     )
+
+
+def _root_of(chosen: Minibatches | None, noise: StepNoise | None) -> int | None:
+    """The root seed a run drew from (None where it drew nothing)."""
+    if noise is not None:
+        return noise.root
+    return None if chosen is None or chosen.given is not None else chosen.root
 
 
 def _starting_point(
@@ -406,11 +423,12 @@ def _run(
     first: int = 0,
     buffer: np.ndarray | None = None,
     batches: Minibatches | None = None,
+    noise: StepNoise | None = None,
 ) -> tuple[list[int], list[np.ndarray], Cause, str, np.ndarray | None]:
     """The recorded ``(steps, thetas)`` of ``steps`` steps from ``theta`` (L, d) at step
     ``first`` with momentum buffer ``buffer`` (None: no step taken yet), the cause, the message
     and the buffer after the last step; ``batches`` (:mod:`flows.minibatch`) gives each step's
-    examples (None: all of them).
+    examples (None: all of them), ``noise`` its label noise and SGLD term.
 
     ``compiled_steps`` (:func:`discrete_steps`) runs the steps it can; numpy runs the others.
     Stops at the first iterate that float64 cannot represent, keeping the last one that it can.
@@ -440,13 +458,17 @@ def _run(
                 break
         k += 1
         with np.errstate(over="ignore", invalid="ignore"):
-            if batches is None:
+            if batches is None and noise is None:
                 g = perturbed_gradient(theta, problem, (k - 1) * base.unit, field)
             else:
-                batch = replace(problem, data=problem.data.rows(batches.batch(k - 1)))
-                g = perturbed_gradient(theta, batch, (k - 1) * base.unit)
+                seen = problem.data if batches is None else problem.data.rows(batches.batch(k - 1))
+                seen = seen if noise is None else noise.labels(seen, k - 1)
+                g = perturbed_gradient(theta, replace(problem, data=seen), (k - 1) * base.unit)
             buffer = base.direction(g, theta, buffer)
-            theta = theta - base.rate(k - 1) * buffer
+            rate = base.rate(k - 1)
+            theta = theta - rate * buffer
+            if noise is not None:
+                theta = theta + noise.kick(k - 1, theta.shape, rate)
         why = _not_representable(theta, problem.data, problem.loss)
         if why:
             if kept_steps[-1] != last_k:

@@ -100,3 +100,56 @@ def minibatches(
     if any(np.unique(row).size != row.size for row in given[:steps]):
         raise ValueError("batches: an example appears twice in one batch")
     return Minibatches(n, given.shape[1], sampling, 0, given.astype(np.int64), first)
+
+
+@dataclass(frozen=True)
+class StepNoise:
+    """Noise a step adds (:func:`flows.iterate`'s ``label_noise`` and ``temperature``).
+
+    * ``label_noise``: in regression, each example the step sees has target
+      ``y_i + label_noise xi_i`` (HaoChen et al. 2021's label noise); in classification, each
+      has its label flipped with probability ``label_noise``;
+    * ``temperature`` T: SGLD, ``theta_{k+1} = theta_k - eta_k b_k + sqrt(2 eta_k T) xi``.
+
+    The ``xi`` of step ``k`` are standard normal (the flips uniform) from
+    ``numpy.random.default_rng([root, k, 1])`` (labels) and ``[root, k, 2]`` (SGLD): they depend
+    on the root seed and ``k`` alone, as the batches do.
+    """
+
+    root: int
+    label_noise: float = 0.0
+    temperature: float = 0.0
+
+    def labels(self, data, k: int):
+        """The data step ``k`` sees (``data`` already the step's batch) with its label noise."""
+        if not self.label_noise:
+            return data
+        rng = np.random.default_rng([self.root, k, 1])
+        if data.regression:
+            return data.relabeled(data.y + self.label_noise * rng.standard_normal(data.n))
+        flips = rng.random(data.n) < self.label_noise
+        return data.relabeled(np.where(flips, -data.y, data.y))
+
+    def kick(self, k: int, shape: tuple, eta: float) -> np.ndarray | float:
+        """The SGLD term of step ``k``, ``sqrt(2 eta T) xi`` (0 without a temperature)."""
+        if not self.temperature:
+            return 0.0
+        xi = np.random.default_rng([self.root, k, 2]).standard_normal(shape)
+        return np.sqrt(2.0 * eta * self.temperature) * xi
+
+
+def step_noise(
+    label_noise, temperature, seed, chosen: Minibatches | None, data
+) -> StepNoise | None:
+    """The :class:`StepNoise` of a run (None where both are 0), drawing from the batches' root
+    seed where there are batches, else from ``seed``; ``ValueError`` naming the parameter."""
+    from .checks import real
+
+    noise = real(label_noise, "label_noise", low=0.0)
+    temp = real(temperature, "temperature", low=0.0)
+    if not data.regression and noise > 1.0:
+        raise ValueError(f"label_noise is a flip probability in classification, got {noise}")
+    if not noise and not temp:
+        return None
+    root = chosen.root if chosen is not None and chosen.given is None else root_seed(seed)
+    return StepNoise(root, noise, temp)

@@ -118,3 +118,42 @@ def test_a_stochastic_run_continued_is_the_long_run_bit_for_bit():
 def test_bad_minibatch_options_are_refused_by_name(kw, name):
     with pytest.raises(ValueError, match=name):
         iterate(regression(), "gd", 2, 0.3, eta=0.05, steps=10, **kw)
+
+
+def test_noise_at_zero_is_the_run_without_it():
+    data = regression()
+    kw = dict(rho=0.1, eta=0.05, steps=30, backend="numpy")
+    plain = iterate(data, "l2-sam", 2, 0.3, **kw)
+    zero = iterate(data, "l2-sam", 2, 0.3, label_noise=0.0, temperature=0.0, seed=3, **kw)
+    assert np.array_equal(plain.theta, zero.theta)
+
+
+def test_label_noise_and_sgld_are_the_documented_draws_written_out():
+    """Regression targets y_i + delta xi_i on each step's batch (xi from default_rng([root, k,
+    1])) and the SGLD term sqrt(2 eta T) xi (default_rng([root, k, 2])), root = the int seed."""
+    data = regression()
+    order = np.array([np.random.default_rng(100 + k).choice(N, 4, replace=False)
+                      for k in range(40)])  # fmt: skip
+    delta, temp, eta = 0.2, 1e-4, 0.05
+    run = iterate(data, "gd", 2, 0.3, eta=eta, steps=40, batches=order, seed=5,
+                  label_noise=delta, temperature=temp)  # fmt: skip
+    u, v = np.full(D, 0.3), np.full(D, 0.3)
+    for k, rows in enumerate(order):
+        y = data.y[rows] + delta * np.random.default_rng([5, k, 1]).standard_normal(4)
+        gu, gv = batch_gradient(u, v, data.X[rows], y)
+        kick = np.sqrt(2 * eta * temp) * np.random.default_rng([5, k, 2]).standard_normal((2, D))
+        u, v = u - eta * gu + kick[0], v - eta * gv + kick[1]
+    np.testing.assert_allclose(run.theta[-1], [u, v], rtol=1e-12, atol=1e-15)
+    assert run.seed == 5
+
+
+def test_flipping_every_label_is_the_run_on_the_flipped_data():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((8, 3))
+    y = np.sign(X @ np.array([1.0, -1.0, 0.5]))
+    kw = dict(rho=0.1, eta=0.1, steps=25, backend="numpy")
+    flipped = iterate(Dataset(X, y), "l2-sam", 2, 0.3, label_noise=1.0, seed=0, **kw)
+    reference = iterate(Dataset(X, -y), "l2-sam", 2, 0.3, **kw)
+    np.testing.assert_allclose(flipped.theta, reference.theta, rtol=1e-13)
+    with pytest.raises(ValueError, match="label_noise is a flip probability"):
+        iterate(Dataset(X, y), "gd", 2, 0.3, label_noise=1.5, seed=0, steps=2)
