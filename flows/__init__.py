@@ -13,6 +13,7 @@ from .initialization import orthant_init
 from .integrator.driver import simulate
 from .many import batch_runs, iterate_many, simulate_many
 from .results import Cause, Trajectory
+from .sde import SDEPaths, simulate_sde
 
 __all__ = [
     "ALGORITHMS",
@@ -20,12 +21,14 @@ __all__ = [
     "Cause",
     "Dataset",
     "DiscreteRun",
+    "SDEPaths",
     "Trajectory",
     "batch_runs",
     "iterate",
     "iterate_many",
     "orthant_init",
     "simulate",
+    "simulate_sde",
     "simulate_many",
     "single_example",
 ]
