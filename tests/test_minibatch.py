@@ -157,3 +157,25 @@ def test_flipping_every_label_is_the_run_on_the_flipped_data():
     np.testing.assert_allclose(flipped.theta, reference.theta, rtol=1e-13)
     with pytest.raises(ValueError, match="label_noise is a flip probability"):
         iterate(Dataset(X, y), "gd", 2, 0.3, label_noise=1.5, seed=0, steps=2)
+
+
+@pytest.mark.slow
+def test_label_noise_drives_the_predictor_to_the_sparse_interpolator():
+    """HaoChen, Wei, Lee & Ma 2021's setting: beta = v * v (depth 2 from the balanced init 1),
+    d = 100, n = 40, a 5-sparse ground truth. Gradient descent interpolates far from it
+    (measured |beta - beta*| = 7.5 after 20,000 steps of 0.01, l1 norm 52); with Gaussian label
+    noise of size 5 the same steps (60,000) recover its support and come within 0.52 of it
+    (seeds 1, 2, 3: 0.52, 0.42, 0.51; off-support entries below 0.15). Checked on two seeds."""
+    rng = np.random.default_rng(0)
+    n, d = 40, 100
+    X = rng.standard_normal((n, d))
+    target = np.zeros(d)
+    target[:5] = 1.0
+    data = Dataset(X, X @ target, task="regression")
+    plain = iterate(data, "gd", 2, 1.0, eta=0.01, steps=20_000, record_every=20_000).beta[-1]
+    assert np.linalg.norm(plain - target) > 5.0
+    for seed in (1, 2):
+        noisy = iterate(data, "gd", 2, 1.0, eta=0.01, steps=60_000, record_every=60_000,
+                        label_noise=5.0, seed=seed).beta[-1]  # fmt: skip
+        assert np.linalg.norm(noisy - target) < 1.0
+        assert set(np.argsort(-noisy)[:5]) == set(range(5))
