@@ -128,12 +128,14 @@ class Dataset:
         """The data set of the examples ``index`` (an integer array), in that order. Not checked
         again: rows of a valid data set are valid (a subset of separable data is separable)."""
         out = object.__new__(Dataset)
+        X, y = self.X[index], self.y[index]
+        signed = X if self.regression else self.signed_features[index]
         for name, value in (
-            ("X", self.X[index]),
-            ("y", self.y[index]),
+            ("X", X),
+            ("y", y),
             ("task", self.task),
-            ("_signed", self.signed_features[index]),
-            ("_offsets", None if self.offsets is None else self.offsets[index]),
+            ("_signed", signed),
+            ("_offsets", y if self.regression else None),
         ):
             object.__setattr__(out, name, value)
         return out

@@ -431,7 +431,8 @@ def _run(
     examples (None: all of them), ``noise`` its label noise and SGLD term.
 
     ``compiled_steps`` (:func:`discrete_steps`) runs the steps it can; numpy runs the others.
-    Stops at the first iterate that float64 cannot represent, keeping the last one that it can.
+    Stops at the first iterate that float64 cannot represent on the data its step saw (a
+    minibatch step checks its batch's margins and loss), keeping the last one that it can.
     """
     kept_steps, kept = [first], [theta.copy()]
     why = _not_representable(theta, problem.data, problem.loss)
@@ -458,10 +459,11 @@ def _run(
                 break
         k += 1
         with np.errstate(over="ignore", invalid="ignore"):
+            seen = problem.data
             if batches is None and noise is None:
                 g = perturbed_gradient(theta, problem, (k - 1) * base.unit, field)
             else:
-                seen = problem.data if batches is None else problem.data.rows(batches.batch(k - 1))
+                seen = seen if batches is None else seen.rows(batches.batch(k - 1))
                 seen = seen if noise is None else noise.labels(seen, k - 1)
                 g = perturbed_gradient(theta, replace(problem, data=seen), (k - 1) * base.unit)
             buffer = base.direction(g, theta, buffer)
@@ -469,7 +471,7 @@ def _run(
             theta = theta - rate * buffer
             if noise is not None:
                 theta = theta + noise.kick(k - 1, theta.shape, rate)
-        why = _not_representable(theta, problem.data, problem.loss)
+        why = _not_representable(theta, seen, problem.loss)  # on the data the step saw
         if why:
             if kept_steps[-1] != last_k:
                 kept_steps.append(last_k)
