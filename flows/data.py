@@ -127,31 +127,21 @@ class Dataset:
     def rows(self, index: np.ndarray) -> Dataset:
         """The data set of the examples ``index`` (an integer array), in that order. Not checked
         again: rows of a valid data set are valid (a subset of separable data is separable)."""
-        out = object.__new__(Dataset)
-        X, y = self.X[index], self.y[index]
+        X = self.X[index]
         signed = X if self.regression else self.signed_features[index]
-        for name, value in (
-            ("X", X),
-            ("y", y),
-            ("task", self.task),
-            ("_signed", signed),
-            ("_offsets", y if self.regression else None),
-        ):
-            object.__setattr__(out, name, value)
-        return out
+        return self._unchecked(X, self.y[index], signed)
 
     def relabeled(self, y: np.ndarray) -> Dataset:
         """The same inputs with the targets (labels) ``y``, not checked again: for a step's
         label noise (:mod:`flows.minibatch`), where flipped labels need not be separable."""
+        return self._unchecked(self.X, y, self.X if self.regression else self.X * y[:, None])
+
+    def _unchecked(self, X: np.ndarray, y: np.ndarray, signed: np.ndarray) -> Dataset:
+        """A data set of this task from its parts, without the checks of ``__post_init__``."""
         out = object.__new__(Dataset)
-        signed = self.X * y[:, None] if not self.regression else self.X
-        for name, value in (
-            ("X", self.X),
-            ("y", y),
-            ("task", self.task),
-            ("_signed", signed),
-            ("_offsets", y if self.regression else None),
-        ):
+        offsets = y if self.regression else None
+        for name, value in (("X", X), ("y", y), ("task", self.task), ("_signed", signed),
+                            ("_offsets", offsets)):  # fmt: skip
             object.__setattr__(out, name, value)
         return out
 

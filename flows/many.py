@@ -38,7 +38,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TextIO, TypeVar
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from .algorithms import effective_algorithm, get_algorithm, resolve_hyperparameters
 from .checks import integer
@@ -169,8 +168,11 @@ def _checked_runs(
 
 
 @functools.cache
-def _controller() -> ThreadpoolController:
-    """The thread pools loaded in this process (found once: ~1 ms a search)."""
+def _controller() -> Any:
+    """The thread pools loaded in this process (found once: ~1 ms a search). ``threadpoolctl``
+    is imported here, at the first batch, so that ``import flows`` does not need it."""
+    from threadpoolctl import ThreadpoolController
+
     return ThreadpoolController()
 
 
