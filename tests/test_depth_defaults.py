@@ -100,7 +100,7 @@ def test_gd_blowup_time_at_depth_3_against_an_independent_integration(seed):
         pytest.param(1, 4, "gd", {}, marks=pytest.mark.slow),
         pytest.param(2, 3, "usam", {"rho": 0.1}, marks=pytest.mark.slow),
         (0, 3, "l2-sam", {"rho": 0.1}),
-        (0, 3, "le-sam", {"sigma": 0.1, "rho_max": 0.5}),
+        pytest.param(0, 3, "le-sam", {"sigma": 0.1, "rho_max": 0.5}, marks=pytest.mark.slow),
     ],
 )
 def test_defaults_end_with_the_blowup_or_say_why(seed, depth, algorithm, hp):
