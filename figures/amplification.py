@@ -12,16 +12,16 @@ import numpy as np
 
 from flows.sweep.registry import Result, Task
 
-from .common import MU5, Figure, coordinate_colors, plt, save, shares_of
+from .common import MU5, Figure, Setting, coordinate_colors, figure_command, plt, save, shares_of
 
 #: collapse (0.3), amplification (0.4, 0.5, 0.7) and major-from-the-start (1.5) at rho = 1
 AMPLIFICATION_ALPHAS = (0.3, 0.4, 0.5, 0.7, 1.5)
 
 
-def amplification_tasks(quick: bool) -> list[Task]:
+def amplification_tasks(s: Setting) -> list[Task]:
     """l2-SAM and GD at L = 2 on mu = (1..5), rho = 1, for several alpha."""
-    alphas = AMPLIFICATION_ALPHAS[1:3] if quick else AMPLIFICATION_ALPHAS
-    t_max, n = (4.0, 41) if quick else (6.0, 601)
+    alphas = AMPLIFICATION_ALPHAS[1:3] if s.quick else AMPLIFICATION_ALPHAS
+    t_max, n = (4.0, 41) if s.quick else (6.0, 601)
     return [
         Task(
             "simulate",
@@ -40,9 +40,9 @@ def amplification_tasks(quick: bool) -> list[Task]:
     ]
 
 
-def draw_amplification(results: list[Result], quick: bool, path: Path) -> None:
+def draw_amplification(results: list[Result], s: Setting, path: Path) -> None:
     """Shares against tau, one panel per alpha; l2-SAM solid, GD dashed."""
-    alphas = AMPLIFICATION_ALPHAS[1:3] if quick else AMPLIFICATION_ALPHAS
+    alphas = AMPLIFICATION_ALPHAS[1:3] if s.quick else AMPLIFICATION_ALPHAS
     fig, axes = plt.subplots(
         1, len(alphas), figsize=(3.2 * len(alphas), 3.4), sharey=True, constrained_layout=True
     )
@@ -95,6 +95,4 @@ AMPLIFICATION = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, AMPLIFICATION)

@@ -14,7 +14,7 @@ import numpy as np
 from flows import datasets
 from flows.sweep.registry import Result, Task
 
-from .common import OKABE_ITO, Figure, plt, save
+from .common import OKABE_ITO, Figure, Setting, figure_command, plt, save
 from .compared import ALGORITHMS, COLORS, NAMES
 from .directions import (
     REF_COLORS,
@@ -43,15 +43,15 @@ def gaussian_blobs() -> tuple[np.ndarray, np.ndarray]:
     return np.array(data.X), np.array(data.y)
 
 
-def fig7_tasks(quick: bool) -> list[Task]:
+def fig7_tasks(s: Setting) -> list[Task]:
     """Three algorithms at L = 2 then L = 1 on :func:`gaussian_blobs`."""
     X, y = gaussian_blobs()
     return multi_sample_tasks(
-        X, y, tuple(d for d, _ in FIG7_DEPTHS), FIG7_ALPHA, FIG7_RHO, FIG7_HORIZONS, quick
+        X, y, tuple(d for d, _ in FIG7_DEPTHS), FIG7_ALPHA, FIG7_RHO, FIG7_HORIZONS, s.quick
     )
 
 
-def draw_fig7(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig7(results: list[Result], s: Setting, path: Path) -> None:
     """Data with final-direction rays; polar angle of beta vs tau; loss vs tau."""
     X, y = gaussian_blobs()
     refs = references(X, y)
@@ -68,7 +68,7 @@ def draw_fig7(results: list[Result], quick: bool, path: Path) -> None:
     fig.suptitle(
         f"Gaussian blobs, n = {len(y)}, means ±(1, 2), std 0.6 (seed 5); α = "
         f"{tuple(FIG7_ALPHA)}, ρ = {FIG7_RHO:g}, rescaled clock; ℓ∞-SAM with exact Filippov "
-        "sliding" + ("  [QUICK]" if quick else ""),
+        "sliding" + ("  [QUICK]" if s.quick else ""),
         fontsize=10.5,
     )
     save(fig, path)
@@ -230,6 +230,4 @@ GAUSSIAN_BLOBS = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, GAUSSIAN_BLOBS)

@@ -17,7 +17,7 @@ from scipy.interpolate import CubicSpline
 
 from flows.sweep.registry import Result, Task
 
-from .common import MU5, OKABE_ITO, Figure, coordinate_colors, plt, save
+from .common import MU5, OKABE_ITO, Figure, Setting, coordinate_colors, figure_command, plt, save
 
 ALPHAS9 = (0.2, 0.4, 1.0)
 ALGOS9 = (("gd", None, "GD", "--"), ("l2-sam", 1.0, "ℓ2-SAM (ρ = 1)", "-"))
@@ -39,11 +39,11 @@ def _tau_match(quick: bool) -> float:
     return TAU_MATCH if not quick else 1.0
 
 
-def clocks_tasks(quick: bool) -> list[Task]:
+def clocks_tasks(s: Setting) -> list[Task]:
     """Per (algorithm, alpha): original-clock runs to each horizon, one rescaled run with
     log t_original to tau = TAU_MAX, one short dense rescaled run (tau <= TAU_MATCH, also with
     log t_original) for the matched-tau comparison."""
-    alphas, horizons, n_h, tau_max, n_r, n_m = _config9(quick)
+    alphas, horizons, n_h, tau_max, n_r, n_m = _config9(s.quick)
     tasks = []
     for alg, rho, _, _ in ALGOS9:
         for a in alphas:
@@ -52,11 +52,11 @@ def clocks_tasks(quick: bool) -> list[Task]:
                 tasks.append(
                     Task("simulate", {**base, "clock": "original", "t_max": h, "n_points": n_h})
                 )
-            # log_t_original is an adaptive quadrature (~1-2.5 s a run): skipped in quick mode
+            # log_t_original is an adaptive quadrature (~1-2.5 s a run): skipped in s.quick mode
             tasks.append(
                 Task(
                     "simulate",
-                    {**base, "t_max": tau_max, "n_points": n_r, "original_time": not quick},
+                    {**base, "t_max": tau_max, "n_points": n_r, "original_time": not s.quick},
                 )
             )
             tasks.append(
@@ -64,10 +64,10 @@ def clocks_tasks(quick: bool) -> list[Task]:
                     "simulate",
                     {
                         **base,
-                        "t_max": _tau_match(quick),
+                        "t_max": _tau_match(s.quick),
                         "n_points": n_m,
                         "rtol": 1e-10,
-                        "original_time": not quick,
+                        "original_time": not s.quick,
                     },
                 )
             )
@@ -162,15 +162,15 @@ def clock_checks(results: list[Result], quick: bool) -> dict:
     return out
 
 
-def draw_clocks(results: list[Result], quick: bool, path: Path) -> None:
+def draw_clocks(results: list[Result], s: Setting, path: Path) -> None:
     """Loss vs original t; tau -> log t; shares at matched tau (both clocks)."""
-    alphas, *_ = _config9(quick)
-    checks = clock_checks(results, quick)
+    alphas, *_ = _config9(s.quick)
+    checks = clock_checks(results, s.quick)
     alpha_colors = dict(zip(alphas, (OKABE_ITO[6], OKABE_ITO[5], OKABE_ITO[3]), strict=False))
     fig, (ax, bx, cx) = plt.subplots(1, 3, figsize=(18, 5.6), constrained_layout=True)
     _draw_loss(ax, checks, alphas, alpha_colors)
     _draw_clock_map(bx, checks, alphas, alpha_colors)
-    _draw_clock_zoom(bx, checks, alphas, alpha_colors, _tau_match(quick))
+    _draw_clock_zoom(bx, checks, alphas, alpha_colors, _tau_match(s.quick))
     _finish_clock_map(bx, checks, alphas)
     _draw_same_path(cx, checks, alphas)
     handles = [Line2D([], [], color="grey", ls="--", lw=2), Line2D([], [], color="grey", lw=2)]
@@ -369,6 +369,4 @@ CLOCKS_AND_LOSS = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, CLOCKS_AND_LOSS)

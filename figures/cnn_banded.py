@@ -27,7 +27,7 @@ from analysis.networks import banded_regime
 from analysis.networks.runs import cnn_banded  # noqa: F401 - registers the task kinds
 from flows.sweep.registry import Result, Task
 
-from .common import OKABE_ITO, Figure, coordinate_colors, plt, save
+from .common import OKABE_ITO, Figure, Setting, coordinate_colors, figure_command, plt, save
 
 BANDS = ((1, 2), (3, 4), (5, 6), (7, 8))
 STRENGTHS = (1.0, 2.0, 3.0, 4.0)
@@ -50,10 +50,10 @@ def _alphas(algorithm: str, alphas: tuple[float, ...]) -> tuple[float, ...]:
     return alphas[::2] if algorithm == "gd" else alphas
 
 
-def banded_tasks(quick: bool) -> list[Task]:
+def banded_tasks(s: Setting) -> list[Task]:
     """Per model, algorithm, alpha and seed, one run."""
-    alphas, seeds = _grid(quick)
-    steps = {"steps": 400, "records": 50} if quick else {}
+    alphas, seeds = _grid(s.quick)
+    steps = {"steps": 400, "records": 50} if s.quick else {}
     return [
         Task(
             "cnn_banded",
@@ -109,9 +109,9 @@ def _pick(by_alpha: dict[float, Result]) -> list[float]:
     return ([max(collapsed)] if collapsed else []) + [longest, max(by_alpha)]
 
 
-def draw_banded(results: list[Result], quick: bool, path: Path) -> None:
+def draw_banded(results: list[Result], s: Setting, path: Path) -> None:
     """Two rows of share panels (one per model) and a row of minor-lead times."""
-    alphas, seeds = _grid(quick)
+    alphas, seeds = _grid(s.quick)
     runs: dict[tuple, Result] = {}
     it = iter(results)
     for activation, _, _ in MODELS:
@@ -155,7 +155,7 @@ def draw_banded(results: list[Result], quick: bool, path: Path) -> None:
         ax.legend(fontsize=8)
     fig.suptitle(
         "Two-layer CNN on banded data: band shares of the output (solid) and filters (dashed)"
-        + (" (quick)" if quick else ""),
+        + (" (quick)" if s.quick else ""),
         fontsize=12,
     )
     save(fig, path)
@@ -173,6 +173,4 @@ CNN_BANDED = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, CNN_BANDED)

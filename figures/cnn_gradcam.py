@@ -29,7 +29,7 @@ from analysis.networks.runs import cnn_digits  # noqa: F401 - registers the task
 from flows.datasets import digits
 from flows.sweep.registry import Result, Task
 
-from .common import OKABE_ITO, Figure, plt, save
+from .common import OKABE_ITO, Figure, Setting, figure_command, plt, save
 
 PAIRS = ((0, 1), (3, 8), (4, 9))
 ALPHAS = (0.15, 0.2, 0.3, 1.0)
@@ -59,9 +59,9 @@ def _grid(quick: bool):
     return PAIRS, ALPHAS, SEEDS
 
 
-def gradcam_tasks(quick: bool) -> list[Task]:
+def gradcam_tasks(s: Setting) -> list[Task]:
     """Per pair, algorithm, alpha and seed, one run."""
-    pairs, alphas, seeds = _grid(quick)
+    pairs, alphas, seeds = _grid(s.quick)
     return [
         Task(
             "cnn_digits",
@@ -116,9 +116,9 @@ def final_share(res: Result, threshold: int = 0) -> float:
     return float(_mean_share(res, threshold)[-1])
 
 
-def draw_gradcam(results: list[Result], quick: bool, path: Path) -> None:
+def draw_gradcam(results: list[Result], s: Setting, path: Path) -> None:
     """Maps of one pair, background shares along training, SAM - GD against alpha."""
-    pairs, alphas, seeds = _grid(quick)
+    pairs, alphas, seeds = _grid(s.quick)
     it = iter(results)
     runs = {
         (pair, alg, alpha, seed): next(it)
@@ -138,7 +138,7 @@ def draw_gradcam(results: list[Result], quick: bool, path: Path) -> None:
     for col, pair in enumerate(pairs):
         ax = fig.add_subplot(middle[col])
         for alg, _, label in ALGORITHMS:
-            curves = np.array([_mean_share(runs[(pair, alg, ALPHA_MAPS, s)]) for s in seeds])
+            curves = np.array([_mean_share(runs[(pair, alg, ALPHA_MAPS, seed)]) for seed in seeds])
             steps = runs[(pair, alg, ALPHA_MAPS, seeds[0])]["steps"]
             ax.plot(steps, curves.mean(axis=0), color=COLORS[alg], lw=2, label=label)
             ax.fill_between(steps, curves.min(axis=0), curves.max(axis=0), color=COLORS[alg],
@@ -158,9 +158,9 @@ def draw_gradcam(results: list[Result], quick: bool, path: Path) -> None:
             diffs = np.array(
                 [
                     [
-                        measure(runs[(pair, "l2-sam", a, s)], threshold)
-                        - measure(runs[(pair, "gd", a, s)], threshold)
-                        for s in seeds
+                        measure(runs[(pair, "l2-sam", a, seed)], threshold)
+                        - measure(runs[(pair, "gd", a, seed)], threshold)
+                        for seed in seeds
                     ]
                     for a in alphas
                 ]
@@ -171,8 +171,8 @@ def draw_gradcam(results: list[Result], quick: bool, path: Path) -> None:
             mean = np.nansum(diffs, axis=1) / np.maximum(counted, 1)
             mean[counted == 0] = np.nan
             ax.plot(offset, mean, "-", color=color, lw=1.5, label=f"{pair[0]} vs {pair[1]}")
-            for s in range(len(seeds)):
-                ax.plot(offset, diffs[:, s], "o", color=color, ms=4, alpha=0.7)
+            for j in range(len(seeds)):
+                ax.plot(offset, diffs[:, j], "o", color=color, ms=4, alpha=0.7)
             for a, k in zip(offset, len(seeds) - counted, strict=True):
                 if k:
                     ax.annotate(f"{k}×", (a, 0), xytext=(0, -12 - 9 * p),
@@ -187,7 +187,7 @@ def draw_gradcam(results: list[Result], quick: bool, path: Path) -> None:
         ax.legend(fontsize=8)
     fig.suptitle(
         "Grad-CAM of a two-layer CNN on 8×8 digits, GD against ℓ2-SAM"
-        + (" (quick)" if quick else "")
+        + (" (quick)" if s.quick else "")
         + f"\nbottom: dots are seeds (SAM and GD from one init), n× counts runs that never reach"
         f" training loss {LOSS_LEVEL:g}",
         fontsize=12,
@@ -207,6 +207,4 @@ CNN_GRADCAM = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, CNN_GRADCAM)

@@ -20,7 +20,7 @@ import numpy as np
 
 from flows.sweep.registry import Result, Task
 
-from .common import Figure, plt, save
+from .common import Figure, Setting, figure_command, plt, save
 from .compared import ALGORITHMS, COLORS, NAMES, rho_entry
 from .directions import directions, draw_reference_rays, format_vector, log_norm
 from .multi_sample import Horizons
@@ -49,11 +49,11 @@ TITLES = {
 }
 
 
-def fig1_tasks(quick: bool) -> list[Task]:
+def fig1_tasks(s: Setting) -> list[Task]:
     """GD, l_inf-SAM, l2-SAM on D_mu at L = 1 and 2 (order: depth-major, ALGORITHMS)."""
     out = []
     for depth in (1, 2):
-        t_max, n = FIG1_HORIZONS[quick][depth]
+        t_max, n = FIG1_HORIZONS[s.quick][depth]
         for alg in ALGORITHMS:
             out.append(
                 Task(
@@ -73,7 +73,7 @@ def fig1_tasks(quick: bool) -> list[Task]:
     return out
 
 
-def draw_fig1(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig1(results: list[Result], s: Setting, path: Path) -> None:
     """Two panels: beta drawn as its direction times log(1 + |beta|), with the reference rays."""
     mu = np.array(FIG1_MU)
     refs = {1: np.array([0.0, 1.0]), 2: mu / np.linalg.norm(mu)}
@@ -83,7 +83,7 @@ def draw_fig1(results: list[Result], quick: bool, path: Path) -> None:
     fig.suptitle(
         "Depth contrast on one example μ = (1, 2), α = (1.5, 0.8), ρ = 1, rescaled "
         "clock: each point has the direction of β and radius log(1+‖β‖₂)"
-        + ("  [QUICK]" if quick else ""),
+        + ("  [QUICK]" if s.quick else ""),
         fontsize=11,
     )
     save(fig, path)
@@ -153,6 +153,4 @@ DEPTH_CONTRAST = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, DEPTH_CONTRAST)

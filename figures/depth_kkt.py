@@ -23,7 +23,7 @@ from flows.data import Dataset
 from flows.results import Trajectory
 from flows.sweep.registry import Result, Task
 
-from .common import OKABE_ITO, Figure, plt, save
+from .common import OKABE_ITO, Figure, Setting, figure_command, plt, save
 from .multi_sample import data_task
 
 DATA20 = {
@@ -53,7 +53,7 @@ def _alphas(quick: bool) -> tuple[float, ...]:
     return ALPHAS20[1::2] if quick else ALPHAS20
 
 
-def fig20_tasks(quick: bool) -> list[Task]:
+def fig20_tasks(s: Setting) -> list[Task]:
     """Per panel: GD from every alpha, then the SAM runs."""
     tasks = []
     for name, depth in _panels():
@@ -61,7 +61,7 @@ def fig20_tasks(quick: bool) -> list[Task]:
         y = np.ones(len(X))
         common = dict(max_nfev=MAX_NFEV20, rtol=1e-10)
         tasks += [
-            data_task(X, y, "gd", {}, depth, a, T_MAX20, 41, **common) for a in _alphas(quick)
+            data_task(X, y, "gd", {}, depth, a, T_MAX20, 41, **common) for a in _alphas(s.quick)
         ]
         tasks += [
             data_task(X, y, alg, hp, depth, SAM_ALPHA20, T_MAX20, 41, **common)
@@ -97,9 +97,9 @@ def _levels(points, best: float) -> list[tuple[float, list[str]]]:
     return levels
 
 
-def draw_fig20(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig20(results: list[Result], s: Setting, path: Path) -> None:
     """One panel per data set and depth: objective ratio against alpha."""
-    alphas = _alphas(quick)
+    alphas = _alphas(s.quick)
     per_panel = len(alphas) + len(SAM20)
     fig, axes = plt.subplots(2, 2, figsize=(12.5, 9), constrained_layout=True)
     for k, (ax, (name, depth)) in enumerate(zip(axes.ravel(), _panels(), strict=True)):
@@ -133,7 +133,7 @@ def draw_fig20(results: list[Result], quick: bool, path: Path) -> None:
         ax.legend(fontsize=7.5, loc="upper right", framealpha=0.9)
     fig.suptitle(
         "Depth-L limits against the ℓ_{2/L} max-margin program: which KKT point each flow reaches"
-        + (" (quick)" if quick else ""),
+        + (" (quick)" if s.quick else ""),
         fontsize=11,
     )
     save(fig, path)
@@ -151,6 +151,4 @@ DEPTH_KKT = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, DEPTH_KKT)

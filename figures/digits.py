@@ -37,7 +37,7 @@ from flows.data import Dataset
 from flows.datasets import DIGITS_SIDE, digits
 from flows.sweep.registry import Result, Task
 
-from .common import OKABE_ITO, plt
+from .common import OKABE_ITO, Setting, plt
 
 PAIRS = ((0, 1), (3, 8), (4, 9))
 DEPTHS = (2, 3)
@@ -100,9 +100,9 @@ def runs(pairs: tuple[tuple[int, int], ...]) -> list[tuple[tuple[int, int], int,
     return [(pair, depth, alg, hp) for pair in pairs for depth in DEPTHS for alg, hp in ALGORITHMS]
 
 
-def study_tasks(pairs: tuple[tuple[int, int], ...], quick: bool) -> list[Task]:
+def study_tasks(pairs: tuple[tuple[int, int], ...], s: Setting) -> list[Task]:
     """Every run of ``pairs`` (see :func:`runs` for the order)."""
-    return [run_task(pair, depth, alg, hp, quick) for pair, depth, alg, hp in runs(pairs)]
+    return [run_task(pair, depth, alg, hp, s.quick) for pair, depth, alg, hp in runs(pairs)]
 
 
 def by_run(pairs: tuple[tuple[int, int], ...], results: list[Result]) -> dict[tuple, Result]:

@@ -20,7 +20,7 @@ from analysis.maxmargin import normalized_margin
 from analysis.saliency import accuracy, angles_to, normalized_margins, scaled_beta
 from flows.sweep.registry import Result
 
-from .common import Figure, plt, save
+from .common import Figure, Setting, figure_command, plt, save
 from .digits import (
     ALGORITHMS,
     COLORS,
@@ -82,7 +82,7 @@ def kkt_curve(res: Result, data, depth: int) -> tuple[np.ndarray, np.ndarray]:
     return tau[picks], np.array([kkt_check(data.train, depth, beta[i]).kkt_residual for i in picks])
 
 
-def draw_generalization(results: list[Result], quick: bool, path: Path) -> None:
+def draw_generalization(results: list[Result], s: Setting, path: Path) -> None:
     """Rows: pairs; columns: test accuracy, l1 margin, angles to the two references;
     L = 2 solid, L = 3 dashed."""
     runs_ = by_run(PAIRS, results)
@@ -142,7 +142,7 @@ def draw_generalization(results: list[Result], quick: bool, path: Path) -> None:
     fig.suptitle(
         "Digits: test accuracy, training margin and distance to the max-margin "
         f"predictors over time (runs end at training loss {LOSS_FLOOR:g}; at L = 3 GD's limit is "
-        "a KKT point of the ℓ_{2/3} program: right column)" + quick_tag(quick),
+        "a KKT point of the ℓ_{2/3} program: right column)" + quick_tag(s.quick),
         fontsize=11.5,
     )
     save(fig, path)
@@ -160,6 +160,4 @@ GENERALIZATION = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, GENERALIZATION)

@@ -22,7 +22,7 @@ from analysis.saliency import (
 )
 from flows.sweep.registry import Result
 
-from .common import Figure, plt, save
+from .common import Figure, Setting, figure_command, plt, save
 from .digits import (
     ALGORITHMS,
     ASCII_NAMES,
@@ -42,7 +42,7 @@ from .digits import (
 EARLY = 0.5
 
 
-def draw_minor_first(results: list[Result], quick: bool, path: Path) -> None:
+def draw_minor_first(results: list[Result], s: Setting, path: Path) -> None:
     """Rows: depth; columns: pairs. Spearman(share, strength) against tau (log), a dot where
     the leading pixel changes, and a table of summaries per algorithm."""
     runs_ = by_run(PAIRS, results)
@@ -64,7 +64,7 @@ def draw_minor_first(results: list[Result], quick: bool, path: Path) -> None:
     fig.suptitle(
         "Minor first, measured: rank correlation between each pixel's share of β and "
         "its class-mean difference over time (ℓ2-SAM wide and light: at L = 2 LE-SAM "
-        "lies on it)" + quick_tag(quick),
+        "lies on it)" + quick_tag(s.quick),
         fontsize=11,
     )
     save(fig, path)
@@ -171,6 +171,4 @@ MINOR_FIRST = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, MINOR_FIRST)

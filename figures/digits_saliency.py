@@ -16,7 +16,7 @@ from analysis.amplification import shares
 from analysis.saliency import accuracy, first_below
 from flows.sweep.registry import Result
 
-from .common import Figure, plt, save
+from .common import Figure, Setting, figure_command, plt, save
 from .digits import (
     ALGORITHMS,
     ALPHA,
@@ -81,7 +81,7 @@ def _draw_header(axes, data: PairData) -> None:
         ax.axis("off")
 
 
-def draw_saliency(pair: tuple[int, int], results: list[Result], quick: bool, path: Path) -> None:
+def draw_saliency(pair: tuple[int, int], results: list[Result], s: Setting, path: Path) -> None:
     """Rows: (depth, algorithm); columns: matched training losses then the end of the run."""
     data = pair_data(pair)
     runs_ = by_run((pair,), results)
@@ -112,7 +112,7 @@ def draw_saliency(pair: tuple[int, int], results: list[Result], quick: bool, pat
         )
     fig.suptitle(
         f"Digits {pair[0]} vs {pair[1]}: pixel shares |βⱼ|/‖β‖₁ at matched training "
-        "loss (cyan contour: strong pixels)" + quick_tag(quick),
+        "loss (cyan contour: strong pixels)" + quick_tag(s.quick),
         fontsize=11,
     )
     save(fig, path)
@@ -172,6 +172,4 @@ SALIENCY_4V9 = _saliency_figure((4, 9), "hard pair")
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, SALIENCY_0V1, SALIENCY_3V8, SALIENCY_4V9)

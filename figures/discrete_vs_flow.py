@@ -16,7 +16,7 @@ from matplotlib.lines import Line2D
 
 from flows.sweep.registry import Result, Task
 
-from .common import MU5, OKABE_ITO, Figure, coordinate_colors, plt, save
+from .common import MU5, OKABE_ITO, Figure, Setting, coordinate_colors, figure_command, plt, save
 
 ALPHA8 = 0.4
 #: (algorithm, rho, label, colour); l_inf-SAM uses rho < alpha so that no coordinate hits 0.
@@ -36,9 +36,9 @@ def _config8(quick: bool) -> tuple[float, tuple[float, ...]]:
     return (1.0, ETAS_QUICK) if quick else (10.0, ETAS)
 
 
-def discrete_tasks(quick: bool) -> list[Task]:
+def discrete_tasks(s: Setting) -> list[Task]:
     """Per algorithm: the flow (original clock) to T, then iterate for each eta to T."""
-    T, etas = _config8(quick)
+    T, etas = _config8(s.quick)
     tasks = []
     for alg, rho, _, _ in ALGOS8:
         tasks.append(
@@ -52,7 +52,7 @@ def discrete_tasks(quick: bool) -> list[Task]:
                     "rho": rho,
                     "clock": "original",
                     "t_max": T,
-                    "n_points": 21 if quick else 201,
+                    "n_points": 21 if s.quick else 201,
                     "rtol": 1e-11,
                 },
             )
@@ -102,10 +102,10 @@ def discrete_errors(results: list[Result], quick: bool) -> dict:
     return out
 
 
-def draw_discrete(results: list[Result], quick: bool, path: Path) -> None:
+def draw_discrete(results: list[Result], s: Setting, path: Path) -> None:
     """Left: error vs eta (log-log) with slope-1 reference; right: one discrete run over its flow."""
-    T, etas = _config8(quick)
-    errors = discrete_errors(results, quick)
+    T, etas = _config8(s.quick)
+    errors = discrete_errors(results, s.quick)
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 5.2), constrained_layout=True)
     for alg, _, label, color in ALGOS8:
         e = errors[alg]
@@ -192,6 +192,4 @@ DISCRETE_VS_FLOW = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, DISCRETE_VS_FLOW)

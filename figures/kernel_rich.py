@@ -25,7 +25,7 @@ from flows.datasets import sparse_regression
 from flows.results import Cause, Trajectory
 from flows.sweep.registry import Result, Task
 
-from .common import OKABE_ITO, Figure, plt, save
+from .common import OKABE_ITO, Figure, Setting, figure_command, plt, save
 
 ALPHAS18 = (0.03, 0.1, 0.3, 1.0, 3.0)
 D18 = 30
@@ -41,7 +41,7 @@ def _init(alpha: float) -> list[list[float]]:
     return [[alpha] * D18, [0.0] * D18]
 
 
-def fig18_tasks(quick: bool) -> list[Task]:
+def fig18_tasks(s: Setting) -> list[Task]:
     """One flow per algorithm and alpha, to the loss floor."""
     split = sparse_regression()
     return [
@@ -62,7 +62,7 @@ def fig18_tasks(quick: bool) -> list[Task]:
             },
         )
         for a, hp in RUNS18.items()
-        for alpha in _alphas(a, quick)
+        for alpha in _alphas(a, s.quick)
     ]
 
 
@@ -76,7 +76,7 @@ def _test_loss(beta: np.ndarray, test) -> float:
     return float(0.5 * np.mean(r * r))
 
 
-def draw_fig18(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig18(results: list[Result], s: Setting, path: Path) -> None:
     """Test loss and ||beta||_1 of the limits against alpha."""
     split = sparse_regression()
     fine = np.geomspace(ALPHAS18[0], ALPHAS18[-1], 41)
@@ -96,7 +96,7 @@ def draw_fig18(results: list[Result], quick: bool, path: Path) -> None:
                        label="min ℓ1 interpolator (α → 0) = the teacher")  # fmt: skip
         start = 0
         for a in RUNS18:
-            alphas = _alphas(a, quick)
+            alphas = _alphas(a, s.quick)
             runs = [Trajectory.from_arrays(r) for r in results[start : start + len(alphas)]]
             start += len(alphas)
             ends = [t.beta[-1] for t in runs]
@@ -117,7 +117,8 @@ def draw_fig18(results: list[Result], quick: bool, path: Path) -> None:
     axes[1].legend(*axes[1].get_legend_handles_labels(), fontsize=8, loc="upper left")
     fig.suptitle(
         "Kernel → rich regime in regression: GD flows end at the Woodworth interpolator, SAM flows "
-        "beyond it (β = u ⊙ v, sparse regression n = 20, d = 30)" + ("  [QUICK]" if quick else ""),
+        "beyond it (β = u ⊙ v, sparse regression n = 20, d = 30)"
+        + ("  [QUICK]" if s.quick else ""),
         fontsize=11,
     )
     save(fig, path)
@@ -135,6 +136,4 @@ KERNEL_RICH = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, KERNEL_RICH)

@@ -17,7 +17,7 @@ from analysis.amplification import leader_sequence, leaders
 from analysis.lesam.regimes import initial_lesam_rates
 from flows.sweep.registry import Result, Task
 
-from .common import MU5, Figure, coordinate_colors, plt, save, shares_of
+from .common import MU5, Figure, Setting, coordinate_colors, figure_command, plt, save, shares_of
 from .lesam import ALPHA, SIGMA0, compared, describe_leaders, run_task
 
 FIG11_T = 8.0
@@ -26,21 +26,23 @@ FIG11_GRID = tuple((s, r) for s in (0.03, 0.1, SIGMA0, 1.0) for r in (0.3, 1.0, 
 FIG11_STRIP_T = 24.0
 
 
-def fig11_tasks(quick: bool) -> list[Task]:
+def fig11_tasks(s: Setting) -> list[Task]:
     """The matched runs (shares), then LE-SAM over FIG11_GRID (leader strips)."""
-    t_end, n = (2.0, 41) if quick else (FIG11_T, 401)
+    t_end, n = (2.0, 41) if s.quick else (FIG11_T, 401)
     runs = [run_task(alg, hp, t_end, n, kind="simulate") for _, alg, hp, _ in compared(t_end)]
-    grid = FIG11_GRID[::5] if quick else FIG11_GRID
-    t_strip, n_strip = (4.0, 41) if quick else (FIG11_STRIP_T, 481)
+    grid = FIG11_GRID[::5] if s.quick else FIG11_GRID
+    t_strip, n_strip = (4.0, 41) if s.quick else (FIG11_STRIP_T, 481)
     return runs + [
-        run_task("le-sam", {"sigma": s, "rho_max": r}, t_strip, n_strip, kind="simulate", rtol=1e-8)
-        for s, r in grid
+        run_task(
+            "le-sam", {"sigma": sigma, "rho_max": r}, t_strip, n_strip, kind="simulate", rtol=1e-8
+        )
+        for sigma, r in grid
     ]
 
 
-def draw_fig11(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig11(results: list[Result], s: Setting, path: Path) -> None:
     """Shares of the matched runs (7 panels) and leader strips over (sigma, rho_max)."""
-    t_end = 2.0 if quick else FIG11_T
+    t_end = 2.0 if s.quick else FIG11_T
     runs = compared(t_end)
     fig = plt.figure(figsize=(17, 9.0), constrained_layout=True)
     grid = fig.add_gridspec(2, 5, width_ratios=[1, 1, 1, 1, 1.35])
@@ -50,12 +52,12 @@ def draw_fig11(results: list[Result], quick: bool, path: Path) -> None:
     legend_ax = fig.add_subplot(grid[1, 3])
     legend_ax.axis("off")
     legend_ax.legend(handles, labels, loc="center", title="coordinate (minor → major)", fontsize=9)
-    cells = FIG11_GRID[::5] if quick else FIG11_GRID
+    cells = FIG11_GRID[::5] if s.quick else FIG11_GRID
     _draw_leader_strips(fig, fig.add_subplot(grid[:, 4]), results[len(runs) :], cells)
     fig.suptitle(
         f"Does LE-SAM keep 'minor first, major last'? Shares |β_j|/‖β‖₁, μ = (1,…,5), "
         f"L = 2, α = {ALPHA:g}, settings matched at θ(0); leaders over τ ≤ {t_end:g}"
-        + ("  [QUICK]" if quick else ""),
+        + ("  [QUICK]" if s.quick else ""),
         fontsize=11,
     )
     save(fig, path)
@@ -130,6 +132,4 @@ AMPLIFICATION = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, AMPLIFICATION)

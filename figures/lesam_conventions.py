@@ -28,7 +28,7 @@ from flows.results import Trajectory
 from flows.sweep.registry import Result, Task
 
 from .blobs import gaussian_blobs
-from .common import MU5, OKABE_ITO, Figure, plt, save
+from .common import MU5, OKABE_ITO, Figure, Setting, figure_command, plt, save
 from .directions import angles_deg, directions, references, row_angles_deg
 from .multi_sample import data_task
 
@@ -70,9 +70,9 @@ def fig15_data() -> list[tuple[str, np.ndarray, np.ndarray]]:
     ]
 
 
-def fig15_tasks(quick: bool) -> list[Task]:
+def fig15_tasks(s: Setting) -> list[Task]:
     """The four runs on each data set (data-major)."""
-    t_max, n = (6.0, 41) if quick else (60.0, 1201)
+    t_max, n = (6.0, 41) if s.quick else (60.0, 1201)
     return [
         data_task(X, y, alg, hp, DEPTH15, ALPHA15, t_max, n)
         for _, X, y in fig15_data()
@@ -126,7 +126,7 @@ def official_turning_point(series: dict) -> float:
     return float(run["res"]["loss"][below[0]]) if below.size else float("nan")
 
 
-def draw_fig15(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig15(results: list[Result], s: Setting, path: Path) -> None:
     """Perturbation size (top) and angles (bottom) against ``||grad L||``, per data set."""
     series = fig15_series(results)
     fig, axes = plt.subplots(2, 2, figsize=(13, 8.6), constrained_layout=True, sharex="col")
@@ -185,7 +185,7 @@ def draw_fig15(results: list[Result], quick: bool, path: Path) -> None:
     fig.legend(handles, labels, loc="outside lower center", ncol=5, fontsize=9)
     fig.suptitle(
         "LE-SAM's two conventions: the paper's tends to ℓ2-SAM(ρ_max), the official code's to GD"
-        + ("  [QUICK]" if quick else ""),
+        + ("  [QUICK]" if s.quick else ""),
         fontsize=11,
     )
     save(fig, path)
@@ -203,6 +203,4 @@ CONVENTIONS = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, CONVENTIONS)

@@ -18,7 +18,7 @@ import numpy as np
 from flows.sweep.registry import Result, Task
 
 from .blobs import gaussian_blobs
-from .common import Figure, plt, save
+from .common import Figure, Setting, figure_command, plt, save
 from .directions import angles_deg, references
 from .lesam import STYLE, as_params, matched
 from .maxmargin_angles import teacher_data
@@ -44,19 +44,19 @@ def fig14_runs(quick: bool):
                     yield name, X, y, depth, t_max, n, run
 
 
-def fig14_tasks(quick: bool) -> list[Task]:
+def fig14_tasks(s: Setting) -> list[Task]:
     """GD, USAM and LE-SAM at L = 1 and 2 on the blobs and the teacher data."""
     return [
         data_task(X, y, alg, as_params(hp), depth, FIG14_ALPHA, t_max, n, "simulate")
-        for _, X, y, depth, t_max, n, (_, alg, hp, _) in fig14_runs(quick)
+        for _, X, y, depth, t_max, n, (_, alg, hp, _) in fig14_runs(s.quick)
     ]
 
 
-def draw_fig14(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig14(results: list[Result], s: Setting, path: Path) -> None:
     """Angle to the l2 (solid) and l1 (dashed) max-margin directions against tau, per panel."""
     fig, axes = plt.subplots(2, 2, figsize=(14, 9.4), constrained_layout=True)
     panels: dict[tuple[str, int], list] = {}
-    for (name, X, y, depth, _, _, run), res in zip(fig14_runs(quick), results, strict=True):
+    for (name, X, y, depth, _, _, run), res in zip(fig14_runs(s.quick), results, strict=True):
         panels.setdefault((name, depth), []).append((X, y, run, res))
     for ax, ((name, depth), runs) in zip(axes.ravel(), panels.items(), strict=True):
         refs = references(runs[0][0], runs[0][1])
@@ -100,7 +100,7 @@ def draw_fig14(results: list[Result], quick: bool, path: Path) -> None:
     fig.legend(handles=handles, loc="outside lower center", ncol=4, fontsize=9)
     fig.suptitle(
         f"Limit directions of USAM and LE-SAM vs the max-margin solutions (α = "
-        f"{FIG14_ALPHA:g}, matched to ℓ2-SAM ρ = 1 at θ(0))" + ("  [QUICK]" if quick else ""),
+        f"{FIG14_ALPHA:g}, matched to ℓ2-SAM ρ = 1 at θ(0))" + ("  [QUICK]" if s.quick else ""),
         fontsize=11,
     )
     save(fig, path)
@@ -117,6 +117,4 @@ LIMITS = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, LIMITS)

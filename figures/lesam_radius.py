@@ -15,7 +15,7 @@ import numpy as np
 from analysis.lesam.stall import stall_point
 from flows.sweep.registry import Result, Task
 
-from .common import MU5, Figure, plt, save
+from .common import MU5, Figure, Setting, figure_command, plt, save
 from .lesam import ALPHA, SIGMA0, STYLE, compared, run_task
 
 FIG10_T = 8.0
@@ -28,25 +28,25 @@ def fig10_runs(quick: bool) -> list[tuple[str, str, dict, str]]:
     return [r for r in compared(t_end) if r[0] in FIG10_RUNS]
 
 
-def fig10_tasks(quick: bool) -> list[Task]:
+def fig10_tasks(s: Setting) -> list[Task]:
     """The matched l2-SAM, USAM and LE-SAM runs with their perturbation series."""
-    t_end, n = (2.0, 41) if quick else (FIG10_T, 241)
-    return [run_task(alg, hp, t_end, n) for _, alg, hp, _ in fig10_runs(quick)]
+    t_end, n = (2.0, 41) if s.quick else (FIG10_T, 241)
+    return [run_task(alg, hp, t_end, n) for _, alg, hp, _ in fig10_runs(s.quick)]
 
 
-def draw_fig10(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig10(results: list[Result], s: Setting, path: Path) -> None:
     """Radius, loss budget, training loss and update angle over tau."""
     fig, axes = plt.subplots(2, 3, figsize=(17, 8.8), constrained_layout=True)
     (ax_r, ax_b, ax_l), (ax_a, ax_c, ax_legend) = axes
     stall = stall_point(MU5, SIGMA0, 3.0)
-    for (key, alg, _, label), res in zip(fig10_runs(quick), results, strict=True):
+    for (key, alg, _, label), res in zip(fig10_runs(s.quick), results, strict=True):
         _draw_run(axes, key, alg, label, res)
     _finish_with_stall(
         ax_r,
         stall.radius,
         f"stall radius √2·a* = {stall.radius:.3f}",
         stall.radius * 1.15,
-        quick,
+        s.quick,
         yscale="log",
         ylim=(1e-3, 10),
         ylabel="effective radius ‖ε‖ (ρ_t for LE-SAM)",
@@ -58,7 +58,7 @@ def draw_fig10(results: list[Result], quick: bool, path: Path) -> None:
         stall.loss,
         f"stall: loss ℓ(m*) = {stall.loss:.4f}, m* = {stall.margin:.3f} on e₁",
         stall.loss * 2.5,
-        quick,
+        s.quick,
         yscale="log",
         ylim=(1e-16, 1),
         ylabel="training loss L(θ(τ))",
@@ -78,7 +78,7 @@ def draw_fig10(results: list[Result], quick: bool, path: Path) -> None:
     fig.suptitle(
         f"LE-SAM's radius and loss budget vs ℓ2-SAM and USAM: μ = (1,…,5), L = 2, "
         f"α = {ALPHA:g}, matched at θ(0) (σ = ρ‖∇L₀‖ = {SIGMA0:.4f})"
-        + ("  [QUICK]" if quick else ""),
+        + ("  [QUICK]" if s.quick else ""),
         fontsize=11,
     )
     save(fig, path)
@@ -157,6 +157,4 @@ RADIUS = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, RADIUS)

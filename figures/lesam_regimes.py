@@ -18,7 +18,7 @@ from analysis.lesam.regimes import LESAM_REGIMES
 from analysis.lesam.stall import SIGMA_CRITICAL, stall_point
 from flows.sweep.registry import Result, Task
 
-from .common import MU5, OKABE_ITO, Figure, plt, save
+from .common import MU5, OKABE_ITO, Figure, Setting, figure_command, plt, save
 from .lesam import ALPHA, G0, OFFICIAL, SIGMA0
 
 FIG12_SIGMAS = (0.02, 0.035, 0.06, 0.1, 0.18, 0.3, 0.5, 0.7)
@@ -35,15 +35,15 @@ REGIME_COLORS = {
 }
 
 
-def fig12_tasks(quick: bool) -> list[Task]:
+def fig12_tasks(s: Setting) -> list[Task]:
     """The (sigma, rho_max) map at alpha = 0.4 (one task per pair of sigma rows), the scan
     along rho_max at sigma = SIGMA0 and the scan along alpha at (SIGMA0, 3), both bisected."""
-    sigmas = FIG12_SIGMAS[::4] if quick else FIG12_SIGMAS
-    rho_max = FIG12_RHO_MAX[::4] if quick else FIG12_RHO_MAX
-    alphas = FIG12_ALPHAS[::4] if quick else FIG12_ALPHAS
-    rtol = 0.2 if quick else 5e-3
+    sigmas = FIG12_SIGMAS[::4] if s.quick else FIG12_SIGMAS
+    rho_max = FIG12_RHO_MAX[::4] if s.quick else FIG12_RHO_MAX
+    alphas = FIG12_ALPHAS[::4] if s.quick else FIG12_ALPHAS
+    rtol = 0.2 if s.quick else 5e-3
     rows = [
-        [[ALPHA, s, r] for s in sigmas[k : k + 2] for r in rho_max]
+        [[ALPHA, sigma, r] for sigma in sigmas[k : k + 2] for r in rho_max]
         for k in range(0, len(sigmas), 2)
     ]
     return [Task("lesam-classify", {"mu": MU5, "points": pts, "n_points": 121}) for pts in rows] + [
@@ -91,12 +91,12 @@ def _boundary_text(scan: Result) -> list[str]:
     ]
 
 
-def draw_fig12(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig12(results: list[Result], s: Setting, path: Path) -> None:
     """Left: regime map over (sigma, rho_max) with analytic lines and bisected boundaries;
     right: regimes and leader sequences along alpha with bisected boundaries."""
-    sigmas = np.array(FIG12_SIGMAS[::4] if quick else FIG12_SIGMAS)
-    rho_max = np.array(FIG12_RHO_MAX[::4] if quick else FIG12_RHO_MAX)
-    alphas = np.array(FIG12_ALPHAS[::4] if quick else FIG12_ALPHAS)
+    sigmas = np.array(FIG12_SIGMAS[::4] if s.quick else FIG12_SIGMAS)
+    rho_max = np.array(FIG12_RHO_MAX[::4] if s.quick else FIG12_RHO_MAX)
+    alphas = np.array(FIG12_ALPHAS[::4] if s.quick else FIG12_ALPHAS)
     grid = np.concatenate([r["regime"] for r in results[:-2]]).reshape(len(sigmas), len(rho_max))
     scan_r, scan_a = results[-2], results[-1]
     fig, (ax, bx) = plt.subplots(
@@ -123,7 +123,7 @@ def draw_fig12(results: list[Result], quick: bool, path: Path) -> None:
     fig.legend(handles=handles, loc="outside right center", fontsize=9, title="regime")
     fig.suptitle(
         "LE-SAM regimes, μ = (1,…,5), L = 2, uniform α: collapse, stall, minor first, "
-        "major from the start" + ("  [QUICK]" if quick else ""),
+        "major from the start" + ("  [QUICK]" if s.quick else ""),
         fontsize=11,
     )
     save(fig, path)
@@ -252,6 +252,4 @@ REGIMES = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, REGIMES)

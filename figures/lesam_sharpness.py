@@ -26,7 +26,7 @@ from analysis.loss_levels import at_loss_levels
 from flows.sweep.registry import Result, Task
 
 from .blobs import gaussian_blobs
-from .common import MU5, Figure, plt, save
+from .common import MU5, Figure, Setting, figure_command, plt, save
 from .lesam import DEPTH, SIGMA0, STYLE, as_params, compared, matched, run_task
 from .multi_sample import data_task
 
@@ -35,9 +35,9 @@ BLOBS_ALPHA = 1.0
 LEVELS = (1e-2, 1e-4, 1e-8)
 
 
-def fig13_tasks(quick: bool) -> list[Task]:
+def fig13_tasks(s: Setting) -> list[Task]:
     """Every compared run with its sharpness: single example, then blobs (same order)."""
-    t_end, n = (2.0, 41) if quick else (FIG13_T, 321)
+    t_end, n = (2.0, 41) if s.quick else (FIG13_T, 321)
     X, y = gaussian_blobs()
     extra = {"sharpness": True, "perturbation": False}
     single = [run_task(alg, hp, t_end, n, **extra) for _, alg, hp, _ in compared(t_end)]
@@ -76,9 +76,9 @@ def _ratio_lines(runs: list[tuple[str, Result]], name: str = "trace") -> list[st
     return lines
 
 
-def draw_fig13(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig13(results: list[Result], s: Setting, path: Path) -> None:
     """tr H / L and lambda_max / L against the loss, single example (left) and blobs (right)."""
-    t_end = 2.0 if quick else FIG13_T
+    t_end = 2.0 if s.quick else FIG13_T
     X, y = gaussian_blobs()
     sets = (
         ("single example μ = (1,…,5), α = 0.4", compared(t_end)),
@@ -100,7 +100,7 @@ def draw_fig13(results: list[Result], quick: bool, path: Path) -> None:
     fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=8.5)
     fig.suptitle(
         "Sharpness against the training loss (L = 2, settings matched at θ(0)): is "
-        "LE-SAM flatter than ℓ2-SAM and GD at equal loss?" + ("  [QUICK]" if quick else ""),
+        "LE-SAM flatter than ℓ2-SAM and GD at equal loss?" + ("  [QUICK]" if s.quick else ""),
         fontsize=11,
     )
     save(fig, path)
@@ -188,6 +188,4 @@ SHARPNESS = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, SHARPNESS)

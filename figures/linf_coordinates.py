@@ -22,7 +22,7 @@ from matplotlib.lines import Line2D
 from flows.closed_form.solutions import linf_sam
 from flows.sweep.registry import Result, Task
 
-from .common import OKABE_ITO, Figure, plt, save
+from .common import OKABE_ITO, Figure, Setting, figure_command, plt, save
 
 RHO = 1.0
 DEPTHS = (2, 3, 4)
@@ -62,17 +62,17 @@ def _linf_task(mu, alpha, depth: int, t_max: float, n_points: int, quick: bool) 
     )
 
 
-def coordinates_tasks(quick: bool) -> list[Task]:
+def coordinates_tasks(s: Setting) -> list[Task]:
     """Per depth: a short 1-D run per case, a long 1-D run per bounded case, one joint 3-D run."""
-    (t_short, n_short), (t_long, n_long) = _horizons(quick)
+    (t_short, n_short), (t_long, n_long) = _horizons(s.quick)
     tasks = []
     for L in DEPTHS:
         for label, mu, alpha in CASES:
-            tasks.append(_linf_task([mu], [alpha], L, t_short, n_short, quick))
+            tasks.append(_linf_task([mu], [alpha], L, t_short, n_short, s.quick))
             if label != "above":
-                tasks.append(_linf_task([mu], [alpha], L, t_long, n_long, quick))
+                tasks.append(_linf_task([mu], [alpha], L, t_long, n_long, s.quick))
         tasks.append(
-            _linf_task([c[1] for c in CASES], [c[2] for c in CASES], L, t_short, n_short, quick)
+            _linf_task([c[1] for c in CASES], [c[2] for c in CASES], L, t_short, n_short, s.quick)
         )
     return tasks
 
@@ -164,18 +164,18 @@ def coordinate_checks(results: list[Result]) -> dict:
     return out
 
 
-def draw_coordinates(results: list[Result], quick: bool, path: Path) -> None:
+def draw_coordinates(results: list[Result], s: Setting, path: Path) -> None:
     """Three panels (L = 2, 3, 4): beta_j(tau) per case, flow lines, closed-form markers."""
     per_case, _ = _split_coordinate_results(results)
     checks = coordinate_checks(results)
-    t_long = _horizons(quick)[1][0]
+    t_long = _horizons(s.quick)[1][0]
     fig, axes = plt.subplots(
         1, len(DEPTHS), figsize=(15, 4.9), sharey=True, constrained_layout=True
     )
     for ax, L in zip(axes, DEPTHS, strict=False):
         for label, mu, alpha in CASES:
             times = checks[L]["times"][label]
-            _draw_case(ax, L, label, mu, alpha, per_case[L, label], times, quick)
+            _draw_case(ax, L, label, mu, alpha, per_case[L, label], times, s.quick)
             _mark_events(ax, CASE_COLORS[label], times)
         _finish_depth_panel(ax, L, checks[L], t_long)
     axes[0].set_ylabel("β_j(τ) = a_j(τ)^L   (symlog: linear below 10⁻²)")
@@ -295,6 +295,4 @@ COORDINATES = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, COORDINATES)

@@ -21,7 +21,7 @@ from flows.data import single_example
 from flows.integrator.driver import simulate
 from flows.sweep.registry import Result, Task, flow_kernels, register
 
-from .common import OKABE_ITO, Figure, plt, save
+from .common import OKABE_ITO, Figure, Setting, figure_command, plt, save
 from .linf_coordinates import RHO, solver_options
 
 MU2 = (1.0, 2.0)
@@ -73,9 +73,9 @@ def _grid(quick: bool) -> tuple[float, ...]:
     return GRID_QUICK if quick else GRID
 
 
-def limit_map_tasks(quick: bool) -> list[Task]:
+def limit_map_tasks(s: Setting) -> list[Task]:
     """One ``linf_limit`` run per depth and grid point (alpha_2 outer, alpha_1 inner)."""
-    grid = _grid(quick)
+    grid = _grid(s.quick)
     return [
         Task(
             "linf_limit",
@@ -86,7 +86,7 @@ def limit_map_tasks(quick: bool) -> list[Task]:
                 "depth": L,
                 "t_max": 10.0,
                 "n_points": 11,
-                **solver_options(quick),
+                **solver_options(s.quick),
             },
         )
         for L in MAP_DEPTHS
@@ -131,10 +131,10 @@ def _boundaries(ax, L: int) -> None:
     ax.plot(a1, 1 + MU2[0] * (a1 - 1) / MU2[1], **kw)
 
 
-def draw_limit_map(results: list[Result], quick: bool, path: Path) -> None:
+def draw_limit_map(results: list[Result], s: Setting, path: Path) -> None:
     """Two panels (L = 2, 3): predicted classes as background, observed limits as markers."""
-    agreement = limit_map_agreement(results, quick)
-    n_fine = 60 if quick else 200
+    agreement = limit_map_agreement(results, s.quick)
+    n_fine = 60 if s.quick else 200
     fine = np.linspace(MAP_MAX / (2 * n_fine), MAP_MAX - MAP_MAX / (2 * n_fine), n_fine)
     cmap = ListedColormap(CLASS_COLORS)
     fig, axes = plt.subplots(1, len(MAP_DEPTHS), figsize=(12, 5.6), constrained_layout=True)
@@ -218,6 +218,4 @@ LIMIT_MAP = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, LIMIT_MAP)

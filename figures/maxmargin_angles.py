@@ -18,7 +18,7 @@ import numpy as np
 from flows import datasets
 from flows.sweep.registry import Result, Task
 
-from .common import Figure, plt, save
+from .common import Figure, Setting, figure_command, plt, save
 from .compared import ALGORITHMS, COLORS, NAMES
 from .directions import angles_deg, format_vector, references
 from .multi_sample import Horizons, multi_sample_tasks
@@ -38,13 +38,13 @@ def teacher_data() -> tuple[np.ndarray, np.ndarray]:
     return np.array(data.X), np.array(data.y)
 
 
-def fig6_tasks(quick: bool) -> list[Task]:
+def fig6_tasks(s: Setting) -> list[Task]:
     """Three algorithms at L = 1 and 2 on :func:`teacher_data` (depth-major)."""
     X, y = teacher_data()
-    return multi_sample_tasks(X, y, (1, 2), FIG6_ALPHA, FIG6_RHO, FIG6_HORIZONS, quick)
+    return multi_sample_tasks(X, y, (1, 2), FIG6_ALPHA, FIG6_RHO, FIG6_HORIZONS, s.quick)
 
 
-def draw_fig6(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig6(results: list[Result], s: Setting, path: Path) -> None:
     """Angle to the l2 (solid) and l1 (dashed) max-margin directions against tau, log-log."""
     X, y = teacher_data()
     refs = references(X, y)
@@ -62,7 +62,7 @@ def draw_fig6(results: list[Result], quick: bool, path: Path) -> None:
             lines.append(f"{NAMES[alg]}: ∠ℓ2 = {a2[-1]:.3g}°, ∠ℓ1 = {a1[-1]:.3g}°")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_ylim(1e-2 if not quick else None, 120)
+        ax.set_ylim(1e-2 if not s.quick else None, 120)
         ax.set_xlabel("rescaled time τ (log scale)")
         ax.set_ylabel("angle between β(τ) and the max-margin direction\n[degrees, log scale]")
         ax.grid(alpha=0.3, which="both")
@@ -98,7 +98,7 @@ def draw_fig6(results: list[Result], quick: bool, path: Path) -> None:
         f"Separable data n = {len(y)}, d = {X.shape[1]} (teacher seed 90), α = "
         f"{FIG6_ALPHA:g}, ρ = {FIG6_RHO:g}; ℓ1 max-margin {format_vector(refs[1])}, "
         f"ℓ2 max-margin {format_vector(refs[2])}, {between:.1f}° apart"
-        + ("  [QUICK]" if quick else ""),
+        + ("  [QUICK]" if s.quick else ""),
         fontsize=10.5,
     )
     save(fig, path)
@@ -115,6 +115,4 @@ MAXMARGIN_ANGLES = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, MAXMARGIN_ANGLES)

@@ -21,7 +21,7 @@ from flows.schedules import cosine, lesam_official
 from flows.sweep.registry import Result, Task
 
 from .blobs import gaussian_blobs
-from .common import OKABE_ITO, Figure, plt, save
+from .common import OKABE_ITO, Figure, Setting, figure_command, plt, save
 from .directions import references, row_angles_deg
 from .multi_sample import data_task
 
@@ -64,9 +64,9 @@ def fig16_runs(quick: bool) -> list[tuple[str, dict, str, dict]]:
     ]
 
 
-def fig16_tasks(quick: bool) -> list[Task]:
+def fig16_tasks(s: Setting) -> list[Task]:
     """The flow (original clock), then the discrete runs."""
-    epochs, steps = _config(quick)
+    epochs, steps = _config(s.quick)
     X, y = gaussian_blobs()
     hp = {"sigma": SIGMA16, "rho_max": RHO_MAX16}
     flow = data_task(
@@ -88,7 +88,7 @@ def fig16_tasks(quick: bool) -> list[Task]:
                 **params,
             },
         )
-        for _, params, _, _ in fig16_runs(quick)
+        for _, params, _, _ in fig16_runs(s.quick)
     ]
     return [flow, *runs]
 
@@ -103,9 +103,9 @@ def _angle_to(beta: np.ndarray, reference: np.ndarray) -> np.ndarray:
     return row_angles_deg(beta / np.linalg.norm(beta, axis=1, keepdims=True), reference)
 
 
-def draw_fig16(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig16(results: list[Result], s: Setting, path: Path) -> None:
     """Loss, angle to the l1 max-margin direction and ||beta|| against epochs."""
-    epochs, steps = _config(quick)
+    epochs, steps = _config(s.quick)
     X, y = gaussian_blobs()
     l1 = references(X, y)[1]
     flow, *runs = results
@@ -122,7 +122,7 @@ def draw_fig16(results: list[Result], quick: bool, path: Path) -> None:
             dict(color="k", lw=1.2),
         )
     ]
-    for (key, _, label, style), res in zip(fig16_runs(quick), runs, strict=True):
+    for (key, _, label, style), res in zip(fig16_runs(s.quick), runs, strict=True):
         series.append((key, res["t"] / epoch_time, res["loss"], res["beta"], label, style))
     ends = []
     for key, x, loss, beta, label, style in series:
@@ -146,7 +146,7 @@ def draw_fig16(results: list[Result], quick: bool, path: Path) -> None:
     fig.suptitle(
         f"LE-SAM's official training loop vs the plain flow (Gaussian blobs, L = {DEPTH16}, "
         f"α = {ALPHA16:g}, σ = {SIGMA16:g}, ρ_max = {RHO_MAX16:g})"
-        + ("  [QUICK]" if quick else ""),
+        + ("  [QUICK]" if s.quick else ""),
         fontsize=11,
     )
     save(fig, path)
@@ -163,6 +163,4 @@ OFFICIAL_LOOP = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, OFFICIAL_LOOP)

@@ -33,7 +33,7 @@ from flows.checks import positive
 from flows.run import OneLineParser, check_output_path
 from flows.sweep.registry import Result, Task, compute, flow_kernels, register
 
-from .common import MU5, Figure, coordinate_colors, format_mu, plt, save
+from .common import MU5, Figure, Setting, coordinate_colors, format_mu, plt, save
 
 #: alpha/rho range of figure 5 (mu = (1..5))
 FIG5_RATIOS = (0.08, 1.6)
@@ -102,11 +102,11 @@ def phase_runs(mu, ratios, tau_max: float, n_tau: int) -> list[Task]:
     ]
 
 
-def phase_tasks(quick: bool) -> list[Task]:
+def phase_tasks(s: Setting) -> list[Task]:
     """Figure 5: the runs at mu = (1..5) and the collapse bisection."""
-    tau_max, n_tau = (2.0, 21) if quick else (6.0, 241)
-    return phase_runs(MU5, phase_ratios(quick), tau_max, n_tau) + [
-        Task("collapse-boundary", {"mu": MU5, "rtol": 0.3 if quick else 1e-4})
+    tau_max, n_tau = (2.0, 21) if s.quick else (6.0, 241)
+    return phase_runs(MU5, phase_ratios(s.quick), tau_max, n_tau) + [
+        Task("collapse-boundary", {"mu": MU5, "rtol": 0.3 if s.quick else 1e-4})
     ]
 
 
@@ -187,9 +187,9 @@ def draw_phase_diagram(
     save(fig, path)
 
 
-def draw_phase(results: list[Result], quick: bool, path: Path) -> None:
+def draw_phase(results: list[Result], s: Setting, path: Path) -> None:
     """Figure 5 from the results of :func:`phase_tasks`."""
-    draw_phase_diagram(MU5, phase_ratios(quick), results[:-1], float(results[-1]["alpha"]), path)
+    draw_phase_diagram(MU5, phase_ratios(s.quick), results[:-1], float(results[-1]["alpha"]), path)
 
 
 def phase_diagram_file(

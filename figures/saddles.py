@@ -23,7 +23,7 @@ from flows.data import Dataset
 from flows.results import Trajectory
 from flows.sweep.registry import Result, Task
 
-from .common import OKABE_ITO, Figure, coordinate_colors, plt, save
+from .common import OKABE_ITO, Figure, Setting, coordinate_colors, figure_command, plt, save
 
 SEED19, SHAPE19 = 1091, (3, 5)
 ALPHAS19 = (1e-2, 1e-4, 1e-8, 1e-30, 1e-100, 1e-300)
@@ -80,10 +80,10 @@ def _alphas(quick: bool) -> tuple[float, ...]:
     return ALPHAS19[::2] + (ALPHAS19[-1],) if quick else ALPHAS19
 
 
-def fig19_tasks(quick: bool) -> list[Task]:
+def fig19_tasks(s: Setting) -> list[Task]:
     """GD from every alpha, then the SAM flows."""
-    points = 201 if quick else 801
-    return [_task("gd", {}, a, points) for a in _alphas(quick)] + [
+    points = 201 if s.quick else 801
+    return [_task("gd", {}, a, points) for a in _alphas(s.quick)] + [
         _task(name, hp, alpha, points) for name, hp, alpha, _ in SAM19
     ]
 
@@ -106,11 +106,11 @@ def jump_times(traj: Trajectory, alpha: float, losses: np.ndarray) -> np.ndarray
     return np.array(out)
 
 
-def draw_fig19(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig19(results: list[Result], s: Setting, path: Path) -> None:
     """Loss staircases, coordinates, jump-time error and SAM."""
     data = staircase_data()
     limit = saddles(data)
-    alphas = _alphas(quick)
+    alphas = _alphas(s.quick)
     runs = [Trajectory.from_arrays(r) for r in results]
     gd, sam = runs[: len(alphas)], runs[len(alphas) :]
     fine = np.linspace(0.0, _horizon(), 2001)
@@ -176,7 +176,7 @@ def draw_fig19(results: list[Result], quick: bool, path: Path) -> None:
         a.grid(alpha=0.3, which="both")
     fig.suptitle(
         "Saddle-to-saddle dynamics at vanishing initialisation (β = u ⊙ v, u = α, v = 0; "
-        "n = 3, d = 5)" + ("  [QUICK]" if quick else ""),
+        "n = 3, d = 5)" + ("  [QUICK]" if s.quick else ""),
         fontsize=11,
     )
     save(fig, path)
@@ -194,6 +194,4 @@ SADDLES = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, SADDLES)

@@ -23,7 +23,7 @@ import numpy as np
 from flows.datasets import sparse_regression
 from flows.sweep.registry import Result, Task
 
-from .common import OKABE_ITO, Figure, plt, save
+from .common import OKABE_ITO, Figure, Setting, figure_command, plt, save
 
 ALPHA17, STEPS17 = 0.1, 10001
 D17 = 30
@@ -99,9 +99,9 @@ def _steps(quick: bool) -> int:
     return 1001 if quick else STEPS17
 
 
-def fig17_tasks(quick: bool) -> list[Task]:
+def fig17_tasks(s: Setting) -> list[Task]:
     """The rho grid (GD once), the curves' flows, then panel (c)'s step sizes and flows."""
-    steps = _steps(quick)
+    steps = _steps(s.quick)
     every = max(1, steps // 400)
     grid = [_iterate("gd", 0.0, GAMMA17["gd"], steps, every)]
     grid += [_iterate(a, rho, GAMMA17[a], steps, every) for a in VARIANTS17 for rho in RHOS17]
@@ -132,7 +132,7 @@ COLORS17 = {"gd": "k", "usam": OKABE_ITO[5], "1-usam": OKABE_ITO[1]}
 LABELS17 = {"gd": "GD", "usam": "n-SAM (usam, ρ)", "1-usam": "1-SAM (1-usam, 2ρ)"}
 
 
-def draw_fig17(results: list[Result], quick: bool, path: Path) -> None:
+def draw_fig17(results: list[Result], s: Setting, path: Path) -> None:
     """Test loss vs rho; loss curves with their flows; distance to the flow vs step size."""
     split = sparse_regression()
     n_grid = 1 + len(VARIANTS17) * len(RHOS17)
@@ -154,7 +154,7 @@ def draw_fig17(results: list[Result], quick: bool, path: Path) -> None:
                 ax.annotate("diverges", (rho, 1e-8), color=COLORS17[a], fontsize=8, ha="center")
     ax.plot([], [], "x", color="k", label="the notebook's printed value")
     ax.set(xscale="log", yscale="log", xlabel="ρ (the notebook's)", ylabel="test loss",
-           title=f"(a) after {_steps(quick)} steps, from u = {ALPHA17:g}, v = 0")  # fmt: skip
+           title=f"(a) after {_steps(s.quick)} steps, from u = {ALPHA17:g}, v = 0")  # fmt: skip
     ax.legend(fontsize=8, loc="lower left")
 
     ax = axes[1]
@@ -198,7 +198,7 @@ def draw_fig17(results: list[Result], quick: bool, path: Path) -> None:
         a.grid(alpha=0.3, which="both")
     fig.suptitle(
         "The public SAM diagonal-network experiment (tml-epfl/understanding-sam, cell 4): "
-        "β = u ⊙ v, sparse regression n = 20, d = 30" + ("  [QUICK]" if quick else ""),
+        "β = u ⊙ v, sparse regression n = 20, d = 30" + ("  [QUICK]" if s.quick else ""),
         fontsize=11,
     )
     save(fig, path)
@@ -217,6 +217,4 @@ SAM_REGRESSION = Figure(
 
 
 if __name__ == "__main__":
-    from flows.run import not_a_command
-
-    not_a_command(__spec__.name)
+    figure_command(__spec__.name, SAM_REGRESSION)

@@ -94,7 +94,8 @@ def test_modules_are_found():
     """The discovery sees modules, packages and the command line (it can fail)."""
     names = module_names()
     assert {"figures", "analysis.regimes", "analysis.maxmargin", "figures.blobs"} <= set(names)
-    assert is_command("figures.regimes") and not is_command("figures.blobs")
+    assert is_command("figures.regimes") and is_command("figures.blobs")
+    assert not is_command("figures.common")
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,17 @@
 """Regenerate the paper's figures: ``python -m flows.sweep``.
 
     python -m flows.sweep                 # every figure into ./figures/, cache in ./.cache/sweep/
-    python -m flows.sweep --list          # names, titles and captions
+    python -m flows.sweep --list          # names, titles, captions and parameters
     python -m flows.sweep fig4_amplification --out /tmp/figs --jobs 2
+    python -m flows.sweep fig4_amplification --set mu=1,2,3,4,7 --set depth=3 --format pdf
     python -m flows.sweep --fresh         # ignore the cache
     python -m flows.sweep --scheduler tcp://host:8786   # the runs on a dask cluster
     python -m flows.sweep --scheduler local --jobs 4    # ... or on a local one (4 workers)
     python -m flows.sweep --verbose       # also one line per run
+
+Each figure is drawn at its parameters' defaults unless ``--set name=value`` changes one (the
+cache and the up-to-date check follow the values), as ``<name>.png`` (or ``--format pdf``/``svg``)
+with its caption, title and setting in ``<name>.txt`` beside it.
 
 The figures come from the figure table :data:`figures.table.FIGURES` (the presentation layer;
 this module knows nothing about any figure). Each figure declares its expensive runs as
@@ -37,6 +42,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
+from typing import Any
 
 from ..compiled.background import NO_BACKGROUND_COMPILE
 from ..run import OneLineParser
@@ -48,18 +54,30 @@ from .runner import TaskError, run_tasks
 from .stamps import Stamps
 from .store import Cache
 
+#: The image formats of ``--format`` (the figures' ``save`` writes each by its suffix).
+FORMATS = ("png", "pdf", "svg")
+
 #: Defaults, relative to the current directory (not to where the package is installed).
 DEFAULT_OUT = Path("figures")
 DEFAULT_CACHE = Path(".cache") / "sweep"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None, figures: tuple[str, ...] = (), prog: str | None = None
+) -> int:
     """Entry point; exit status 2 on bad arguments (or an unusable ``--scheduler``), 1 if a run
-    or a drawing failed."""
+    or a drawing failed. ``figures``: the command of those figures alone (``python -m
+    figures.<module>``, named ``prog``), which draws them all unless names are given."""
     # An entry module: the one place in flows that reads the presentation layer's table.
     from figures.table import FIGURES
 
-    args = parser().parse_args(argv)
+    args = parser(prog).parse_args(argv)
+    if figures:
+        unknown = [n for n in args.names if n not in figures]
+        if unknown:
+            print(f"error: {', '.join(unknown)} not drawn by {prog}", file=sys.stderr)
+            return 2
+        args.names = args.names or list(figures)
     if args.list:
         return list_figures(args.names, FIGURES)
     problem = argument_problem(args, FIGURES)
@@ -67,14 +85,41 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     selected = [FIGURES[n] for n in dict.fromkeys(args.names or FIGURES)]
+    try:
+        settings = figure_settings(selected, args.set, args.quick)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     # The runs compile their kernel groups one at a time (flows.sweep.gate) and use numba from
     # the first on, rather than numpy while a background compile runs (the workers inherit it).
     os.environ.setdefault(NO_BACKGROUND_COMPILE, "1")
     with single_blas_thread():  # as in the pool's workers: the same numbers with any --jobs
-        return _sweep(args, selected)
+        return _sweep(args, selected, settings)
 
 
-def _sweep(args: argparse.Namespace, selected: list) -> int:
+def parse_changes(items: list[str]) -> dict[str, str]:
+    """``--set name=value`` items as ``{name: value}`` (``ValueError`` for an item without
+    ``=`` or a name given twice)."""
+    changes: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ValueError(f"--set expects name=value, got {item!r}")
+        if name in changes:
+            raise ValueError(f"--set {name} is given twice")
+        changes[name] = value.strip()
+    return changes
+
+
+def figure_settings(selected: list, items: list[str], quick: bool) -> dict:
+    """The setting of each selected figure (by name) with the ``--set`` items; ``ValueError``
+    naming a parameter that a selected figure does not have, or a bad value."""
+    changes = parse_changes(items)
+    return {fig.name: fig.setting(changes, quick) for fig in selected}
+
+
+def _sweep(args: argparse.Namespace, selected: list, settings: dict) -> int:
     """Compute the runs of the ``selected`` figures and draw them (``main`` past its checks)."""
     cache = Cache(args.cache)
     dask = None
@@ -88,7 +133,9 @@ def _sweep(args: argparse.Namespace, selected: list) -> int:
     pool = local_pool(args.jobs) if args.jobs > 1 and dask is None else None
     stamps = Stamps(Path(args.out), _code_mtime())
     progress = Progress(len(selected), args.verbose)
-    sweep = Sweep(selected, Path(args.out), args.quick, pool, stamps, progress, args.redraw)
+    sweep = Sweep(
+        selected, settings, Path(args.out), args.format, pool, stamps, progress, args.redraw
+    )
     try:
         with progress:
             _, computed = run_tasks(
@@ -125,9 +172,12 @@ def _code_mtime() -> float:
     return max(p.stat().st_mtime for p in Path(figures.__file__).parent.glob("*.py"))
 
 
-def parser() -> argparse.ArgumentParser:
-    """The argument parser."""
-    p = OneLineParser(prog="python -m flows.sweep", description="Regenerate the paper's figures.")
+def parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser (of ``python -m flows.sweep``, or of the command ``prog`` of some
+    figures)."""
+    p = OneLineParser(
+        prog=prog or "python -m flows.sweep", description="Regenerate the paper's figures."
+    )
     p.add_argument("names", nargs="*", help="figures to make (default: all; see --list)")
     p.add_argument(
         "--list", action="store_true", help="list the figures (or the named ones) and exit"
@@ -154,6 +204,20 @@ def parser() -> argparse.ArgumentParser:
         help="run the tasks on a dask cluster: tcp://host:port of its scheduler, or 'local' for "
         "a local cluster of --jobs workers (needs the dask extra: pip install -e '.[dask]')",
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="draw at another value of a figure's parameter (repeatable; lists comma-separated: "
+        "--set mu=1,2,3,4,7); --list shows each figure's parameters",
+    )
+    p.add_argument(
+        "--format",
+        choices=tuple(FORMATS),
+        default="png",
+        help="image format (default png; svg keeps its text as text)",
+    )
     p.add_argument("--fresh", action="store_true", help="ignore cached results")
     p.add_argument(
         "--redraw",
@@ -175,15 +239,18 @@ def parser() -> argparse.ArgumentParser:
 
 
 def list_figures(names: list[str], figures: dict) -> int:
-    """Print the name, title and caption of the figures ``names`` (all when empty); status 2
-    with one ``error:`` line if a name is not a figure."""
+    """Print the name, title, caption and parameters (with their defaults) of the figures
+    ``names`` (all when empty); status 2 with one ``error:`` line if a name is not a figure."""
     unknown = [n for n in names if n not in figures]
     if unknown:
         print(f"error: unknown figure(s) {', '.join(unknown)}; see --list", file=sys.stderr)
         return 2
     for name in dict.fromkeys(names or figures):
         fig = figures[name]
-        print(f"{name:24s} {fig.title}\n{'':24s} {fig.caption}")
+        setting = fig.setting()
+        print(f"{name:24s} {fig.title_for(setting)}\n{'':24s} {fig.caption_for(setting)}")
+        if len(setting):
+            print(f"{'':24s} parameters: {setting.describe()}")
     return 0
 
 
@@ -236,19 +303,21 @@ class Sweep:
     def __init__(
         self,
         figures: list,
+        settings: dict,
         out: Path,
-        quick: bool,
+        image_format: str,
         pool: ProcessPoolExecutor | None,
         stamps: Stamps,
         progress: Progress,
         redraw: bool = False,
     ):
         self.figures = {fig.name: fig for fig in figures}
-        self.out, self.quick, self.pool = out, quick, pool
+        self.settings = settings
+        self.out, self.format, self.pool = out, image_format, pool
         self.stamps, self.progress, self.redraw = stamps, progress, redraw
         self.skipped: list[str] = []
         self.start = time.perf_counter()
-        self.plan = {fig.name: fig.tasks(quick) for fig in figures}
+        self.plan = {fig.name: fig.tasks(settings[fig.name]) for fig in figures}
         self.keys = {name: {t.key() for t in tasks} for name, tasks in self.plan.items()}
         self.users: dict[str, list[str]] = {}  # figures by task key
         for name, keys in self.keys.items():
@@ -275,12 +344,11 @@ class Sweep:
     def start_drawing(self, fig) -> None:
         """Draw ``fig`` here, or submit its drawing to the pool and report when it is done."""
         results = [self.got[t.key()] for t in self.plan[fig.name]]
-        path = self.out / f"{fig.name}.png"
+        path = self.image(fig)
+        setting = self.settings[fig.name]
         keys = self.keys[fig.name]
         computed = any(k in self.seconds for k in keys)
-        if not (self.redraw or computed) and self.stamps.up_to_date(
-            fig.name, keys, self.quick, path
-        ):
+        if not (self.redraw or computed) and self.stamps.up_to_date(path, keys, setting.stamp()):
             self.skipped.append(fig.name)
             self.progress.figure(
                 f"{path}: up to date ({len(keys)} runs cached), not redrawn (--redraw to force)"
@@ -288,13 +356,15 @@ class Sweep:
             return
         if self.pool is None:
             try:
-                took = draw_figure(fig.draw, results, self.quick, path)
+                took = draw_figure(fig.draw, results, setting, path, caption_text(fig, setting))
             except Exception as exc:  # noqa: BLE001 - reported
                 self.report(fig, None, exc)
             else:
                 self.report(fig, took, None)
             return
-        future = self.pool.submit(draw_figure, fig.draw, results, self.quick, path)
+        future = self.pool.submit(
+            draw_figure, fig.draw, results, setting, path, caption_text(fig, setting)
+        )
 
         def drawn(f: Future, fig=fig) -> None:
             if not f.cancelled():
@@ -303,6 +373,10 @@ class Sweep:
 
         future.add_done_callback(drawn)
         self.draws.append(future)
+
+    def image(self, fig) -> Path:
+        """Where ``fig`` is written."""
+        return self.out / f"{fig.name}.{self.format}"
 
     def report(self, fig, took: float | None, exc: BaseException | None) -> None:
         """The line saying that ``fig`` was written (with its runs and times), or failed."""
@@ -313,10 +387,10 @@ class Sweep:
             )
             return
         keys = self.keys[fig.name]
-        self.stamps.drawn(fig.name, keys, self.quick)
+        self.stamps.drawn(self.image(fig), keys, self.settings[fig.name].stamp())
         fresh = [k for k in keys if k in self.seconds]
         self.progress.figure(
-            f"wrote {self.out / f'{fig.name}.png'}: {len(keys)} runs ({len(fresh)} computed in "
+            f"wrote {self.image(fig)}: {len(keys)} runs ({len(fresh)} computed in "
             f"{sum(self.seconds[k] for k in fresh):.1f}s of compute, "
             f"{len(keys) - len(fresh)} cached or reused), drawn in {took:.1f}s",
             drawn=took,
@@ -341,18 +415,57 @@ class Sweep:
 
 
 def draw_figure(
-    draw: Callable[[list[Result], bool, Path], None], results: list[Result], quick: bool, path: Path
+    draw: Callable[[list[Result], Any, Path], None],
+    results: list[Result],
+    setting,
+    path: Path,
+    caption: str,
 ) -> float:
-    """Draw one figure into a temporary file, then rename it to ``path``; returns seconds."""
+    """Draw a figure (``draw`` at ``setting``) into a temporary file, then rename it to ``path``,
+    and write ``caption`` beside it (``<name>.txt``); returns seconds."""
     start = time.perf_counter()
     path = Path(path)
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
-        draw(results, quick, tmp)
+        draw(results, setting, tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+    write_atomically(path.with_suffix(".txt"), caption)
     return time.perf_counter() - start
+
+
+def caption_text(fig, setting) -> str:
+    """The caption file of ``fig`` drawn at ``setting``: title, caption, the setting and the
+    command that draws it."""
+    defaults = fig.setting(quick=setting.quick)
+    changed = [f" --set {k}={_command_value(v)}" for k, v in setting.items() if defaults[k] != v]
+    command = f"python -m flows.sweep {fig.name}" + "".join(changed)
+    command += " --quick" if setting.quick else ""
+    return (
+        f"{fig.title_for(setting)}\n\n{fig.caption_for(setting)}\n\n"
+        + (f"Setting: {setting.describe()}.\n" if len(setting) else "")
+        + f"Drawn by: {command}\n"
+    )
+
+
+def _command_value(value) -> str:
+    """A parameter value as ``--set`` takes it."""
+    if isinstance(value, (tuple, list)):
+        return ",".join(_command_value(v) for v in value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

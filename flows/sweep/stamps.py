@@ -1,7 +1,7 @@
 """Which figures are up to date: a warm sweep redraws a figure only when something changed.
 
 A figure's *stamp* is a hash of its runs' task keys (which include the engine version) and of
-the ``--quick`` flag. :class:`Stamps` keeps the stamp of every figure drawn into an output
+its setting (the parameters it is drawn at, ``--quick`` among them). :class:`Stamps` keeps the stamp of every figure drawn into an output
 folder in ``<out>/.sweep-stamps.json`` (written atomically; an unreadable file counts as
 empty). A figure is up to date when none of its runs was computed in this sweep, its PNG
 exists, its stamp is the recorded one and the PNG is newer than the drawing code.
@@ -19,9 +19,9 @@ from pathlib import Path
 FILE = ".sweep-stamps.json"
 
 
-def stamp(keys: Iterable[str], quick: bool) -> str:
-    """The stamp of a figure drawn from the runs ``keys``."""
-    text = json.dumps({"runs": sorted(keys), "quick": bool(quick)})
+def stamp(keys: Iterable[str], setting: str) -> str:
+    """The stamp of a figure drawn from the runs ``keys`` at ``setting`` (its text)."""
+    text = json.dumps({"runs": sorted(keys), "setting": setting})
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -39,17 +39,17 @@ class Stamps:
             self.saved = {}
         self.new: dict[str, str] = {}
 
-    def up_to_date(self, name: str, keys: Iterable[str], quick: bool, png: Path) -> bool:
-        """Whether ``png`` already shows figure ``name`` drawn from these runs."""
+    def up_to_date(self, image: Path, keys: Iterable[str], setting: str) -> bool:
+        """Whether ``image`` already shows its figure drawn from these runs at ``setting``."""
         try:
-            fresh_enough = png.stat().st_mtime >= self.code_mtime
+            fresh_enough = image.stat().st_mtime >= self.code_mtime
         except OSError:
             return False
-        return fresh_enough and self.saved.get(name) == stamp(keys, quick)
+        return fresh_enough and self.saved.get(image.name) == stamp(keys, setting)
 
-    def drawn(self, name: str, keys: Iterable[str], quick: bool) -> None:
-        """Record that figure ``name`` was just drawn from these runs."""
-        self.new[name] = stamp(keys, quick)
+    def drawn(self, image: Path, keys: Iterable[str], setting: str) -> None:
+        """Record that ``image`` was just drawn from these runs at ``setting``."""
+        self.new[image.name] = stamp(keys, setting)
 
     def write(self) -> None:
         """Save the recorded stamps (temporary file, then rename); nothing to do if none is new."""
