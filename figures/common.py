@@ -130,6 +130,8 @@ class Figure:
         ``tasks(setting)``; the image format is ``path``'s suffix.
     params : the parameters and their default values (what the sweep draws).
     quick : values that replace some of ``params`` under ``--quick`` (a smoke test).
+    example : a setting other than the defaults (changes over the quick values) that the tests
+        draw, to read each changed value back from the figure's text.
     check : ``check(setting)``, what is wrong with a setting (one line), or None.
     """
 
@@ -140,6 +142,7 @@ class Figure:
     draw: Callable[[list[Result], Setting, Path], None]
     params: Mapping[str, Value] = field(default_factory=dict)
     quick: Mapping[str, Value] = field(default_factory=dict)
+    example: Mapping[str, Value] = field(default_factory=dict)
     check: Callable[[Setting], str | None] | None = None
 
     def setting(self, changes: Mapping[str, Value] | None = None, quick: bool = False) -> Setting:
