@@ -15,6 +15,7 @@ import numpy as np
 
 from .algorithms import effective_algorithm, get_algorithm, resolve_hyperparameters
 from .backends import choose_backend
+from .batch_steps import float_batch_steps
 from .checks import choice, integer, positive, real
 from .clocks import CLOCKS
 from .data import Dataset
@@ -291,8 +292,13 @@ def iterate(
     if stochastic and backend == "numba":
         raise ValueError("backend: minibatch and noisy steps run on numpy; use 'auto' or 'numpy'")
     compiled = None if stochastic else discrete_steps(backend, problem, base)
+    fast = (
+        float_batch_steps(problem, base, chosen, noise, LOSS_CHECK_ARGUMENT)
+        if stochastic
+        else compiled
+    )
     kept_steps, kept, cause, message, buffer = _run(
-        theta, problem, base, steps, record_every, compiled, first, buffer, chosen, noise
+        theta, problem, base, steps, record_every, fast, first, buffer, chosen, noise
     )
     thetas = np.array(kept)
     with np.errstate(over="ignore"):  # beta = +-inf where it already overflows at step 0
@@ -419,7 +425,7 @@ def _run(
     base: BaseOptimizer,
     steps: int,
     record_every: int,
-    compiled_steps=None,
+    fast_steps=None,
     first: int = 0,
     buffer: np.ndarray | None = None,
     batches: Minibatches | None = None,
@@ -430,7 +436,8 @@ def _run(
     and the buffer after the last step; ``batches`` (:mod:`flows.minibatch`) gives each step's
     examples (None: all of them), ``noise`` its label noise and SGLD term.
 
-    ``compiled_steps`` (:func:`discrete_steps`) runs the steps it can; numpy runs the others.
+    ``fast_steps`` (the compiled loop of :func:`discrete_steps`, or the float minibatch steps
+    of :mod:`flows.batch_steps`) runs the steps it can; the general numpy step the others.
     Stops at the first iterate that float64 cannot represent on the data its step saw (a
     minibatch step checks its batch's margins and loss), keeping the last one that it can.
     """
@@ -450,8 +457,8 @@ def _run(
     field = FusedField(problem)
     k, end = first, first + steps
     while k < end:
-        if compiled_steps is not None:
-            k, theta, buffer = compiled_steps.advance(
+        if fast_steps is not None:
+            k, theta, buffer = fast_steps.advance(
                 theta, buffer, k, end, record_every, kept_steps, kept
             )
             last_k, last = k, theta

@@ -25,6 +25,7 @@ can be repeated).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -52,8 +53,17 @@ class Minibatches:
             return np.random.default_rng([self.root, k]).choice(self.n, self.size, replace=False)
         per_epoch = -(-self.n // self.size)
         epoch, j = divmod(k, per_epoch)
-        order = np.random.default_rng([self.root, epoch]).permutation(self.n)
-        return order[j * self.size : (j + 1) * self.size]
+        return epoch_order(self.root, epoch, self.n)[j * self.size : (j + 1) * self.size]
+
+
+@lru_cache(maxsize=4)
+def epoch_order(root: int, epoch: int, n: int) -> np.ndarray:
+    """The order of the ``n`` examples in epoch ``epoch`` of the root seed ``root``: the
+    permutation of ``numpy.random.default_rng([root, epoch])`` (read-only: the batches of the
+    epoch are slices of it, drawn once)."""
+    order = np.random.default_rng([root, epoch]).permutation(n)
+    order.setflags(write=False)
+    return order
 
 
 def root_seed(seed) -> int:
@@ -97,7 +107,8 @@ def minibatches(
     if given.size and (given.min() < 0 or given.max() >= n):
         raise ValueError(f"batches must hold example indices in [0, {n}), got {given.min()} "
                          f"to {given.max()}")  # fmt: skip
-    if any(np.unique(row).size != row.size for row in given[:steps]):
+    ordered = np.sort(given[:steps], axis=1)
+    if np.any(ordered[:, 1:] == ordered[:, :-1]):
         raise ValueError("batches: an example appears twice in one batch")
     return Minibatches(n, given.shape[1], sampling, 0, given.astype(np.int64), first)
 
@@ -124,11 +135,16 @@ class StepNoise:
         """The data step ``k`` sees (``data`` already the step's batch) with its label noise."""
         if not self.label_noise:
             return data
+        return data.relabeled(self.noisy_targets(data.y, data.regression, k))
+
+    def noisy_targets(self, y: np.ndarray, regression: bool, k: int) -> np.ndarray:
+        """The targets ``y`` of step ``k``'s examples with its label noise: ``y_i + label_noise
+        xi_i`` (``regression``), else each label flipped with probability ``label_noise``."""
         rng = np.random.default_rng([self.root, k, 1])
-        if data.regression:
-            return data.relabeled(data.y + self.label_noise * rng.standard_normal(data.n))
-        flips = rng.random(data.n) < self.label_noise
-        return data.relabeled(np.where(flips, -data.y, data.y))
+        if regression:
+            return y + self.label_noise * rng.standard_normal(y.size)
+        flips = rng.random(y.size) < self.label_noise
+        return np.where(flips, -y, y)
 
     def kick(self, k: int, shape: tuple, eta: float) -> np.ndarray | float:
         """The SGLD term of step ``k``, ``sqrt(2 eta T) xi`` (0 without a temperature)."""
