@@ -13,6 +13,10 @@ onto the horizon ``[0, T]`` as a continuous curve: :func:`warmup` =
 the official values (the authors' optimizer itself, ``le-sam-official``, is figure 15's). On multi-sample data
 the runs are matched in the same way (:func:`matched`).
 
+**How the runs are drawn.** Each algorithm in its colour of :mod:`figures.style`; LE-SAM's
+variants, all in LE-SAM's colour, by marker (:func:`run_style`); the labels say the values
+run.
+
 The task kinds registered here: ``'lesam-run'`` (a flow with the perturbation along it,
 :func:`analysis.lesam.perturbation_along`, and optionally its sharpness,
 :func:`analysis.sharpness.sharpness_along`), ``'lesam-classify'`` (regimes of a list of points)
@@ -35,7 +39,8 @@ from flows.schedules import Schedule, warmup_cosine
 from flows.sweep.kinds import simulate_arguments
 from flows.sweep.registry import Result, Task, flow_kernels, register
 
-from .common import MU5, OKABE_ITO
+from . import style
+from .common import MU5
 
 ALPHA, RHO, DEPTH = 0.4, 1.0, 2
 #: ||grad L(theta(0))|| at alpha = 0.4 on mu = (1..5), L = 2 (0.34893)
@@ -43,6 +48,8 @@ G0 = initial_gradient_norm(single_example(MU5), ALPHA, DEPTH)
 SIGMA0 = RHO * G0
 RHO_USAM = RHO / G0
 OFFICIAL = {"sigma": 0.35, "rho_max": 0.3}
+#: The cap's symbol in labels (mathtext).
+CAP = r"$\rho_{\max}$"
 
 
 def warmup(sigma: float, t_end: float) -> Schedule:
@@ -52,48 +59,95 @@ def warmup(sigma: float, t_end: float) -> Schedule:
     return warmup_cosine(sigma, 0.05 * t_end, 0.8 * t_end, t_end)
 
 
-def compared(t_end: float) -> list[tuple[str, str, dict, str]]:
-    """(key, algorithm, hyper-parameters, label) of the matched runs on ``D_mu`` (GD first)."""
+#: A matched run: (key, algorithm, hyper-parameters, label); the key names its style
+#: (:func:`run_style`).
+Run = tuple[str, str, dict, str]
+
+#: Markers of LE-SAM's variants, by their place in the list of caps (filled: a constant budget,
+#: hollow: the warm-up + cosine schedule), beside the algorithm's own marker.
+LE_MARKERS = ("v", "p", "h", "8")
+
+
+def matched(
+    data: Dataset,
+    alpha: float,
+    depth: int,
+    t_end: float,
+    rho: float = RHO,
+    rho_max: tuple[float, ...] = (1.5, 3.0),
+) -> list[Run]:
+    """The runs matched to l2-SAM with radius ``rho`` at theta(0) on ``data`` (GD first):
+    l2-SAM, USAM ``rho / ||grad L(theta(0))||``, LE-SAM ``sigma = rho ||grad L(theta(0))||``
+    with each cap of ``rho_max``, the same budget warmed up and decayed (:func:`warmup`) with
+    the last cap, and the official values (:data:`OFFICIAL`) on the same schedule."""
+    g0 = initial_gradient_norm(data, alpha, depth)
+    sigma = rho * g0
+    le = style.label("le-sam")
     return [
-        ("gd", "gd", {}, "gd: GD"),
-        ("l2", "l2-sam", {"rho": RHO}, f"l2: ℓ2-SAM ρ = {RHO:g}"),
-        ("usam", "usam", {"rho": RHO_USAM}, f"usam: USAM ρ = 1/‖∇L₀‖ = {RHO_USAM:.3g}"),
+        ("gd", "gd", {}, style.label("gd")),
+        ("l2", "l2-sam", {"rho": rho}, rf"{style.label('l2-sam')}, $\rho$ = {rho:g}"),
         (
-            "le15",
-            "le-sam",
-            {"sigma": SIGMA0, "rho_max": 1.5},
-            f"le15: LE-SAM σ = {SIGMA0:.3g}, ρ_max = 1.5",
+            "usam",
+            "usam",
+            {"rho": rho / g0},
+            rf"USAM, $\rho$ = {rho:g}/$\|\nabla L_0\|$ = {rho / g0:.3g}",
+        ),
+        *(
+            (
+                f"le{k}",
+                "le-sam",
+                {"sigma": sigma, "rho_max": r},
+                f"{le}, σ = {sigma:.3g}, {CAP} = {r:g}",
+            )
+            for k, r in enumerate(rho_max)
         ),
         (
-            "le3",
+            f"wc{len(rho_max) - 1}",
             "le-sam",
-            {"sigma": SIGMA0, "rho_max": 3.0},
-            f"le3: LE-SAM σ = {SIGMA0:.3g}, ρ_max = 3",
-        ),
-        (
-            "wc3",
-            "le-sam",
-            {"sigma": warmup(SIGMA0, t_end), "rho_max": 3.0},
-            f"wc3: LE-SAM warm-up+cosine σ = {SIGMA0:.3g}, ρ_max = 3",
+            {"sigma": warmup(sigma, t_end), "rho_max": rho_max[-1]},
+            f"{le}, σ = {sigma:.3g} warm-up + cosine, {CAP} = {rho_max[-1]:g}",
         ),
         (
             "official",
             "le-sam",
             {"sigma": warmup(OFFICIAL["sigma"], t_end), "rho_max": OFFICIAL["rho_max"]},
-            "official values: LE-SAM (paper) σ = 0.35 warm-up+cosine, ρ_max = 0.3",
+            f"{le}, official σ = {OFFICIAL['sigma']:g} warm-up + cosine, "
+            f"{CAP} = {OFFICIAL['rho_max']:g}",
         ),
     ]
 
 
-STYLE = {
-    "gd": dict(color=OKABE_ITO[0], lw=4, alpha=0.3),
-    "l2": dict(color=OKABE_ITO[5], lw=2),
-    "usam": dict(color=OKABE_ITO[6], lw=1.8, ls="-."),
-    "le15": dict(color=OKABE_ITO[1], lw=2),
-    "le3": dict(color=OKABE_ITO[3], lw=2),
-    "wc3": dict(color=OKABE_ITO[7], lw=2, ls="--"),
-    "official": dict(color=OKABE_ITO[2], lw=2, ls=":"),
-}
+def compared(
+    t_end: float,
+    mu: tuple[float, ...] = MU5,
+    alpha: float = ALPHA,
+    rho: float = RHO,
+    rho_max: tuple[float, ...] = (1.5, 3.0),
+) -> list[Run]:
+    """:func:`matched` on the single example ``D_mu`` at L = 2."""
+    return matched(single_example(mu), alpha, DEPTH, t_end, rho, rho_max)
+
+
+def run_style(key: str) -> dict:
+    """Plot keywords of the matched run ``key`` (no label): its algorithm's colour and line
+    (:func:`figures.style.algorithm_style`); LE-SAM's variants by marker, one per cap (filled
+    for a constant budget, hollow for a schedule, a star for the official values); markers
+    spaced along the line, staggered between runs."""
+    kind = {"gd": "gd", "l2": "l2-sam", "usam": "usam"}.get(key, "le-sam")
+    kw = style.algorithm_style(kind)
+    del kw["label"]
+    if key.startswith(("le", "wc")):
+        kw["marker"] = LE_MARKERS[int(key[2:]) % len(LE_MARKERS)]
+    if key.startswith("wc"):
+        kw["mfc"] = "white"
+    if key == "official":
+        kw.update(marker="*", ms=5.0)
+    kw["markevery"] = (RUN_ORDER.get(key[:2], 0) * 0.02, 0.15)
+    return kw
+
+
+#: Where each kind of run puts its first marker (staggered so that markers do not coincide).
+RUN_ORDER = {"gd": 0, "l2": 1, "us": 2, "le": 3, "wc": 4, "of": 5}
 
 # ------------------------------------------------------------------------------ task kinds
 
@@ -185,14 +239,21 @@ def as_params(hp: dict) -> dict:
 
 
 def run_task(
-    algorithm: str, hp: dict, t_max: float, n_points: int, kind: str = "lesam-run", **extra
+    algorithm: str,
+    hp: dict,
+    t_max: float,
+    n_points: int,
+    kind: str = "lesam-run",
+    mu: tuple[float, ...] = MU5,
+    alpha: float = ALPHA,
+    **extra,
 ) -> Task:
-    """One matched run on ``D_mu``, mu = (1..5), alpha = 0.4, L = 2 (rescaled clock)."""
+    """One run on ``D_mu`` at L = 2 from uniform ``alpha`` (rescaled clock)."""
     params = {
-        "mu": MU5,
+        "mu": tuple(float(m) for m in mu),
         "algorithm": algorithm,
         "depth": DEPTH,
-        "alpha": ALPHA,
+        "alpha": alpha,
         **as_params(hp),
         "t_max": t_max,
         "n_points": n_points,
@@ -206,33 +267,6 @@ def run_task(
 def describe_leaders(seq) -> str:
     """``2 → 3 → 5`` (1-based; 0 = collapsed)."""
     return " → ".join("0" if c < 0 else str(c + 1) for c in seq.coordinates)
-
-
-# ------------------------------------------------------------------ multi-sample data
-
-
-def matched(X, y, alpha: float, depth: int, t_end: float) -> list[tuple[str, str, dict, str]]:
-    """(key, algorithm, hyper-parameters, label) matched to l2-SAM rho = 1 at theta(0) on (X, y)."""
-    g0 = initial_gradient_norm(Dataset(np.asarray(X), np.asarray(y)), alpha, depth)
-    return [
-        ("gd", "gd", {}, "gd: GD"),
-        ("l2", "l2-sam", {"rho": 1.0}, "l2: ℓ2-SAM ρ = 1"),
-        ("usam", "usam", {"rho": 1.0 / g0}, "usam: USAM ρ = 1/‖∇L₀‖"),
-        ("le15", "le-sam", {"sigma": g0, "rho_max": 1.5}, "le15: LE-SAM σ = ‖∇L₀‖, ρ_max = 1.5"),
-        ("le3", "le-sam", {"sigma": g0, "rho_max": 3.0}, "le3: LE-SAM σ = ‖∇L₀‖, ρ_max = 3"),
-        (
-            "wc3",
-            "le-sam",
-            {"sigma": warmup(g0, t_end), "rho_max": 3.0},
-            "wc3: LE-SAM warm-up+cosine σ = ‖∇L₀‖, ρ_max = 3",
-        ),
-        (
-            "official",
-            "le-sam",
-            {"sigma": warmup(OFFICIAL["sigma"], t_end), "rho_max": OFFICIAL["rho_max"]},
-            "official values: LE-SAM (paper) σ = 0.35 warm-up+cosine, ρ_max = 0.3",
-        ),
-    ]
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from flows.sweep.registry import Result, Task
 from .blobs import gaussian_blobs
 from .common import Figure, Setting, figure_command, plt, save
 from .directions import angles_deg, references
-from .lesam import STYLE, as_params, matched
+from .lesam import as_params, matched, run_style
 from .maxmargin_angles import teacher_data
 from .multi_sample import data_task
 
@@ -65,8 +65,8 @@ def draw_fig14(results: list[Result], s: Setting, path: Path) -> None:
         for _, _, (key, *_), res in runs:
             keep = res["tau"] > 0
             a2, a1 = angles_deg(res, refs[2]), angles_deg(res, refs[1])
-            ax.plot(res["tau"][keep], a2[keep], **STYLE[key])
-            ax.plot(res["tau"][keep], a1[keep], **{**STYLE[key], "ls": "--", "lw": 1.2})
+            ax.plot(res["tau"][keep], a2[keep], **run_style(key))
+            ax.plot(res["tau"][keep], a1[keep], **{**run_style(key), "ls": "--", "lw": 1.2})
             lines.append(
                 f"{key:5s} to l2 {a2[-1]:7.3g}°  to l1 {a1[-1]:7.3g}°  loss {res['loss'][-1]:.2g}"
             )
@@ -90,7 +90,7 @@ def draw_fig14(results: list[Result], s: Setting, path: Path) -> None:
             bbox=dict(fc="white", alpha=0.9, ec="0.6"),
         )
     handles = [
-        plt.Line2D([], [], label=label, **STYLE[key])
+        plt.Line2D([], [], label=label, **run_style(key))
         for _, _, (key, _, _, label), _ in next(iter(panels.values()))
     ]
     handles += [

@@ -27,7 +27,7 @@ from flows.sweep.registry import Result, Task
 
 from .blobs import gaussian_blobs
 from .common import MU5, Figure, Setting, figure_command, plt, save
-from .lesam import DEPTH, SIGMA0, STYLE, as_params, compared, matched, run_task
+from .lesam import DEPTH, SIGMA0, as_params, compared, matched, run_style, run_task
 from .multi_sample import data_task
 
 FIG13_T = 8.0
@@ -115,7 +115,7 @@ def _draw_sharpness(
     for (key, _, _, text), res in zip(runs, chunk, strict=True):
         loss = res["loss"]
         keep = (loss > 1e-290) & np.isfinite(res[name])
-        ax.plot(loss[keep], res[name][keep] / loss[keep], label=text, **STYLE[key])
+        ax.plot(loss[keep], res[name][keep] / loss[keep], label=text, **run_style(key))
         if loss[-1] > 1e-3:  # a stalled run: its end point
             ax.plot(
                 loss[-1],
@@ -123,7 +123,7 @@ def _draw_sharpness(
                 marker="o",
                 ms=9,
                 ls="",
-                color=STYLE[key]["color"],
+                color=run_style(key)["color"],
                 mec="black",
             )
     ax.set(

@@ -32,6 +32,7 @@ from . import (
     regimes,
     saddles,
     sam_regression,
+    sgd_step_size,
 )
 from .common import Figure
 
@@ -48,6 +49,7 @@ FIGURES: dict[str, Figure] = {
         discrete_vs_flow.DISCRETE_VS_FLOW,  # fig8
         clocks_and_loss.CLOCKS_AND_LOSS,  # fig9
         lesam_radius.RADIUS,  # fig10
+        lesam_radius.CURVATURE,  # fig10b: the curvature signal of the same runs
         lesam_amplification.AMPLIFICATION,  # fig11
         lesam_regimes.REGIMES,  # fig12
         lesam_sharpness.SHARPNESS,  # fig13
@@ -62,9 +64,13 @@ FIGURES: dict[str, Figure] = {
         digits_saliency.SALIENCY_3V8,
         digits_saliency.SALIENCY_4V9,
         digits_minor_first.MINOR_FIRST,  # digits study: share-strength rank correlation
-        digits_generalization.GENERALIZATION,  # digits study: test accuracy, margin, max-margin angles
+        digits_minor_first.STRONG_PIXELS,  # digits study: the same over the stronger half
+        digits_generalization.GENERALIZATION,  # digits study: test accuracy
+        digits_generalization.MAX_MARGIN,  # digits study: margin, angles to the max-margins
+        digits_generalization.KKT,  # digits study: KKT residual of the l_{2/L} program
         cnn_banded.CNN_BANDED,  # networks: a two-layer CNN on banded data
         cnn_gradcam.CNN_GRADCAM,  # networks: Grad-CAM of a two-layer CNN on digits
+        sgd_step_size.SGD_STEP_SIZE,  # stochastic: GD and SGD against the step size
     )
 }
 
