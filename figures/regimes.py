@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 import numpy as np
 
 from analysis.amplification import LEADERS_LABEL, leaders
@@ -33,7 +34,18 @@ from flows.checks import positive
 from flows.run import OneLineParser, check_output_path
 from flows.sweep.registry import Result, Task, compute, flow_kernels, register
 
-from .common import MU5, Figure, Setting, coordinate_colors, format_mu, plt, save
+from . import style
+from .common import (
+    MU5,
+    STOPPED_MARK,
+    Figure,
+    Setting,
+    coordinate_colors,
+    format_mu,
+    plt,
+    save,
+    stopped_early,
+)
 
 #: alpha/rho range of figure 5 (mu = (1..5))
 FIG5_RATIOS = (0.08, 1.6)
@@ -81,8 +93,9 @@ register(
 )
 
 
-def phase_runs(mu, ratios, tau_max: float, n_tau: int) -> list[Task]:
-    """One l2-SAM run per alpha / rho at rho = 1 (scale symmetry: the path depends on alpha / rho)."""
+def phase_runs(mu, ratios, tau_max: float, n_tau: int, rho: float = 1.0) -> list[Task]:
+    """One l2-SAM run per alpha / rho at ``rho`` (scale symmetry: in the rescaled clock the path
+    depends on alpha / rho only)."""
     return [
         Task(
             "simulate",
@@ -90,8 +103,8 @@ def phase_runs(mu, ratios, tau_max: float, n_tau: int) -> list[Task]:
                 "mu": [float(m) for m in mu],
                 "algorithm": "l2-sam",
                 "depth": 2,
-                "alpha": float(r),
-                "rho": 1.0,
+                "alpha": float(r) * rho,
+                "rho": rho,
                 "t_max": tau_max,
                 "n_points": n_tau,
                 "original_time": False,
@@ -103,93 +116,159 @@ def phase_runs(mu, ratios, tau_max: float, n_tau: int) -> list[Task]:
 
 
 def phase_tasks(s: Setting) -> list[Task]:
-    """Figure 5: the runs at mu = (1..5) and the collapse bisection."""
-    tau_max, n_tau = (2.0, 21) if s.quick else (6.0, 241)
-    return phase_runs(MU5, phase_ratios(s.quick), tau_max, n_tau) + [
-        Task("collapse-boundary", {"mu": MU5, "rtol": 0.3 if s.quick else 1e-4})
+    """Figure 5: the runs at ``mu`` and ``rho`` (:func:`phase_runs`) and the collapse bisection."""
+    span = FIG5_RATIOS if tuple(s.mu) == MU5 else phase_span(s.mu)
+    return phase_runs(s.mu, phase_ratios(s.quick, span), *phase_horizon(s.mu, s.quick), s.rho) + [
+        Task("collapse-boundary", {"mu": s.mu, "rtol": 0.3 if s.quick else 1e-4})
     ]
 
 
-def draw_phase_diagram(
-    mu, ratios: np.ndarray, runs: list[Result], boundary: float, path: Path
-) -> None:
-    """Leading coordinate over (alpha/rho, tau) for any ``mu``: regimes and boundaries marked.
+#: The regimes in order of alpha / rho, with their names as :data:`figures.style.REGIME_COLORS`
+#: keys and as written beside the strip.
+REGIMES_SHOWN = (
+    ("collapse", "collapse"),
+    ("sequential amplification", "sequential\namplification"),
+    ("major from the start", "major from\nthe start"),
+)
 
-    ``runs`` are the results of :func:`phase_runs` on ``ratios`` (same horizon), ``boundary``
-    the collapse boundary alpha / rho from the flow.
-    """
-    mu = [float(m) for m in check_mu(mu)]
-    ratios = np.asarray(ratios, dtype=float)
-    longest = max(runs, key=lambda r: r["t"].size)
-    tau = longest["t"]
-    # -2 marks samples a run did not reach (it stopped early, status -1): left blank
-    lead = np.full((len(runs), tau.size), -2)
+
+def _leader_grid(runs: list[Result], n_tau: int) -> np.ndarray:
+    """The leading coordinate of every run (rows) at every sample (columns): -1 where beta = 0,
+    -2 where the run did not reach the sample (it ended early); at tau = 0 (a tie of all
+    coordinates) the leader of the next sample."""
+    lead = np.full((len(runs), n_tau), -2)
     for row, r in zip(lead, runs, strict=False):
         row[: r["t"].size] = leaders(r["log_abs_beta"])
-    lead[:, 0] = np.where(lead[:, 1] > -2, lead[:, 1], lead[:, 0])  # no leader at tau = 0 (ties)
-    stopped = [float(r) for r, run in zip(ratios, runs, strict=False) if run["t"].size < tau.size]
-    d = len(mu)
-    colors = np.vstack([[0.85, 0.85, 0.85, 1.0], coordinate_colors(d)])
+    lead[:, 0] = np.where(lead[:, 1] > -2, lead[:, 1], lead[:, 0])
+    return lead
+
+
+def _draw_leaders(ax, tau: np.ndarray, ratios: np.ndarray, lead: np.ndarray, d: int):
+    """The leading coordinate over (tau, alpha / rho) as coloured cells (beta = 0 in the
+    collapse colour, samples not reached blank); returns the mesh and the y edges."""
+    colors = np.vstack(
+        [matplotlib.colors.to_rgba(style.REGIME_COLORS["collapse"]), coordinate_colors(d)]
+    )
     cmap = matplotlib.colors.ListedColormap(colors).with_extremes(bad="white")
-    fig, ax = plt.subplots(figsize=(8.5, 5.2), constrained_layout=True)
     edges = np.sqrt(ratios[1:] * ratios[:-1])
     y_edges = np.concatenate([[ratios[0] ** 2 / edges[0]], edges, [ratios[-1] ** 2 / edges[-1]]])
     t_edges = np.concatenate([[tau[0]], 0.5 * (tau[1:] + tau[:-1]), [tau[-1]]])
     mesh = ax.pcolormesh(
-        t_edges, y_edges, np.ma.masked_less(lead + 1, 0), cmap=cmap, vmin=-0.5, vmax=d + 0.5
+        t_edges,
+        y_edges,
+        np.ma.masked_less(lead + 1, 0),
+        cmap=cmap,
+        vmin=-0.5,
+        vmax=d + 0.5,
+        rasterized=True,
     )
+    return mesh, y_edges
+
+
+def _draw_regime_strip(strip, bounds: tuple[float, float, float, float]) -> None:
+    """The regimes as bands of :data:`figures.style.REGIME_COLORS` between the boundaries
+    ``bounds`` = (bottom, collapse, regime 3, top), named on the right."""
+    bottom, collapse, third, top = bounds
+    ticks, names = [], []
+    for (key, text), (a, b) in zip(
+        REGIMES_SHOWN, ((bottom, collapse), (collapse, third), (third, top)), strict=True
+    ):
+        a, b = max(a, bottom), min(b, top)
+        if b <= a:
+            continue
+        strip.axhspan(a, b, color=style.REGIME_COLORS[key], lw=0)
+        ticks.append(float(np.sqrt(a * b)))
+        names.append(text)
+    strip.set_yscale("log")
+    strip.set_ylim(bottom, top)
+    strip.set_xticks([])
+    strip.yaxis.tick_right()
+    strip.set_yticks(ticks, names, minor=False)
+    strip.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    strip.tick_params(axis="y", length=0)
+    strip.set_title("regime", loc="left")
+
+
+def _mark_stopped(ax, tau: np.ndarray, ratios, runs: list[Result], setting: Setting) -> bool:
+    """× at the last sample of each run that ended early (and a line on stderr); whether any."""
+    stopped = False
+    for ratio, run in zip(ratios, runs, strict=False):
+        if stopped_early(run, f"l2-SAM at alpha/rho = {ratio:g}", setting):
+            ax.plot(tau[run["t"].size - 1], ratio, **STOPPED_MARK)
+            stopped = True
+    return stopped
+
+
+def draw_phase_diagram(
+    mu,
+    ratios: np.ndarray,
+    runs: list[Result],
+    boundary: float,
+    path: Path,
+    rho: float = 1.0,
+    setting: Setting | None = None,
+) -> None:
+    """Leading coordinate over (alpha/rho, tau) for any ``mu``, the regimes as a strip beside
+    it (:data:`figures.style.REGIME_COLORS`), and the three boundaries as lines.
+
+    ``runs`` are the results of :func:`phase_runs` on ``ratios`` (same horizon), ``boundary``
+    the collapse boundary alpha / rho from the flow, ``rho`` the radius of the runs;
+    ``setting`` names the figure in the warnings about runs that ended early.
+    """
+    mu = [float(m) for m in check_mu(mu)]
+    setting = setting or Setting({"mu": tuple(mu), "rho": rho}, figure="phase diagram")
+    ratios = np.asarray(ratios, dtype=float)
+    tau = max(runs, key=lambda r: r["t"].size)["t"]
+    d = len(mu)
+    fig, (ax, strip, cax) = plt.subplots(
+        1,
+        3,
+        figsize=(style.DOUBLE, 3.0),
+        constrained_layout=True,
+        gridspec_kw={"width_ratios": [1.0, 0.035, 0.03]},
+    )
+    mesh, y_edges = _draw_leaders(ax, tau, ratios, _leader_grid(runs, tau.size), d)
     ax.set_yscale("log")
     third = regime3_boundary(mu)
     lines = [
-        (boundary, "collapse boundary (flow, bisection)", "-"),
-        (collapse_certificate_boundary(mu), "N₀ = ρμ₁: collapse certified below", ":"),
-        (third, "N₀ = ρ(μ_d + μ_{d−1}): regime 3 above", "--"),
+        (boundary, "collapse boundary (bisection on the flow)", "-"),
+        (collapse_certificate_boundary(mu), r"$N_0 = \rho\mu_1$: collapse certain below", ":"),
+        (third, rf"$N_0 = \rho(\mu_{d} + \mu_{d - 1})$: major from the start above", "--"),
     ]
-    for value, label, style in lines:
-        ax.axhline(value, color="#D55E00", ls=style, lw=1.8, label=f"{label}: α/ρ = {value:.4g}")
+    for value, label, ls in lines:
+        ax.axhline(value, color=style.VERMILLION, ls=ls, lw=1.4, label=f"{label}, {value:.4g}")
     lo, hi = y_edges[0], y_edges[-1]
-    for a, b, text in (
-        (lo, boundary, "regime 1: collapse"),
-        (boundary, third, "regime 2: minor first"),
-        (third, hi, "regime 3: major from start"),
-    ):
-        a, b = max(a, lo), min(b, hi)
-        if b > a:
-            ax.text(
-                tau[-1] * 0.98,
-                np.sqrt(a * b),
-                text,
-                ha="right",
-                va="center",
-                fontsize=9,
-                bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"},
-            )
+    _draw_regime_strip(strip, (lo, boundary, third, hi))
+    if _mark_stopped(ax, tau, ratios, runs, setting):
+        ax.plot([], [], label="run ended early (blank after ×)", **STOPPED_MARK)
     ax.set_ylim(lo, hi)
-    cbar = fig.colorbar(mesh, ax=ax, ticks=range(0, d + 1))
-    cbar.ax.set_yticklabels(["β = 0"] + [f"j = {j + 1}" for j in range(d)])
-    cbar.set_label("leading coordinate argmax_j |β_j(τ)|")
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    cbar = fig.colorbar(mesh, cax=cax, ticks=range(0, d + 1))
+    cbar.ax.set_yticklabels([r"$\beta = 0$"] + [f"$j$ = {j + 1}" for j in range(d)])
+    cbar.set_label(r"leading coordinate (largest $|\beta_j(\tau)|$)")
     ax.set(
-        xlabel="rescaled time τ",
-        ylabel="initialization scale α / ρ",
-        title=f"ℓ2-SAM, L = 2, μ = {format_mu(mu)}: leading coordinate over (α/ρ, τ)",
+        xlabel=r"rescaled time $\tau$",
+        ylabel=r"initialisation scale $\alpha/\rho$",
+        title=rf"{style.label('l2-sam')}, $L$ = 2, $\mu$ = {format_mu(mu)}, $\rho$ = {rho:g}",
     )
-    if stopped:
-        ax.plot(
-            [],
-            [],
-            ls="",
-            marker="s",
-            mfc="white",
-            mec="0.5",
-            label=f"blank: run stopped early ({len(stopped)} of {len(runs)})",
-        )
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+    fig.legend(loc="outside lower center", ncol=2)
     save(fig, path)
 
 
 def draw_phase(results: list[Result], s: Setting, path: Path) -> None:
     """Figure 5 from the results of :func:`phase_tasks`."""
-    draw_phase_diagram(MU5, phase_ratios(s.quick), results[:-1], float(results[-1]["alpha"]), path)
+    span = FIG5_RATIOS if tuple(s.mu) == MU5 else phase_span(s.mu)
+    draw_phase_diagram(
+        s.mu,
+        phase_ratios(s.quick, span),
+        results[:-1],
+        float(results[-1]["alpha"]),
+        path,
+        rho=s.rho,
+        setting=s,
+    )
 
 
 def phase_diagram_file(
@@ -207,14 +286,27 @@ def phase_diagram_file(
     draw_phase_diagram(mu, ratios, runs, boundary, Path(path))
 
 
+def check_phase(s: Setting) -> str | None:
+    """A setting's problem: ``mu`` not positive and increasing, ``rho`` not positive."""
+    try:
+        check_mu(s.mu)
+    except ValueError as exc:
+        return str(exc)
+    return None if s.rho > 0 else f"rho must be positive, got {s.rho:g}"
+
+
 REGIMES = Figure(
     "fig5_regimes",
-    "l2-SAM leading coordinate over (alpha/rho, tau): the three regimes",
-    "Where in (α/ρ, τ) do the three regimes of ℓ2-SAM at L = 2 (collapse, minor-first "
-    "amplification, major from the start) lie, and do the certified, analytic and bisected "
-    "boundaries separate them?",
+    "ℓ2-SAM's leading coordinate over (α/ρ, τ), μ = {mu}, ρ = {rho}: the three regimes",
+    "Where in (α/ρ, τ) do the three regimes of ℓ2-SAM at L = 2 (μ = {mu}, ρ = {rho}) lie — "
+    "collapse (β reaches 0: grey), sequential amplification (minor coordinates lead first) and "
+    "major from the start — and do the certified (dotted), analytic (dashed) and bisected "
+    "(solid) boundaries separate them?",
     phase_tasks,
     draw_phase,
+    params={"mu": MU5, "rho": 1.0},
+    example={"mu": (0.5, 1.7, 2.9), "rho": 0.8},
+    check=check_phase,
 )
 
 # --- command line ---------------------------------------------------------------------------

@@ -71,6 +71,7 @@ FIGURES: dict[str, Figure] = {
         cnn_banded.CNN_BANDED,  # networks: a two-layer CNN on banded data
         cnn_gradcam.CNN_GRADCAM,  # networks: Grad-CAM of a two-layer CNN on digits
         sgd_step_size.SGD_STEP_SIZE,  # stochastic: GD and SGD against the step size
+        sgd_step_size.SGD_STEP_SIZE,  # stochastic: GD and SGD against the step size
     )
 }
 
