@@ -1,8 +1,10 @@
 """The digits study's saliency maps (settings and runs: :mod:`figures.digits`).
 
 * ``digits_saliency_0v1``, ``digits_saliency_3v8``, ``digits_saliency_4v9`` — the shares
-  ``|beta_j| / ||beta||_1`` as 8x8 images at matched training losses, GD / l2-SAM / LE-SAM /
-  l_inf-SAM at depths 2 and 3.
+  ``|beta_j| / ||beta||_1`` as 8x8 images at matched training losses (one column per level of
+  the loss, then the end of the run), one row per depth and algorithm, beside the pair's class
+  means, pixel strength and initial signs. By default L = 2 and three levels; the full grid is
+  ``--set depths=2,3 --set tau_max=80,120 --set levels=0.95,0.75,0.5,0.1,0.001``.
 """
 
 from __future__ import annotations
@@ -13,162 +15,171 @@ from pathlib import Path
 import numpy as np
 
 from analysis.amplification import shares
-from analysis.saliency import accuracy, first_below
+from analysis.saliency import first_below
 from flows.sweep.registry import Result
 
-from .common import Figure, Setting, figure_command, plt, save
+from . import style
+from .common import STOPPED_MARK, Figure, Setting, figure_command, plt, save, stopped_early
 from .digits import (
-    ALGORITHMS,
-    ALPHA,
-    COLORS,
-    DEPTHS,
-    LOSS_FLOOR,
-    NAMES,
-    RHO,
-    RHO_LINF,
+    PARAMS,
     PairData,
     by_run,
+    check_study,
     image,
+    name,
     pair_data,
-    quick_tag,
+    plain,
     study_tasks,
 )
 
-#: the columns: training loss at these fractions of its initial value (the same for every
-#: algorithm of a pair and depth: they share the init), then the end of the run
-LEVELS = (0.95, 0.75, 0.5, 0.1, 1e-3)
+#: The reference column: (title, image of a pair's data, colour map, value range).
+REFERENCES = (
+    (
+        "digit {a} (y = +1)",
+        lambda d, s: d.train.X[d.train.y > 0].mean(axis=0),
+        "gray",
+        (0.0, 1.0),
+    ),
+    (
+        "digit {b} (y = −1)",
+        lambda d, s: d.train.X[d.train.y < 0].mean(axis=0),
+        "gray",
+        (0.0, 1.0),
+    ),
+    (
+        "strength |$m_+ - m_-$|\ncontour: ½ of its max",
+        lambda d, s: d.strength,
+        "viridis",
+        (0, None),
+    ),
+    ("sign of β at init\n(red: +), α = {alpha}", lambda d, s: d.signs, "coolwarm", (-1.0, 1.0)),
+)
 
 
-def _columns(res: Result) -> list[int | None]:
+def columns(res: Result, levels: tuple[float, ...]) -> list[int | None]:
     """Sample index of each column: first sample with loss <= level * loss(0) (None: never),
     then the last sample."""
-    hits = first_below(res["loss"], np.array(LEVELS) * res["loss"][0])
+    hits = first_below(res["loss"], np.array(levels) * res["loss"][0])
     return [int(k) if k >= 0 else None for k in hits] + [len(res["tau"]) - 1]
 
 
-def _draw_header(axes, data: PairData) -> None:
-    """First row: the class means, the strength and the orthant signs."""
+def strong_contour(ax, data: PairData) -> None:
+    """The strong pixels' outline (strength at half its largest value), cyan."""
+    ax.contour(
+        image(data.strength), levels=[0.5 * data.strength.max()], colors="cyan", linewidths=0.7
+    )
+
+
+def draw_references(axes, data: PairData, s: Setting) -> None:
+    """The reference column: the class means, the strength and the initial signs."""
     a, b = data.pair
-    X, y = data.train.X, data.train.y
-    panels = [
-        (image(X[y > 0].mean(axis=0)), "gray", f"mean of digit {a} (y = +1)", (0, 1)),
-        (image(X[y < 0].mean(axis=0)), "gray", f"mean of digit {b} (y = −1)", (0, 1)),
-        (
-            image(data.strength),
-            "viridis",
-            "strength |mean₊ − mean₋|\n(contour: half its max)",
-            (0, None),
-        ),
-        (image(data.signs), "coolwarm", f"init sign of β (red: votes {a})", (-1, 1)),
-    ]
-    for ax, (img, cmap, title, (lo, hi)) in zip(axes, panels, strict=False):
-        ax.imshow(img, cmap=cmap, vmin=lo, vmax=hi)
-        ax.set_title(title, fontsize=8.5)
-    axes[2].contour(
-        image(data.strength), levels=[0.5 * data.strength.max()], colors="white", linewidths=1.0
-    )
-    text = (
-        f"train n = {data.train.n}, test n = {data.test.n}\n"
-        f"α = {ALPHA:g}; ℓ2/LE-SAM ρ = {RHO:g},\nℓ∞-SAM ρ = {RHO_LINF:g}\n\n"
-        "maps: |βⱼ| / ‖β‖₁, each scaled\nto its own max (in the title)\n"
-        "columns: first time the\ntraining loss ≤ level"
-    )
-    axes[-1].text(0.0, 0.5, text, fontsize=8.5, va="center", transform=axes[-1].transAxes)
-    for ax in axes:
+    for ax, (title, values, cmap, (lo, hi)) in zip(axes, REFERENCES, strict=True):
+        ax.imshow(image(values(data, s)), cmap=cmap, vmin=lo, vmax=hi)
+        ax.set_title(title.format(a=a, b=b, alpha=f"{s.alpha:g}"))
         ax.set_xticks([])
         ax.set_yticks([])
-    for ax in axes[len(panels) :]:
-        ax.axis("off")
+    strong_contour(axes[2], data)
 
 
-def draw_saliency(pair: tuple[int, int], results: list[Result], s: Setting, path: Path) -> None:
-    """Rows: (depth, algorithm); columns: matched training losses then the end of the run."""
-    data = pair_data(pair)
-    runs_ = by_run((pair,), results)
-    n_cols = len(LEVELS) + 1
-    n_rows = 1 + len(DEPTHS) * len(ALGORITHMS)
-    fig, axes = plt.subplots(
-        n_rows, n_cols, figsize=(1.75 * n_cols + 1.2, 1.55 * n_rows + 0.6), constrained_layout=True
-    )
-    _draw_header(axes[0], data)
-    row = 1
-    for depth in DEPTHS:
-        for alg, _ in ALGORITHMS:
-            _draw_maps(axes[row], runs_[(pair, depth, alg)], data)
-            axes[row, 0].set_ylabel(
-                f"{NAMES[alg]}\nL = {depth}", fontsize=9.5, color=COLORS[alg], fontweight="bold"
-            )
-            row += 1
-    titles = [f"loss ≤ {level:g} × initial" for level in LEVELS]
-    titles.append(f"end (loss ≤ {LOSS_FLOOR:g},\nτ max or budget)")
-    for ax, title in zip(axes[1], titles, strict=True):
-        ax.annotate(
-            title,
-            (0.5, 1.38),
-            xycoords="axes fraction",
-            ha="center",
-            fontsize=9.5,
-            fontweight="bold",
-        )
-    fig.suptitle(
-        f"Digits {pair[0]} vs {pair[1]}: pixel shares |βⱼ|/‖β‖₁ at matched training "
-        "loss (cyan contour: strong pixels)" + quick_tag(s.quick),
-        fontsize=11,
-    )
-    save(fig, path)
-
-
-def _draw_maps(axes, res: Result, data: PairData) -> None:
-    """One run's row: the shares as an 8x8 map at each column's sample (scaled to their max,
-    strong pixels contoured), or "not reached"."""
-    contour = image(data.strength)
-    level = 0.5 * data.strength.max()
+def draw_maps(axes, res: Result, data: PairData, s: Setting, what: str):
+    """One run's row: the shares as an 8x8 map at each column's sample, scaled to their
+    largest value, the strong pixels contoured; "not reached" where the loss never fell that
+    far; a cross beside the end map of a run that stopped early. Returns the last image."""
     sh = shares(res["log_abs_beta"])
-    acc = accuracy(res["log_abs_beta"], res["sign_beta"], data.test.X, data.test.y)
-    for ax, k in zip(axes, _columns(res), strict=True):
+    shown = None
+    for ax, k in zip(axes, columns(res, s.levels), strict=True):
         ax.set_xticks([])
         ax.set_yticks([])
         if k is None:
-            ax.text(
-                0.5,
-                0.5,
-                "not\nreached",
-                ha="center",
-                va="center",
-                fontsize=8,
-                color="0.5",
-                transform=ax.transAxes,
-            )
-            ax.set_facecolor("0.95")
+            ax.text(0.5, 0.5, "not\nreached", ha="center", va="center", color="0.4",
+                    transform=ax.transAxes)  # fmt: skip
+            ax.set_facecolor("0.93")
             continue
-        top = float(np.max(sh[k]))
-        ax.imshow(image(sh[k] / top), cmap="magma", vmin=0.0, vmax=1.0)
-        ax.contour(contour, levels=[level], colors="cyan", linewidths=0.7)
-        ax.set_title(
-            f"τ={res['tau'][k]:.3g}, max {top:.2f}\ntest acc {acc[k]:.2f}",
-            fontsize=7.5,
-            pad=2,
+        shown = ax.imshow(image(sh[k] / np.max(sh[k])), cmap="magma", vmin=0.0, vmax=1.0)
+        strong_contour(ax, data)
+        ax.set_title(f"τ = {res['tau'][k]:.3g}", pad=2)
+    if stopped_early(res, what, s):
+        axes[-1].plot(8.3, -0.3, clip_on=False, **STOPPED_MARK)
+        axes[-1].set(xlim=(-0.5, 7.5), ylim=(7.5, -0.5))
+    return shown
+
+
+def header(level: float | None) -> str:
+    """A column's heading: the loss level, or the end of the run."""
+    if level is None:
+        return "end of\nthe run"
+    return f"loss ≤ {level:g}\n× initial"
+
+
+def draw_saliency(pair: str, results: list[Result], s: Setting, path: Path) -> None:
+    """A reference column, then rows (depth, algorithm) of maps at matched training losses."""
+    data = pair_data(pair)
+    runs_ = by_run(of_pair(pair, s), results)
+    rows = [(depth, alg) for depth in s.depths for alg in s.algorithms]
+    n_cols = len(s.levels) + 1
+    side = (style.DOUBLE - 1.2) / (n_cols + 1.3)
+    fig = plt.figure(
+        figsize=(style.DOUBLE, 0.45 + (side + 0.22) * max(len(rows), len(REFERENCES))),
+        layout="constrained",
+    )
+    left, right = fig.subfigures(1, 2, width_ratios=[1.0, n_cols + 0.45])
+    draw_references(left.subplots(len(REFERENCES), 1), data, s)
+    axes = np.atleast_2d(right.subplots(len(rows), n_cols, squeeze=False))
+    shown = None
+    for row, (depth, alg) in enumerate(rows):
+        what = f"{plain(alg)} at L = {depth}, digits {pair}"
+        shown = draw_maps(axes[row], runs_[(pair, depth, alg)], data, s, what) or shown
+        axes[row, 0].set_ylabel(
+            f"{name(alg, s)}\nL = {depth}", color=style.ALGORITHM_STYLES[alg].color
         )
+    for ax, level in zip(axes[0], (*s.levels, None), strict=True):
+        ax.set_title(header(level) + "\n" + ax.get_title(), pad=2)
+    if shown is not None:
+        right.colorbar(shown, ax=axes[:, -1], shrink=0.5, label="share / its largest value")
+    save(fig, path)
 
 
-def _saliency_figure(pair: tuple[int, int], kind: str) -> Figure:
+def of_pair(pair: str, s: Setting) -> Setting:
+    """The setting ``s`` of a saliency figure as a setting of the study on ``pair``."""
+    return Setting({**s, "pairs": (pair,)}, s.quick, s.figure)
+
+
+def pair_tasks(pair: str, s: Setting):
+    """The runs of ``pair`` at ``s``."""
+    return study_tasks(of_pair(pair, s))
+
+
+def pair_check(pair: str, s: Setting) -> str | None:
+    """What is wrong with ``s`` (:func:`figures.digits.check_study`)."""
+    return check_study(of_pair(pair, s))
+
+
+def saliency_figure(pair: str) -> Figure:
     """The saliency figure of one pair (module-level callables: the sweep may draw it in a
     worker process)."""
-    a, b = pair
+    params = {k: v for k, v in PARAMS.items() if k != "pairs"}
     return Figure(
-        f"digits_saliency_{a}v{b}",
-        f"digits {a} vs {b} ({kind}): shares |beta_j|/|beta|_1 as 8x8 maps at matched loss, "
-        "GD / l2 / LE / linf-SAM, L = 2, 3",
-        f"On digits {a} vs {b}, which pixels does each algorithm's predictor rely on as training "
-        "proceeds: the strong, stroke pixels (GD) or, first, the weak ones (SAM)?",
-        partial(study_tasks, (pair,)),
+        f"digits_saliency_{pair}",
+        f"digits {pair}: shares |beta_j|/|beta|_1 as 8x8 maps at matched training loss, "
+        "GD and SAM flows at L = {depths}",
+        "Columns: the first time the training loss falls to {levels} times its initial value, "
+        "then the end of the run (loss 1e-30 or τ_max = {tau_max}); each map scaled to its "
+        "largest share; cyan: the strong pixels (strength above half its largest value); × "
+        f"beside a map: the run stopped short of its horizon. On digits {pair}, which pixels "
+        "does each algorithm's predictor rely on as training proceeds: the strong pixels where "
+        "the class means differ (GD) or, first, weaker ones (SAM)?",
+        partial(pair_tasks, pair),
         partial(draw_saliency, pair),
+        params={**params, "depths": (2,), "tau_max": (80.0,), "levels": (0.95, 0.5, 0.001)},
+        quick={"tau_max": (6.0,)},
+        example={"alpha": 0.25, "rho": 0.8, "algorithms": ("gd", "l2-sam"), "levels": (0.9, 0.6)},
+        check=partial(pair_check, pair),
     )
 
 
-SALIENCY_0V1 = _saliency_figure((0, 1), "easy pair")
-SALIENCY_3V8 = _saliency_figure((3, 8), "hard pair")
-SALIENCY_4V9 = _saliency_figure((4, 9), "hard pair")
+SALIENCY_0V1 = saliency_figure("0v1")
+SALIENCY_3V8 = saliency_figure("3v8")
+SALIENCY_4V9 = saliency_figure("4v9")
 
 
 if __name__ == "__main__":
