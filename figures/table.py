@@ -28,6 +28,7 @@ from . import (
     linf_coordinates,
     linf_limit_map,
     maxmargin_angles,
+    minibatch_sam,
     official_loop,
     regimes,
     saddles,
@@ -71,7 +72,7 @@ FIGURES: dict[str, Figure] = {
         cnn_banded.CNN_BANDED,  # networks: a two-layer CNN on banded data
         cnn_gradcam.CNN_GRADCAM,  # networks: Grad-CAM of a two-layer CNN on digits
         sgd_step_size.SGD_STEP_SIZE,  # stochastic: GD and SGD against the step size
-        sgd_step_size.SGD_STEP_SIZE,  # stochastic: GD and SGD against the step size
+        minibatch_sam.MINIBATCH_SAM,  # stochastic: minibatch l2-SAM and its SDE, regimes
     )
 }
 
