@@ -75,14 +75,20 @@ def matched(
     t_end: float,
     rho: float = RHO,
     rho_max: tuple[float, ...] = (1.5, 3.0),
+    symbolic: bool = False,
 ) -> list[Run]:
     """The runs matched to l2-SAM with radius ``rho`` at theta(0) on ``data`` (GD first):
     l2-SAM, USAM ``rho / ||grad L(theta(0))||``, LE-SAM ``sigma = rho ||grad L(theta(0))||``
     with each cap of ``rho_max``, the same budget warmed up and decayed (:func:`warmup`) with
-    the last cap, and the official values (:data:`OFFICIAL`) on the same schedule."""
+    the last cap, and the official values (:data:`OFFICIAL`) on the same schedule. The labels
+    give the matched values, or with ``symbolic`` their formulas (for a legend shared by
+    several data sets)."""
     g0 = initial_gradient_norm(data, alpha, depth)
     sigma = rho * g0
     le = style.label("le-sam")
+    grad0 = r"$\|\nabla L_0\|$"
+    sigma_text = r"$\rho\|\nabla L_0\|$" if symbolic else f"{sigma:.3g}"
+    usam_text = f"{rho:g}/{grad0}" + ("" if symbolic else f" = {rho / g0:.3g}")
     return [
         ("gd", "gd", {}, style.label("gd")),
         ("l2", "l2-sam", {"rho": rho}, rf"{style.label('l2-sam')}, $\rho$ = {rho:g}"),
@@ -90,14 +96,14 @@ def matched(
             "usam",
             "usam",
             {"rho": rho / g0},
-            rf"USAM, $\rho$ = {rho:g}/$\|\nabla L_0\|$ = {rho / g0:.3g}",
+            rf"USAM, $\rho$ = {usam_text}",
         ),
         *(
             (
                 f"le{k}",
                 "le-sam",
                 {"sigma": sigma, "rho_max": r},
-                f"{le}, σ = {sigma:.3g}, {CAP} = {r:g}",
+                f"{le}, σ = {sigma_text}, {CAP} = {r:g}",
             )
             for k, r in enumerate(rho_max)
         ),
@@ -105,7 +111,7 @@ def matched(
             f"wc{len(rho_max) - 1}",
             "le-sam",
             {"sigma": warmup(sigma, t_end), "rho_max": rho_max[-1]},
-            f"{le}, σ = {sigma:.3g} warm-up + cosine, {CAP} = {rho_max[-1]:g}",
+            f"{le}, σ = {sigma_text} warm-up + cosine, {CAP} = {rho_max[-1]:g}",
         ),
         (
             "official",

@@ -52,12 +52,14 @@ FIGURES: dict[str, Figure] = {
         lesam_radius.RADIUS,  # fig10
         lesam_radius.CURVATURE,  # fig10b: the curvature signal of the same runs
         lesam_amplification.AMPLIFICATION,  # fig11
+        lesam_amplification.LEADERS,  # fig11b: LE-SAM's leaders over (sigma, rho_max)
         lesam_regimes.REGIMES,  # fig12
         lesam_sharpness.SHARPNESS,  # fig13
         lesam_limits.LIMITS,  # fig14
         lesam_conventions.CONVENTIONS,  # fig15: LE-SAM's stabiliser, paper vs official code
         official_loop.OFFICIAL_LOOP,  # fig16: LE-SAM's official training loop vs its flow
         sam_regression.SAM_REGRESSION,  # fig17: the public SAM diagonal-network experiment
+        sam_regression.SAM_REGRESSION_FLOWS,  # fig17: its runs at one rho over their flows
         kernel_rich.KERNEL_RICH,  # fig18: kernel -> rich in regression, the Woodworth limit
         saddles.SADDLES,  # fig19: saddle-to-saddle at vanishing initialisation
         depth_kkt.DEPTH_KKT,  # fig20: which l_{2/L} KKT point the flows reach at depth
@@ -70,6 +72,7 @@ FIGURES: dict[str, Figure] = {
         digits_generalization.MAX_MARGIN,  # digits study: margin, angles to the max-margins
         digits_generalization.KKT,  # digits study: KKT residual of the l_{2/L} program
         cnn_banded.CNN_BANDED,  # networks: a two-layer CNN on banded data
+        cnn_banded.CNN_BANDED_LEAD,  # networks: how long a minor band leads, against alpha
         cnn_gradcam.CNN_GRADCAM,  # networks: Grad-CAM of a two-layer CNN on digits
         sgd_step_size.SGD_STEP_SIZE,  # stochastic: GD and SGD against the step size
         minibatch_sam.MINIBATCH_SAM,  # stochastic: minibatch l2-SAM and its SDE, regimes
