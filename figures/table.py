@@ -33,6 +33,7 @@ from . import (
     regimes,
     saddles,
     sam_regression,
+    sde_paths,
     sgd_step_size,
 )
 from .common import Figure
@@ -76,6 +77,7 @@ FIGURES: dict[str, Figure] = {
         cnn_gradcam.CNN_GRADCAM,  # networks: Grad-CAM of a two-layer CNN on digits
         sgd_step_size.SGD_STEP_SIZE,  # stochastic: GD and SGD against the step size
         minibatch_sam.MINIBATCH_SAM,  # stochastic: minibatch l2-SAM and its SDE, regimes
+        sde_paths.SDE_PATHS,  # stochastic: the SDE against SGD's paths, 95 % bands
     )
 }
 
