@@ -13,9 +13,10 @@ import numpy as np
 from analysis.maxmargin import max_margin
 from flows.sweep.registry import Result
 
-from .common import OKABE_ITO
+from . import style
 
-REF_COLORS = {1: OKABE_ITO[3], 2: OKABE_ITO[1]}  # l1 max-margin green, l2 orange
+#: Colours of the l1 (green) and l2 (orange) max-margin references, drawn wide and light.
+REF_COLORS = {1: style.GREEN, 2: style.ORANGE}
 
 
 def directions(result: Result) -> np.ndarray:
@@ -62,17 +63,23 @@ def format_vector(v) -> str:
 
 
 def draw_reference_rays(
-    ax, refs: dict[int, np.ndarray], reach: float, names: dict, **style
+    ax,
+    refs: dict[int, np.ndarray],
+    reach: float,
+    names: dict,
+    with_vector: bool = True,
+    **line,
 ) -> None:
     """The l1 and l2 max-margin directions ``refs`` as rays of length ``reach`` from 0, in the
-    references' colours, labelled ``<names[p]> <direction>``; ``style``: line properties."""
+    references' colours, labelled ``<names[p]> <direction>`` (``<names[p]>`` without
+    ``with_vector``); ``line``: line properties."""
     for p, ref in refs.items():
         ax.plot(
             [0, reach * ref[0]],
             [0, reach * ref[1]],
             color=REF_COLORS[p],
-            label=f"{names[p]} {format_vector(ref)}",
-            **style,
+            label=f"{names[p]} {format_vector(ref)}" if with_vector else names[p],
+            **line,
         )
 
 

@@ -55,13 +55,14 @@ def multi_sample_tasks(
     rho: float,
     horizons: Horizons,
     quick: bool,
+    algorithms: tuple[str, ...] = ALGORITHMS,
 ) -> list[Task]:
-    """GD / l2-SAM / l_inf-SAM on data ``(X, y)`` for each depth (depth-major), over
-    ``horizons[quick][depth]``, in the rescaled clock."""
+    """``algorithms`` (GD / l2-SAM / l_inf-SAM) on data ``(X, y)`` for each depth
+    (depth-major), over ``horizons[quick][depth]``, in the rescaled clock."""
     return [
         data_task(X, y, alg, rho_entry(alg, rho), depth, alpha, *horizons[quick][depth])
         for depth in depths
-        for alg in ALGORITHMS
+        for alg in algorithms
     ]
 
 
