@@ -76,6 +76,8 @@ FIGURES: dict[str, Figure] = {
         cnn_banded.CNN_BANDED,  # networks: a two-layer CNN on banded data
         cnn_banded.CNN_BANDED_LEAD,  # networks: how long a minor band leads, against alpha
         cnn_gradcam.CNN_GRADCAM,  # networks: Grad-CAM of a two-layer CNN on digits
+        cnn_gradcam.CNN_GRADCAM_BACKGROUND,  # networks: Grad-CAM mass on the background
+        cnn_gradcam.CNN_GRADCAM_ALPHA,  # networks: SAM - GD background share against alpha
         sgd_step_size.SGD_STEP_SIZE,  # stochastic: GD and SGD against the step size
         minibatch_sam.MINIBATCH_SAM,  # stochastic: minibatch l2-SAM and its SDE, regimes
         sde_paths.SDE_PATHS,  # stochastic: the SDE against SGD's paths, 95 % bands
