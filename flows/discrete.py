@@ -252,7 +252,8 @@ def iterate(
     examples with the perturbation on the same batch; ``sampling`` ``'iid'`` (default) or
     ``'epoch'``; ``seed`` an int, a ``numpy.random.Generator`` or None; ``batches`` an integer
     array (steps, B) of example indices replaying a given order. Minibatch steps run on numpy
-    (``backend='numba'`` is refused); the recorded loss is the full data's.
+    (``backend='numba'`` is refused), in plain floats on the batch's rows while the iterates are
+    in the float range (:mod:`flows.batch_steps`); the recorded loss is the full data's.
 
     Noise (:class:`flows.minibatch.StepNoise`, drawn from ``seed`` as the batches are):
     ``label_noise`` the standard deviation of Gaussian noise added to the targets of each step's
