@@ -50,6 +50,7 @@ FIGURES: dict[str, Figure] = {
         blobs.GAUSSIAN_BLOBS,  # fig7
         discrete_vs_flow.DISCRETE_VS_FLOW,  # fig8
         clocks_and_loss.CLOCKS_AND_LOSS,  # fig9
+        clocks_and_loss.CLOCK_MAP,  # fig9: tau -> log t, one path in both clocks
         lesam_radius.RADIUS,  # fig10
         lesam_radius.CURVATURE,  # fig10b: the curvature signal of the same runs
         lesam_amplification.AMPLIFICATION,  # fig11
