@@ -7,12 +7,12 @@ tends to ``rho_max`` as the gradient vanishes: late in training it is l2-SAM wit
 ``~ rho_max ||grad L|| / 1e-6`` once ``||grad L|| << 1e-6``: it becomes gradient descent
 (:func:`flows.algorithms.official_lesam_perturbation`).
 
-Setting: the single example ``mu = (1, ..., 5)`` and the Gaussian blobs of figure 7, L = 2,
-``alpha = 0.4``; GD, l2-SAM (``rho = 0.3``) and both LE-SAMs with the official
-``(sigma, rho_max) = (0.35, 0.3)``, rescaled clock to ``tau = 60``. Top: the size of the
-perturbation against the gradient norm (drawn to ``||grad L|| = 1e-10000``; the runs go on to
-``1e-10^260`` and ``1e-10^61``); bottom: the angle of ``beta`` to the l1 max-margin direction
-(the limit of all four at L = 2) and between the two LE-SAMs.
+Setting: the single example ``D_mu`` and the Gaussian blobs of figure 7, L = 2, uniform
+``alpha``; GD, l2-SAM (``rho = rho_max``) and both LE-SAMs with ``(sigma, rho_max)`` (the
+official values by default), rescaled clock to ``horizon``. Top: the size of the perturbation
+against the gradient norm, up to ``||grad L|| = 1e-10000`` (the turn); bottom: the angle of
+``beta`` to the l1 max-margin direction (the limit of all four at L = 2), and between the two
+LE-SAMs, over the whole run (to ``||grad L|| = 1e-10^260`` on ``D_mu`` at the defaults).
 """
 
 from __future__ import annotations
@@ -27,178 +27,217 @@ from flows.data import Dataset
 from flows.results import Trajectory
 from flows.sweep.registry import Result, Task
 
+from . import style
 from .blobs import gaussian_blobs
-from .common import MU5, OKABE_ITO, Figure, Setting, figure_command, plt, save
+from .common import (
+    MU5,
+    STOPPED_MARK,
+    Figure,
+    Setting,
+    figure_command,
+    format_mu,
+    plt,
+    save,
+    stopped_early,
+)
 from .directions import angles_deg, directions, references, row_angles_deg
+from .lesam import CAP
 from .multi_sample import data_task
 
-ALPHA15, DEPTH15 = 0.4, 2
-SIGMA15, RHO_MAX15 = 0.35, 0.3
-#: (key, algorithm, hyper-parameters, label, style)
-RUNS15 = (
-    ("gd", "gd", {}, "GD", dict(color=OKABE_ITO[0], lw=1.6)),
-    (
-        "l2",
-        "l2-sam",
-        {"rho": RHO_MAX15},
-        f"ℓ2-SAM ρ = {RHO_MAX15:g}",
-        dict(color=OKABE_ITO[5], lw=3.2, alpha=0.45),
-    ),
-    (
-        "paper",
-        "le-sam",
-        {"sigma": SIGMA15, "rho_max": RHO_MAX15},
-        "LE-SAM, paper: min(σ/(‖∇L‖+ϱ), ρ_max)",
-        dict(color=OKABE_ITO[7], lw=1.8, ls="--"),
-    ),
-    (
-        "official",
-        "le-sam-official",
-        {"sigma": SIGMA15, "rho_max": RHO_MAX15},
-        "LE-SAM, official code: ε inside √ (1e-12)",
-        dict(color=OKABE_ITO[6], lw=1.6),
-    ),
-)
+DEPTH15 = 2
+#: The runs: key, algorithm; l2-SAM's radius is rho_max, the LE-SAMs' (sigma, rho_max).
+RUNS15 = (("gd", "gd"), ("l2", "l2-sam"), ("paper", "le-sam"), ("official", "le-sam-official"))
+#: Where the official code's stabiliser takes over: ||grad L|| = sqrt(1e-12).
+TURN = 6.0
+#: The line where ||grad L|| = 10^-TURN.
+TURN_LINE = {"color": "0.5", "ls": ":", "lw": 1.0}
+#: The angle between the two LE-SAMs.
+BETWEEN = {"color": "0.45", "lw": 1.0, "ls": "-."}
 
 
-def fig15_data() -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(name, X, y) of the two panels' data."""
-    blobs = gaussian_blobs()
+def hyper(key: str, s: Setting) -> dict:
+    """A run's hyper-parameters."""
+    table = {
+        "gd": {},
+        "l2": {"rho": s.rho_max},
+        "paper": {"sigma": s.sigma, "rho_max": s.rho_max},
+        "official": {"sigma": s.sigma, "rho_max": s.rho_max},
+    }
+    return table[key]
+
+
+def run_label(key: str, alg: str, s: Setting) -> str:
+    """A run's legend label: the algorithm's own and the values run."""
+    values = {
+        "gd": "",
+        "l2": rf", $\rho$ = {s.rho_max:g}",
+        "paper": f" (paper's formula), σ = {s.sigma:g}, {CAP} = {s.rho_max:g}",
+        "official": f", σ = {s.sigma:g}, {CAP} = {s.rho_max:g}",
+    }
+    return style.label(alg) + values[key]
+
+
+def run_style(key: str, alg: str) -> dict:
+    """A run's line: its algorithm's style (l2-SAM wide and light, under the paper's LE-SAM
+    that it equals)."""
+    kw = style.algorithm_style(alg)
+    del kw["label"]
+    kw["markevery"] = (0.03 * len(key), 0.15)
+    if key == "l2":
+        kw.update(lw=2.6, alpha=0.45)
+    return kw
+
+
+def fig15_data(s: Setting) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(name, X, y) of the two columns' data."""
     return [
-        ("single example μ = (1, …, 5)", np.array([MU5]), np.ones(1)),
-        ("Gaussian blobs ±(1, 2), n = 40", *blobs),
+        (rf"$\mu$ = {format_mu(s.mu)}", np.array([s.mu], dtype=float), np.ones(1)),
+        ("Gaussian blobs", *gaussian_blobs()),
     ]
 
 
 def fig15_tasks(s: Setting) -> list[Task]:
     """The four runs on each data set (data-major)."""
-    t_max, n = (6.0, 41) if s.quick else (60.0, 1201)
     return [
-        data_task(X, y, alg, hp, DEPTH15, ALPHA15, t_max, n)
-        for _, X, y in fig15_data()
-        for _, alg, hp, _, _ in RUNS15
+        data_task(X, y, alg, hyper(key, s), DEPTH15, s.alpha, s.horizon, s.samples)
+        for _, X, y in fig15_data(s)
+        for key, alg in RUNS15
     ]
 
 
-def perturbation_size(key: str, log_grad: np.ndarray) -> np.ndarray | None:
+def perturbation_size(key: str, log_grad: np.ndarray, s: Setting) -> np.ndarray | None:
     """``||eps||`` along a run from ``log ||grad L||`` (None for GD)."""
-    if key == "l2":
-        return np.full(log_grad.shape, RHO_MAX15)
-    if key == "paper":
-        return lesam_radius(log_grad, SIGMA15, RHO_MAX15)
-    if key == "official":
-        return official_lesam_size(log_grad, SIGMA15, RHO_MAX15)
-    return None
+    sizes = {
+        "l2": lambda: np.full(log_grad.shape, s.rho_max),
+        "paper": lambda: lesam_radius(log_grad, s.sigma, s.rho_max),
+        "official": lambda: official_lesam_size(log_grad, s.sigma, s.rho_max),
+    }
+    return sizes[key]() if key in sizes else None
 
 
-def fig15_series(results: list[Result]) -> list[dict]:
+def fig15_series(results: list[Result], s: Setting) -> list[dict]:
     """Per data set: each run's ``log10 ||grad L||``, perturbation size and angle to the l1
     max-margin direction, and the angle between the two LE-SAMs, on each run's samples."""
     it = iter(results)
     out = []
-    for name, X, y in fig15_data():
+    for name, X, y in fig15_data(s):
         data, l1 = Dataset(X, y), references(X, y)[1]
         runs = {}
-        for key, *_ in RUNS15:
+        for key, _ in RUNS15:
             res = next(it)
             log_grad = log_gradient_norms(Trajectory.from_arrays(res), data)
             runs[key] = dict(
                 res=res,
                 log10_grad=log_grad / np.log(10.0),
-                size=perturbation_size(key, log_grad),
+                size=perturbation_size(key, log_grad, s),
                 angle=angles_deg(res, l1),
             )
-        between = angles_between(runs["paper"]["res"], runs["official"]["res"])
+        between = row_angles_deg(
+            directions(runs["paper"]["res"]), directions(runs["official"]["res"])
+        )
         out.append(dict(name=name, runs=runs, between=between))
     return out
 
 
-def angles_between(a: Result, b: Result) -> np.ndarray:
-    """Angle (degrees) between the directions of two runs on the same time grid."""
-    return row_angles_deg(directions(a), directions(b))
-
-
-def official_turning_point(series: dict) -> float:
-    """The training loss where the official LE-SAM's ``||grad L||`` falls below ``1e-6``
-    (nan if it does not within the run)."""
-    run = series["runs"]["official"]
-    below = np.flatnonzero(run["log10_grad"] < -6.0)
-    return float(run["res"]["loss"][below[0]]) if below.size else float("nan")
-
-
 def draw_fig15(results: list[Result], s: Setting, path: Path) -> None:
-    """Perturbation size (top) and angles (bottom) against ``||grad L||``, per data set."""
-    series = fig15_series(results)
-    fig, axes = plt.subplots(2, 2, figsize=(13, 8.6), constrained_layout=True, sharex="col")
-    for col, panel in enumerate(series):
+    """Perturbation size against ``-log10 ||grad L||`` (top, to ||grad L|| = 1e-10000) and
+    angles against tau (bottom, the whole run), one column per data set."""
+    fig, axes = plt.subplots(2, 2, figsize=(style.DOUBLE, 4.9), constrained_layout=True)
+    stopped_any = False
+    for col, panel in enumerate(fig15_series(results, s)):
         top, bottom = axes[0, col], axes[1, col]
-        for key, _, _, label, style in RUNS15:
+        for key, alg in RUNS15:
             run = panel["runs"][key]
-            x = -run["log10_grad"]
             if run["size"] is not None:
-                top.plot(x, run["size"], label=label, **style)
-            keep = np.isfinite(run["angle"]) & (run["angle"] > 0)
-            bottom.plot(x[keep], run["angle"][keep], label=label, **style)
-        x = -panel["runs"]["official"]["log10_grad"]
-        keep = panel["between"] > 0
-        bottom.plot(
-            x[keep],
-            panel["between"][keep],
-            color="0.45",
-            lw=1.3,
-            ls="-.",
-            label="between the two LE-SAMs",
-        )
-        for ax in (top, bottom):
-            ax.axvline(6.0, color="0.5", ls=":", lw=1.2)
-            ax.grid(alpha=0.3, which="both")
-        loss_at = official_turning_point(panel)
+                top.plot(-run["log10_grad"], run["size"], **run_style(key, alg))
+            tau = run["res"]["tau"]
+            keep = np.isfinite(run["angle"]) & (run["angle"] > 0) & (tau > 0)
+            bottom.plot(tau[keep], run["angle"][keep], **run_style(key, alg))
+            if stopped_early(run["res"], f"{run_label(key, alg, s)} on {panel['name']}", s):
+                stopped_any = True
+                bottom.plot(tau[keep][-1], run["angle"][keep][-1], **STOPPED_MARK)
+        official = panel["runs"]["official"]
+        keep = (panel["between"] > 0) & (official["res"]["tau"] > 0)
+        bottom.plot(official["res"]["tau"][keep], panel["between"][keep], **BETWEEN)
+        top.axvline(TURN, **TURN_LINE)
+        turned = np.flatnonzero(official["log10_grad"] < -TURN)
+        if turned.size:
+            bottom.axvline(official["res"]["tau"][turned[0]], **TURN_LINE)
         top.set(
             xscale="log",
             xlim=(0.3, 1e4),
             yscale="log",
             ylim=(1e-9, 1.0),
-            ylabel="‖ε‖ (perturbation size)",
-            title=f"{panel['name']}, L = {DEPTH15}, α = {ALPHA15:g}",
+            xlabel=r"$-\log_{10}\|\nabla L(\theta)\|$ (training goes right)",
+            ylabel=r"$\|\varepsilon\|$",
+            title=rf"{panel['name']}, L = {DEPTH15}, $\alpha$ = {s.alpha:g}",
         )
-        top.text(
-            6.1, 2e-9, f" ‖∇L‖ = 1e-6 (loss {loss_at:.2g}):\n the official LE-SAM turns into GD",
-            fontsize=8.5, va="bottom",
-        )  # fmt: skip
-        end = {k: panel["runs"][k]["angle"][-1] for k in ("gd", "l2", "paper", "official")}
         bottom.set(
+            xscale="log",
             yscale="log",
-            ylim=(1e-4, 90),
-            xlabel="−log10 ‖∇L(θ)‖ (log scale; training goes right)",
-            ylabel="angle [deg]",
+            xlabel=r"rescaled time $\tau$",
+            ylabel=r"angle to the $\ell_1$ max-margin [deg]",
         )
-        bottom.text(
-            0.02, 0.03,
-            "angle to the l1 max-margin at the end:\n"
-            + "\n".join(f"{k:8s} {v:8.3g}°" for k, v in end.items())
-            + f"\nbetween the LE-SAMs: at most {np.nanmax(panel['between']):.3g}°, "
-            f"at the end {panel['between'][-1]:.3g}°",
-            transform=bottom.transAxes, fontsize=8, family="monospace", va="bottom",
-            bbox=dict(fc="white", alpha=0.9, ec="0.6"),
-        )  # fmt: skip
-    handles, labels = axes[1, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=5, fontsize=9)
-    fig.suptitle(
-        "LE-SAM's two conventions: the paper's tends to ℓ2-SAM(ρ_max), the official code's to GD"
-        + ("  [QUICK]" if s.quick else ""),
-        fontsize=11,
-    )
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3, which="major")
+    style.panel_letters(axes)
+    _legend(fig, s, stopped_any)
     save(fig, path)
+
+
+def _legend(fig, s: Setting, stopped: bool) -> None:
+    """The runs, the angle between the LE-SAMs, the turn and the stop mark, below the panels."""
+    handles = [
+        plt.Line2D([], [], label=run_label(key, alg, s), **run_style(key, alg))
+        for key, alg in RUNS15
+    ]
+    handles += [
+        plt.Line2D([], [], label="angle between the two LE-SAMs", **BETWEEN),
+        plt.Line2D(
+            [],
+            [],
+            color="0.5",
+            ls=":",
+            lw=1.0,
+            label=r"$\|\nabla L\| = 10^{-6}$: the official code's $\epsilon$ = 1e-12 takes over",
+        ),  # fmt: skip
+    ]
+    if stopped:
+        handles.append(plt.Line2D([], [], label="run ended early", **STOPPED_MARK))
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=2,
+    )
 
 
 CONVENTIONS = Figure(
     "fig15_lesam_conventions",
-    "Perturbation size and angle to the l1 max-margin vs ||grad L||: GD, l2-SAM, paper and official LE-SAM",
-    "Where LE-SAM's stabiliser sits (outside or inside the norm's square root) decides whether it "
-    "becomes ℓ2-SAM or GD late in training: how much does the path, and the direction reached, "
-    "depend on it?",
+    "Perturbation size and angle to the l1 max-margin against ||grad L||: GD, l2-SAM, the "
+    "paper's and the official LE-SAM (sigma = {sigma}, rho_max = {rho_max}, L = 2, "
+    "alpha = {alpha})",
+    "Where LE-SAM's stabiliser sits (outside or inside the norm's square root) decides whether "
+    "it becomes ℓ2-SAM or GD late in training: how much does the path, and the direction "
+    "reached, depend on it? GD, ℓ2-SAM with ρ = ρ_max, and LE-SAM by the paper's formula and "
+    "by its authors' code, σ = {sigma}, ρ_max = {rho_max}, on μ = {mu} (left) and the Gaussian "
+    "blobs of fig 7 (right), L = 2, α = {alpha}, to τ = {horizon}, against −log10‖∇L‖. Top: "
+    "the perturbation size, up to ‖∇L‖ = 1e-10000; the official code's turns into GD's (0) "
+    "below ‖∇L‖ = 1e-6 (dotted). Bottom: the angle to the ℓ1 max-margin direction over the "
+    "whole run, and the angle between the two LE-SAMs (dash-dot); the paper's LE-SAM equals "
+    "ℓ2-SAM here (its ρ_t sits at the cap). The losses at the turn and the largest angles are "
+    "in paper_repro.md. × marks a run that ended early.",
     fig15_tasks,
     draw_fig15,
+    params={
+        "mu": MU5,
+        "alpha": 0.4,
+        "sigma": 0.35,
+        "rho_max": 0.3,
+        "horizon": 60.0,
+        "samples": 1201,
+    },
+    quick={"horizon": 6.0, "samples": 41},
+    example={"sigma": 0.4, "rho_max": 0.25},
 )
 
 

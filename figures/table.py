@@ -56,6 +56,7 @@ FIGURES: dict[str, Figure] = {
         lesam_amplification.AMPLIFICATION,  # fig11
         lesam_amplification.LEADERS,  # fig11b: LE-SAM's leaders over (sigma, rho_max)
         lesam_regimes.REGIMES,  # fig12
+        lesam_regimes.REGIMES_ALPHA,  # fig12b: LE-SAM's regimes along alpha
         lesam_sharpness.SHARPNESS,  # fig13
         lesam_limits.LIMITS,  # fig14
         lesam_conventions.CONVENTIONS,  # fig15: LE-SAM's stabiliser, paper vs official code
