@@ -25,8 +25,9 @@ is an iterate the general step keeps:
   where the bound is larger), so it is representable without evaluating the loss.
 
 Any other step (and one where a gradient is 0 or not finite) is handed back:
-:func:`flows.discrete.iterate` takes it with the general step. Whether a step runs here depends
-on ``theta_k`` and the step alone, so a continued run (``start=``) takes the same steps.
+:func:`flows.discrete.iterate` takes it with the general step. Whether step ``k`` runs here
+depends on ``theta_k``, the momentum buffer and ``k`` alone, so a continued run (``start=``)
+takes the same steps, bit for bit.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ class FloatBatchSteps:
 
     Parameters
     ----------
-    problem : the run's problem (full data, algorithm, hyper-parameters, loss, layers).
+    problem : the run's problem (full data, algorithm, hyper-parameters, loss; one group of
+        multiplicity 1 per layer, as :func:`flows.iterate` builds it).
     base : the base optimizer (:class:`flows.discrete.BaseOptimizer`).
     batches : the run's batches (None: every example each step).
     noise : its label noise and SGLD term (None: none).
