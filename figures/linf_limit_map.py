@@ -21,18 +21,16 @@ from flows.data import single_example
 from flows.integrator.driver import simulate
 from flows.sweep.registry import Result, Task, flow_kernels, register
 
-from .common import OKABE_ITO, Figure, Setting, figure_command, plt, save
+from . import style
+from .common import STOPPED_MARK, Figure, Setting, figure_command, plt, save, show, stopped_early
 from .linf_coordinates import RHO, solver_options
 
-MU2 = (1.0, 2.0)
-MAP_DEPTHS = (2, 3)
-#: alpha_j / rho of the simulated grid: one exactly at rho, none on the L = 3 tie curve.
-GRID = (0.3, 0.6, 1.0, 1.2, 1.5, 1.9, 2.4)
-GRID_QUICK = (0.6, 1.5)
+#: Side of the map in alpha_j / rho.
 MAP_MAX = 2.6
-CLASS_COLORS = ["#d9d9d9", OKABE_ITO[1], OKABE_ITO[2]]  # none, e_1, e_2
-CLASS_MARKERS = ["o", "s", "^"]
-CLASS_NAMES = ["none (β bounded)", "e₁ (minor)", "e₂ (major)"]
+#: Class names by code (0: no divergent coordinate, j + 1: e_j).
+NO_LIMIT = "none (β bounded)"
+#: How a cell whose observed limit differs from the prediction is marked.
+MISMATCH_MARK = {"ls": "", "marker": "D", "ms": 10.0, "mfc": "none", "mec": "black", "mew": 1.2}
 
 
 def run_linf_limit(params: dict) -> Result:
@@ -69,29 +67,24 @@ register(
 )
 
 
-def _grid(quick: bool) -> tuple[float, ...]:
-    return GRID_QUICK if quick else GRID
-
-
 def limit_map_tasks(s: Setting) -> list[Task]:
     """One ``linf_limit`` run per depth and grid point (alpha_2 outer, alpha_1 inner)."""
-    grid = _grid(s.quick)
     return [
         Task(
             "linf_limit",
             {
-                "mu": list(MU2),
-                "alpha": [a1 * RHO, a2 * RHO],
-                "rho": RHO,
+                "mu": list(s.mu),
+                "alpha": [a1 * s.rho, a2 * s.rho],
+                "rho": s.rho,
                 "depth": L,
-                "t_max": 10.0,
+                "t_max": s.t_max,
                 "n_points": 11,
                 **solver_options(s.quick),
             },
         )
-        for L in MAP_DEPTHS
-        for a2 in grid
-        for a1 in grid
+        for L in s.depths
+        for a2 in s.grid
+        for a1 in s.grid
     ]
 
 
@@ -99,121 +92,154 @@ def _code(j: int | None) -> int:
     return 0 if j is None else j + 1
 
 
-def limit_map_agreement(results: list[Result], quick: bool) -> dict:
-    """Per depth: (alpha_1, alpha_2, predicted code, observed code) rows and the agreement count."""
-    grid = _grid(quick)
+def limit_map_agreement(results: list[Result], s: Setting) -> dict:
+    """Per depth: (alpha_1 / rho, alpha_2 / rho, predicted code, observed code, result) rows
+    and the number of cells where the two agree."""
     it = iter(results)
     out = {}
-    for L in MAP_DEPTHS:
+    for L in s.depths:
         rows = []
-        for a2 in grid:
-            for a1 in grid:
+        for a2 in s.grid:
+            for a1 in s.grid:
                 r = next(it)
-                pred = _code(predict_linf_limit(list(MU2), [a1 * RHO, a2 * RHO], RHO, L))
-                obs = int(r["observed"]) + 1
-                rows.append((a1, a2, pred, obs, int(r["status"]), float(r["tau_end"])))
-        agree = sum(p == o for _, _, p, o, _, _ in rows)
+                pred = _code(predict_linf_limit(list(s.mu), [a1 * s.rho, a2 * s.rho], s.rho, L))
+                rows.append((a1, a2, pred, int(r["observed"]) + 1, r))
+        agree = sum(p == o for _, _, p, o, _ in rows)
         out[L] = {"rows": rows, "agree": agree, "n": len(rows)}
     return out
 
 
-def _boundaries(ax, L: int) -> None:
-    """Cor 3.5's class boundaries in (alpha_1/rho, alpha_2/rho) (mu = (1, 2))."""
-    kw = dict(color="black", lw=1.6)
-    top = MAP_MAX
-    if L == 2:
-        ax.plot([0, top], [1, 1], **kw)  # alpha_2 = rho: e_2 above
-        ax.plot([1, 1], [0, 1], **kw)  # alpha_1 = rho below it
-        return
-    ax.plot([0, 1], [1, 1], **kw)  # alpha_2 = rho, alpha_1 < rho
-    ax.plot([1, 1], [0, 1], **kw)  # alpha_1 = rho, alpha_2 < rho
-    a1 = np.linspace(1, top, 50)  # mu_1 (a1 - 1) = mu_2 (a2 - 1)
-    ax.plot(a1, 1 + MU2[0] * (a1 - 1) / MU2[1], **kw)
+def class_colors() -> list:
+    """Colours of the classes: grey for no limit, then e_1 and e_2 in the coordinate colours."""
+    return ["#d9d9d9", *style.coordinate_colors(2)]
+
+
+def class_names(mu) -> list[str]:
+    """Legend names of the classes (0: none, 1: e_1 minor, 2: e_2 major) for ``mu``."""
+    return [NO_LIMIT, rf"$e_1$ ($\mu_1$ = {mu[0]:g})", rf"$e_2$ ($\mu_2$ = {mu[1]:g})"]
+
+
+#: Markers of the observed classes.
+CLASS_MARKERS = ["o", "s", "^"]
+
+
+def _draw_depth(ax, L: int, info: dict, s: Setting, fine: np.ndarray) -> bool:
+    """One depth: the predicted classes (background) and their boundaries (contours), the
+    observed limits (markers), mismatches (black diamonds) and runs that ended early (×);
+    whether any run ended early."""
+    colors = class_colors()
+    a1, a2 = np.meshgrid(fine * s.rho, fine * s.rho)  # rows: alpha_2, columns: alpha_1
+    classes = 1 + predict_linf_limits(list(s.mu), np.stack([a1, a2], axis=-1), s.rho, L)
+    extent = (0.0, MAP_MAX, 0.0, MAP_MAX)
+    ax.imshow(
+        classes,
+        origin="lower",
+        extent=extent,
+        cmap=ListedColormap(colors),
+        vmin=-0.5,
+        vmax=2.5,
+        alpha=0.45,
+        interpolation="nearest",
+        aspect="auto",
+    )
+    ax.contour(fine, fine, classes, levels=[0.5, 1.5], colors="black", linewidths=0.9)
+    stopped = False
+    for a1_, a2_, pred, obs, r in info["rows"]:
+        ax.plot(
+            a1_, a2_, ls="", marker=CLASS_MARKERS[obs], ms=5, mfc=colors[obs], mec="black", mew=0.6
+        )
+        if obs != pred:
+            ax.plot(a1_, a2_, **MISMATCH_MARK)
+        if stopped_early(r, f"l_inf-SAM at L = {L}, alpha/rho = ({a1_:g}, {a2_:g})", s):
+            ax.plot(a1_, a2_, **STOPPED_MARK)
+            stopped = True
+    ax.set(xlim=(0, MAP_MAX), ylim=(0, MAP_MAX))
+    ax.set_box_aspect(1.0)
+    ax.set_xlabel(rf"$\alpha_1/\rho$ (minor, $\mu_1$ = {s.mu[0]:g})")
+    ax.set_ylabel(rf"$\alpha_2/\rho$ (major, $\mu_2$ = {s.mu[1]:g})")
+    ax.set_title(f"$L$ = {L}")
+    return stopped
 
 
 def draw_limit_map(results: list[Result], s: Setting, path: Path) -> None:
-    """Two panels (L = 2, 3): predicted classes as background, observed limits as markers."""
-    agreement = limit_map_agreement(results, s.quick)
+    """One panel per depth: predicted classes as background, observed limits as markers."""
+    agreement = limit_map_agreement(results, s)
     n_fine = 60 if s.quick else 200
     fine = np.linspace(MAP_MAX / (2 * n_fine), MAP_MAX - MAP_MAX / (2 * n_fine), n_fine)
-    cmap = ListedColormap(CLASS_COLORS)
-    fig, axes = plt.subplots(1, len(MAP_DEPTHS), figsize=(12, 5.6), constrained_layout=True)
-    for ax, L in zip(axes, MAP_DEPTHS, strict=False):
-        a1, a2 = np.meshgrid(fine * RHO, fine * RHO)  # rows: alpha_2, columns: alpha_1
-        classes = 1 + predict_linf_limits(list(MU2), np.stack([a1, a2], axis=-1), RHO, L)
-        ax.imshow(
-            classes,
-            origin="lower",
-            extent=(0, MAP_MAX, 0, MAP_MAX),
-            cmap=cmap,
-            vmin=-0.5,
-            vmax=2.5,
-            alpha=0.45,
-            interpolation="nearest",
-            aspect="equal",
-        )
-        _boundaries(ax, L)
-        info = agreement[L]
-        for a1, a2, pred, obs, _status, _ in info["rows"]:
-            ax.plot(
-                a1,
-                a2,
-                ls="none",
-                marker=CLASS_MARKERS[obs],
-                ms=10,
-                mfc=CLASS_COLORS[obs],
-                mec="black",
-                mew=1.0,
-            )
-            if obs != pred:
-                ax.plot(a1, a2, ls="none", marker="x", ms=16, color="red", mew=2.5)
-        ax.set(
-            xlim=(0, MAP_MAX),
-            ylim=(0, MAP_MAX),
-            xlabel="α₁ / ρ  (minor coordinate, μ₁ = 1)",
-            ylabel="α₂ / ρ  (major coordinate, μ₂ = 2)",
-        )
-        rule = "argmax μ_j over α_j > ρ" if L == 2 else "argmax μ_j (α_j − ρ) over α_j > ρ"
-        ax.set_title(
-            f"L = {L}: prediction j* = {rule}\nobserved = predicted at "
-            f"{info['agree']}/{info['n']} simulated points",
-            fontsize=10,
-        )
-    handles = [
-        Patch(facecolor=c, alpha=0.45, edgecolor="none", label=f"predicted: {n}")
-        for c, n in zip(CLASS_COLORS, CLASS_NAMES, strict=False)
-    ]
-    handles += [
-        Line2D([], [], ls="none", marker=m, ms=9, mfc=c, mec="black", label=f"observed: {n}")
-        for c, m, n in zip(CLASS_COLORS, CLASS_MARKERS, CLASS_NAMES, strict=False)
-    ]
-    handles += [
-        Line2D(
-            [],
-            [],
-            color="black",
-            lw=1.6,
-            label="predicted boundary: α_j = ρ;\nL = 3 also μ₁(α₁−ρ) = μ₂(α₂−ρ)",
-        ),
-        Line2D([], [], ls="none", marker="x", color="red", mew=2.5, label="observed ≠ predicted"),
-    ]
-    fig.legend(handles=handles, loc="outside right center", fontsize=9)
-    fig.suptitle(
-        "Cor 3.5 — which basis vector ℓ∞-SAM converges to, μ = (1, 2), ρ = 1 "
-        "(flows to τ = 10 or blow-up)",
-        fontsize=11,
+    n = len(s.depths)
+    fig, axes = plt.subplots(
+        1,
+        n,
+        figsize=(style.DOUBLE, style.DOUBLE / max(n, 2) + 1.0),
+        squeeze=False,
+        constrained_layout=True,
     )
+    stopped = False
+    for ax, L in zip(axes[0], s.depths, strict=True):
+        stopped |= _draw_depth(ax, L, agreement[L], s, fine)
+    _legend(fig, agreement, stopped, s)
+    style.panel_letters(axes[0])
     save(fig, path)
+
+
+def _legend(fig, agreement: dict, stopped: bool, s: Setting) -> None:
+    """Predicted and observed classes, the boundary, the mismatches (counted), below."""
+    colors, names = class_colors(), class_names(s.mu)
+    handles: list = [
+        Patch(facecolor=c, alpha=0.45, edgecolor="none", label=f"predicted: {n}")
+        for c, n in zip(colors, names, strict=True)
+    ]
+    handles += [
+        Line2D([], [], ls="", marker=m, ms=5, mfc=c, mec="black", label=f"observed: {n}")
+        for c, m, n in zip(colors, CLASS_MARKERS, names, strict=True)
+    ]
+    wrong = sum(a["n"] - a["agree"] for a in agreement.values())
+    total = sum(a["n"] for a in agreement.values())
+    handles += [
+        Line2D([], [], color="black", lw=0.9, label="predicted boundary (Cor 3.5)"),
+        Line2D([], [], label=f"observed ≠ predicted: {wrong} of {total} runs", **MISMATCH_MARK),
+    ]
+    if stopped:
+        handles.append(Line2D([], [], label="run ended early", **STOPPED_MARK))
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=3,
+        title=rf"$\mu$ = {show(s.mu)}, $\rho$ = {s.rho:g}; flows to $\tau$ = {s.t_max:g} or a "
+        rf"blow-up from $\alpha_j/\rho$ in {show(s.grid)}",
+    )
+
+
+def check_limit_map(s: Setting) -> str | None:
+    """A setting's problem: mu not two increasing values, a depth below 2, an empty grid."""
+    if len(s.mu) != 2 or not 0 < s.mu[0] < s.mu[1]:
+        return f"mu must be two increasing positive values (minor, major), got {show(s.mu)}"
+    if min(s.depths) < 2:
+        return f"depths must be at least 2 (Cor 3.5), got {show(s.depths)}"
+    return None if s.grid else "grid must have at least one value"
 
 
 LIMIT_MAP = Figure(
     "fig3_linf_limit_map",
-    "linf-SAM limit direction over (alpha_1/rho, alpha_2/rho), mu = (1, 2), L = 2, 3: "
-    "Cor 3.5 vs simulated",
-    "Does Corollary 3.5 predict the ℓ∞-SAM limit direction over the whole (α₁/ρ, α₂/ρ) plane at "
-    "L = 2 and 3, as the simulated limits show it?",
+    "ℓ∞-SAM limit direction over (α₁/ρ, α₂/ρ), μ = {mu}, ρ = {rho}, L = {depths}: Cor 3.5 "
+    "against simulated flows",
+    "Background: Cor 3.5's prediction j* = argmax over α_j > ρ of μ_j (α_j − ρ)^(L−2) (none if "
+    "no α_j > ρ), with its boundaries; markers: the limit read from a flow at each grid point "
+    "(α/ρ in {grid}), a black diamond where it differs from the prediction. Does Corollary 3.5 "
+    "predict the ℓ∞-SAM limit direction over the whole (α₁/ρ, α₂/ρ) plane at L = {depths} "
+    "(μ = {mu}, ρ = {rho}), as the simulated limits show it?",
     limit_map_tasks,
     draw_limit_map,
+    params={
+        "mu": (1.0, 2.0),
+        "rho": RHO,
+        "depths": (2, 3),
+        "grid": (0.3, 0.6, 1.0, 1.2, 1.5, 1.9, 2.4),
+        "t_max": 10.0,
+    },
+    quick={"grid": (0.6, 1.5)},
+    example={"mu": (1.0, 2.5), "rho": 0.8, "grid": (0.7, 1.6)},
+    check=check_limit_map,
 )
 
 
