@@ -47,13 +47,17 @@ REFERENCES = (
         (0.0, 1.0),
     ),
     (
-        "strength |$m_+ - m_-$|\ncontour: ½ of its max",
+        "strength\n(contour: ½ of max)",
         lambda d, s: d.strength,
         "viridis",
         (0, None),
     ),
     ("sign of β at init\n(red: +), α = {alpha}", lambda d, s: d.signs, "coolwarm", (-1.0, 1.0)),
 )
+
+
+#: The reference column's width in inches (its titles need it at any number of map columns).
+REFERENCE_WIDTH = 1.15
 
 
 def columns(res: Result, levels: tuple[float, ...]) -> list[int | None]:
@@ -117,12 +121,14 @@ def draw_saliency(pair: str, results: list[Result], s: Setting, path: Path) -> N
     runs_ = by_run(of_pair(pair, s), results)
     rows = [(depth, alg) for depth in s.depths for alg in s.algorithms]
     n_cols = len(s.levels) + 1
-    side = (style.DOUBLE - 1.2) / (n_cols + 1.3)
+    side = (style.DOUBLE - REFERENCE_WIDTH - 1.0) / n_cols
     fig = plt.figure(
         figsize=(style.DOUBLE, 0.45 + (side + 0.22) * max(len(rows), len(REFERENCES))),
         layout="constrained",
     )
-    left, right = fig.subfigures(1, 2, width_ratios=[1.0, n_cols + 0.45])
+    left, right = fig.subfigures(
+        1, 2, width_ratios=[REFERENCE_WIDTH, style.DOUBLE - REFERENCE_WIDTH]
+    )
     draw_references(left.subplots(len(REFERENCES), 1), data, s)
     axes = np.atleast_2d(right.subplots(len(rows), n_cols, squeeze=False))
     shown = None
@@ -164,7 +170,8 @@ def saliency_figure(pair: str) -> Figure:
         "GD and SAM flows at L = {depths}",
         "Columns: the first time the training loss falls to {levels} times its initial value, "
         "then the end of the run (loss 1e-30 or τ_max = {tau_max}); each map scaled to its "
-        "largest share; cyan: the strong pixels (strength above half its largest value); × "
+        "largest share; strength: |m₊ − m₋|, the difference of the class means; cyan: the "
+        "strong pixels (strength above half its largest value); × "
         f"beside a map: the run stopped short of its horizon. On digits {pair}, which pixels "
         "does each algorithm's predictor rely on as training proceeds: the strong pixels where "
         "the class means differ (GD) or, first, weaker ones (SAM)?",
