@@ -223,8 +223,8 @@ CONVENTIONS = Figure(
     "blobs of fig 7 (right), L = 2, α = {alpha}, to τ = {horizon}, against −log10‖∇L‖. Top: "
     "the perturbation size, up to ‖∇L‖ = 1e-10000; the official code's turns into GD's (0) "
     "below ‖∇L‖ = 1e-6 (dotted). Bottom: the angle to the ℓ1 max-margin direction over the "
-    "whole run, and the angle between the two LE-SAMs (dash-dot); the paper's LE-SAM equals "
-    "ℓ2-SAM here (its ρ_t sits at the cap). The losses at the turn and the largest angles are "
+    "whole run, and the angle between the two LE-SAMs (dash-dot); where its ρ_t sits at the "
+    "cap (from the start at the defaults) the paper's LE-SAM equals ℓ2-SAM. The losses at the turn and the largest angles are "
     "in paper_repro.md. × marks a run that ended early.",
     fig15_tasks,
     draw_fig15,

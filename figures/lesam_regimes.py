@@ -127,7 +127,8 @@ def _map_lines(ax, s: Setting, scan: Result) -> list:
     mu = np.asarray(s.mu, dtype=float)
     lo_sigma = min(s.sigmas) * 0.7
     s_line = np.geomspace(lo_sigma, SIGMA_CRITICAL * 0.9999, 200)
-    radius = [stall_point(mu, x).radius for x in s_line]
+    points = [stall_point(mu, x) for x in s_line]
+    radius = [np.nan if p is None else p.radius for p in points]
     ax.plot(
         s_line,
         radius,
