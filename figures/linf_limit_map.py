@@ -10,6 +10,7 @@ boundaries, and the limits observed on simulated flows
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.colors import ListedColormap
@@ -30,7 +31,14 @@ MAP_MAX = 2.6
 #: Class names by code (0: no divergent coordinate, j + 1: e_j).
 NO_LIMIT = "none (β bounded)"
 #: How a cell whose observed limit differs from the prediction is marked.
-MISMATCH_MARK = {"ls": "", "marker": "D", "ms": 10.0, "mfc": "none", "mec": "black", "mew": 1.2}
+MISMATCH_MARK: dict[str, Any] = {
+    "ls": "",
+    "marker": "D",
+    "ms": 10.0,
+    "mfc": "none",
+    "mec": "black",
+    "mew": 1.2,
+}
 
 
 def run_linf_limit(params: dict) -> Result:
