@@ -103,6 +103,20 @@ def _direction(log_abs_beta: np.ndarray, sign_beta: np.ndarray) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
+def _stitch(runs: list[Result]) -> dict[str, np.ndarray]:
+    """The original-clock runs to increasing horizons as one run: each horizon's samples
+    beyond the previous horizon."""
+    keys = ("t", "tau", "loss", "log_abs_beta", "sign_beta")
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+    prev = 0.0
+    for r in runs:
+        keep = r["t"] > prev
+        for k in keys:
+            parts[k].append(r[k][keep])
+        prev = float(r["t"][-1])
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
 def clock_checks(results: list[Result], s: Setting) -> dict:
     """Per (algorithm, alpha): stitched original-clock samples, the rescaled runs, the largest
     angle between directions at matched tau, the largest |log t| mismatch, the end loss."""
@@ -113,19 +127,9 @@ def clock_checks(results: list[Result], s: Setting) -> dict:
         for a in alphas:
             orig = [next(it) for _ in horizons]
             resc, match = next(it), next(it)
-            # stitch: each horizon's samples beyond the previous horizon
-            t, tau, lb, sb, loss = [], [], [], [], []
-            prev = 0.0
-            for r in orig:
-                keep = r["t"] > prev
-                t.append(r["t"][keep])
-                tau.append(r["tau"][keep])
-                loss.append(r["loss"][keep])
-                lb.append(r["log_abs_beta"][keep])
-                sb.append(r["sign_beta"][keep])
-                prev = r["t"][-1]
-            t, tau, loss = np.concatenate(t), np.concatenate(tau), np.concatenate(loss)
-            lb, sb = np.concatenate(lb), np.concatenate(sb)
+            joined = _stitch(orig)
+            t, tau, loss = joined["t"], joined["tau"], joined["loss"]
+            lb, sb = joined["log_abs_beta"], joined["sign_beta"]
             # directions at matched tau: the dense short rescaled run, spline in tau (log|beta|)
             # (before a collapse only: beta = 0 has no direction)
             alive_m = np.all(match["sign_beta"] != 0, axis=1)

@@ -217,7 +217,7 @@ def check(s: Setting) -> str | None:
 DEPTH_KKT = Figure(
     "fig20_depth_kkt",
     "The l_{2/L} objective at the final direction of GD (over alpha), l2-SAM and l_inf-SAM "
-    "flows at L = 3, 4, against the program's KKT points",
+    "flows at L = {depths}, against the program's KKT points",
     "Three positive examples in d = 3 (data sets {datasets}), depths L = {depths}: the objective "
     "Σ|β_j|^(2/L) of the ℓ_(2/L) max-margin program at the final direction of each run, scaled "
     "to margin 1 and relative to the global minimum (1 = the global KKT point), for GD flows "

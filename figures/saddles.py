@@ -276,7 +276,7 @@ def _annotate_stuck(ax, loss: float, s: Setting) -> None:
 
 SADDLES = Figure(
     "fig19_saddles",
-    "Loss and coordinates of GD flows from alpha = 1e-2 to 1e-300 in accelerated time against "
+    "Loss and coordinates of GD flows from alpha = {alphas} in accelerated time against "
     "the saddle-to-saddle limit, and the jump-time error",
     "β = u ⊙ v on regression data (n = 3, d = 5), GD flows from u = α, v = 0 for α = {alphas}, "
     "in the accelerated time t / log(1/α), against the piecewise-constant α → 0 limit of "

@@ -39,8 +39,8 @@ ALGORITHMS17 = ("gd", *VARIANTS17)
 #: by rho).
 NOTEBOOK_SETTING17 = {"alpha": 0.1, "steps": 10001}
 NOTEBOOK_RHOS17 = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 0.9)
-NOTEBOOK17 = {
-    "gd": 0.016445781003091926,
+NOTEBOOK_GD17 = 0.016445781003091926
+NOTEBOOK17: dict[str, tuple[float, ...]] = {
     "usam": (
         0.015756677115280553, 0.015774538224235406, 0.01583739124793595, 0.016019930687941112,
         0.016695513663723727, 0.019007119935097728, 0.032812027137658364,
@@ -182,7 +182,7 @@ def draw_fig17(results: list[Result], s: Setting, path: Path) -> None:
     if xs:
         ax.plot(xs + xs1, ys + ys1, ls="", marker="+", ms=7, mew=1.0, color="0.25",
                 label="the notebook's printed value")  # fmt: skip
-        ax.plot(s.rhos[0], NOTEBOOK17["gd"], ls="", marker="+", ms=7, mew=1.0, color="0.25")
+        ax.plot(s.rhos[0], NOTEBOOK_GD17, ls="", marker="+", ms=7, mew=1.0, color="0.25")
     if diverged:
         ax.plot([], [], **{**STOPPED_MARK, "label": "× diverged"})
     ax.set(xscale="log", yscale="log", xlabel="ρ (the notebook's)", ylabel="test loss",
