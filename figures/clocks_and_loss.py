@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.colors
 import numpy as np
 from matplotlib.lines import Line2D
 from scipy.interpolate import CubicSpline
@@ -189,17 +188,14 @@ def clock_checks(results: list[Result], s: Setting) -> dict:
     return out
 
 
-def _shade(algorithm: str, k: int, n: int) -> tuple[float, ...]:
-    """``algorithm``'s colour mixed with white, the more the larger ``k`` (of ``n`` alphas)."""
-    mix = 0.6 * k / max(n - 1, 1)
-    rgb = np.array(matplotlib.colors.to_rgb(style.ALGORITHM_STYLES[algorithm].color))
-    return tuple((1 - mix) * rgb + mix)
-
-
 def _configurations(s: Setting) -> list[tuple[str, float, tuple[float, ...]]]:
     """``(algorithm, alpha, colour)`` of every run, in task order."""
     n = len(s.alphas)
-    return [(alg, a, _shade(alg, k, n)) for alg in ALGORITHMS9 for k, a in enumerate(s.alphas)]
+    return [
+        (alg, a, style.shade(style.ALGORITHM_STYLES[alg].color, k, n))
+        for alg in ALGORITHMS9
+        for k, a in enumerate(s.alphas)
+    ]
 
 
 def _algorithm(alg: str, s: Setting) -> str:

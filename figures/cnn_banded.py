@@ -31,7 +31,16 @@ from analysis.networks.runs import cnn_banded  # noqa: F401 - registers the task
 from flows.sweep.registry import Result, Task
 
 from . import style
-from .common import STOPPED_MARK, Figure, Setting, figure_command, plt, save, stopped_early
+from .common import (
+    STOPPED_MARK,
+    Figure,
+    Setting,
+    figure_command,
+    plt,
+    save,
+    stopped_early,
+    stopped_handle,
+)
 
 BANDS = ((1, 2), (3, 4), (5, 6), (7, 8))
 DATA = {"n": 8, "length": 20, "data_seed": 0}
@@ -238,7 +247,7 @@ def draw_lead(results: list[Result], s: Setting, path: Path) -> None:
     handles.append(plt.Line2D([], [], marker="s", mfc="white", color="0.3", ls="",
                               label="open markers: further seeds"))  # fmt: skip
     if stopped:
-        handles.append(plt.Line2D([], [], label="run stopped short of its horizon", **STOPPED_MARK))
+        handles.append(stopped_handle("run stopped short of its horizon"))
     fig.legend(handles=handles, loc="outside lower center", ncol=4)
     save(fig, path)
 

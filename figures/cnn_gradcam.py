@@ -30,7 +30,16 @@ from flows.datasets import digits
 from flows.sweep.registry import Result, Task
 
 from . import style
-from .common import STOPPED_MARK, Figure, Setting, figure_command, plt, save, stopped_early
+from .common import (
+    STOPPED_MARK,
+    Figure,
+    Setting,
+    figure_command,
+    plt,
+    save,
+    stopped_early,
+    stopped_handle,
+)
 from .digits import pair_of
 
 ALGORITHMS = ("gd", "l2-sam")
@@ -197,7 +206,7 @@ def draw_background(results: list[Result], s: Setting, path: Path) -> None:
     handles.append(plt.Rectangle((0, 0), 1, 1, color="0.8",
                                  label=f"range over seeds {', '.join(map(str, s.seeds))}"))  # fmt: skip
     if stopped:
-        handles.append(plt.Line2D([], [], label="run stopped short of its horizon", **STOPPED_MARK))
+        handles.append(stopped_handle("run stopped short of its horizon"))
     fig.legend(handles=handles, loc="outside lower center", ncol=2)
     save(fig, path)
 
@@ -265,7 +274,7 @@ def draw_alpha(results: list[Result], s: Setting, path: Path) -> None:
                    label=f"a seed never reaches loss {s.loss_level:g}"),
     ]  # fmt: skip
     if stopped:
-        handles.append(plt.Line2D([], [], label="run stopped short of its horizon", **STOPPED_MARK))
+        handles.append(stopped_handle("run stopped short of its horizon"))
     fig.legend(handles=handles, loc="outside lower center", ncol=3)
     save(fig, path)
 

@@ -20,6 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from analysis.amplification import shares  # noqa: E402
 from flows.sweep.registry import Result, Task  # noqa: E402
@@ -74,11 +75,14 @@ class Setting(Mapping[str, Value]):
 
 
 def show(value: Value) -> str:
-    """A parameter value as text: numbers by ``%g``, a tuple as ``(a, b, c)``."""
+    """A parameter value as text: numbers by ``%g``, an algorithm by its name (``ℓ2-SAM``), a
+    tuple as ``(a, b, c)``."""
     if isinstance(value, (tuple, list)):
         return "(" + ", ".join(show(v) for v in value) + ")"
     if isinstance(value, float):
         return f"{value:g}"
+    if isinstance(value, str) and value in style.ALGORITHM_STYLES:
+        return style.plain_label(value)
     return str(value)
 
 
@@ -201,7 +205,12 @@ def stopped_early(result: Result, what: str, setting: Setting) -> bool:
 
 
 #: How the last point of a run that ended early is marked.
-STOPPED_MARK = {"marker": "x", "ms": 6.0, "mew": 1.2, "ls": "", "color": "0.2"}
+STOPPED_MARK: dict[str, Any] = {"marker": "x", "ms": 6.0, "mew": 1.2, "ls": "", "color": "0.2"}
+
+
+def stopped_handle(label: str = "run ended early") -> Line2D:
+    """The legend entry of :data:`STOPPED_MARK`."""
+    return Line2D([], [], label=label, **STOPPED_MARK)
 
 
 coordinate_colors = style.coordinate_colors

@@ -158,11 +158,6 @@ def name(algorithm: str, s: Setting) -> str:
     return style.label(algorithm) + (f", {radius}" if radius else "")
 
 
-def plain(algorithm: str) -> str:
-    """The algorithm's name in plain text (for messages): ``l2-SAM``."""
-    return style.label(algorithm).replace("$\\ell_2$", "l2").replace("$\\ell_\\infty$", "linf")
-
-
 def pair_title(pair: str) -> str:
     """``digits 3v8`` (the first digit is the class y = +1)."""
     return f"digits {pair}"

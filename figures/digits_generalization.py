@@ -25,7 +25,16 @@ from analysis.saliency import accuracy, angles_to, normalized_margins, scaled_be
 from flows.sweep.registry import Result
 
 from . import style
-from .common import STOPPED_MARK, Figure, Setting, figure_command, plt, save, stopped_early
+from .common import (
+    STOPPED_MARK,
+    Figure,
+    Setting,
+    figure_command,
+    plt,
+    save,
+    stopped_early,
+    stopped_handle,
+)
 from .digits import (
     PARAMS,
     QUICK,
@@ -37,7 +46,6 @@ from .digits import (
     name,
     pair_data,
     pair_title,
-    plain,
     study_tasks,
 )
 
@@ -101,13 +109,13 @@ def legend(fig, s: Setting, stopped: bool, extra: tuple = ()) -> None:
     """The algorithms (and ``extra`` handles), and the cross if a run stopped early, below."""
     handles = algorithm_handles(s) + list(extra)
     if stopped:
-        handles.append(plt.Line2D([], [], label="run stopped short of its horizon", **STOPPED_MARK))
+        handles.append(stopped_handle("run stopped short of its horizon"))
     fig.legend(handles=handles, loc="outside lower center", ncol=3)
 
 
 def what(alg: str, depth: int, pair: str) -> str:
     """A run's name in warnings."""
-    return f"{plain(alg)} at L = {depth}, digits {pair}"
+    return f"{style.plain_label(alg)} at L = {depth}, digits {pair}"
 
 
 def grid(rows: int, cols: int, height: float = 1.6, **kwargs):

@@ -23,7 +23,16 @@ from analysis.saliency import leader_changes, share_strength_correlation, strong
 from flows.sweep.registry import Result
 
 from . import style
-from .common import STOPPED_MARK, Figure, Setting, figure_command, plt, save, stopped_early
+from .common import (
+    STOPPED_MARK,
+    Figure,
+    Setting,
+    figure_command,
+    plt,
+    save,
+    stopped_early,
+    stopped_handle,
+)
 from .digits import (
     PARAMS,
     QUICK,
@@ -35,7 +44,6 @@ from .digits import (
     name,
     pair_data,
     pair_title,
-    plain,
     study_tasks,
 )
 
@@ -77,7 +85,7 @@ def draw_correlation(pixels: str, results: list[Result], s: Setting, path: Path)
         ax, data = axes[row, col], pair_data(pair)
         mask = PIXELS[pixels][0](data)
         for alg in s.algorithms:
-            what = f"{plain(alg)} at L = {depth}, digits {pair}"
+            what = f"{style.plain_label(alg)} at L = {depth}, digits {pair}"
             res = runs_[(pair, depth, alg)]
             stopped |= draw_run(ax, alg, res, data, mask, s, what)
             lowest = min(lowest, float(np.nanmin(share_strength_correlation(
@@ -103,7 +111,7 @@ def draw_correlation(pixels: str, results: list[Result], s: Setting, path: Path)
         )
     ]
     if stopped:
-        handles.append(plt.Line2D([], [], label="run stopped short of its horizon", **STOPPED_MARK))
+        handles.append(stopped_handle("run stopped short of its horizon"))
     fig.legend(handles=handles, loc="outside lower center", ncol=3)
     save(fig, path)
 

@@ -28,7 +28,6 @@ from .digits import (
     image,
     name,
     pair_data,
-    plain,
     study_tasks,
 )
 
@@ -133,7 +132,7 @@ def draw_saliency(pair: str, results: list[Result], s: Setting, path: Path) -> N
     axes = np.atleast_2d(right.subplots(len(rows), n_cols, squeeze=False))
     shown = None
     for row, (depth, alg) in enumerate(rows):
-        what = f"{plain(alg)} at L = {depth}, digits {pair}"
+        what = f"{style.plain_label(alg)} at L = {depth}, digits {pair}"
         shown = draw_maps(axes[row], runs_[(pair, depth, alg)], data, s, what) or shown
         axes[row, 0].set_ylabel(
             f"{name(alg, s)}\nL = {depth}", color=style.ALGORITHM_STYLES[alg].color

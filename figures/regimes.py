@@ -236,7 +236,7 @@ def draw_phase_diagram(
         (third, rf"$N_0 = \rho(\mu_{d} + \mu_{d - 1})$: major from the start above", "--"),
     ]
     for value, label, ls in lines:
-        ax.axhline(value, color=style.VERMILLION, ls=ls, lw=1.4, label=f"{label}, {value:.4g}")
+        ax.axhline(value, color=style.BLACK, ls=ls, lw=1.4, label=f"{label}, {value:.4g}")
     lo, hi = y_edges[0], y_edges[-1]
     _draw_regime_strip(strip, (lo, boundary, third, hi))
     if _mark_stopped(ax, tau, ratios, runs, setting):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.colors
 import numpy as np
 
 from analysis.saddle_to_saddle import limit_path, saddles
@@ -195,12 +194,6 @@ def draw_fig19(results: list[Result], s: Setting, path: Path) -> None:
     save(fig, path)
 
 
-def _lighter(color: str, k: int, n: int) -> tuple[float, ...]:
-    """``color`` mixed with white, the more the larger ``k`` (of ``n``)."""
-    mix = 0.6 * k / max(n - 1, 1)
-    return tuple((1 - mix) * np.array(matplotlib.colors.to_rgb(color)) + mix)
-
-
 def draw_sam(results: list[Result], s: Setting, path: Path) -> None:
     """(a) USAM at ``usam_rho`` from every ``usam_alphas`` (lighter for smaller alpha) and (b)
     the other SAM flows from ``sam_alpha``, with GD from ``sam_alpha``, over GD's limit (grey)."""
@@ -222,7 +215,11 @@ def draw_sam(results: list[Result], s: Setting, path: Path) -> None:
     for k, ((traj, early), (_, _, alpha)) in enumerate(zip(runs[1 : 1 + n], sam[:n], strict=True)):
         x = traj.t / np.log(1 / alpha)
         ax.plot(
-            x, traj.loss, color=_lighter(str(usam["color"]), k, n), lw=1.0, label=f"α = {alpha:g}"
+            x,
+            traj.loss,
+            color=style.shade(str(usam["color"]), k, n),
+            lw=1.0,
+            label=f"α = {alpha:g}",
         )
         if early:
             _mark_end(ax, x, traj.loss)

@@ -174,7 +174,9 @@ def draw_fig17(results: list[Result], s: Setting, path: Path) -> None:
         ours = [_final_test_loss(r, split.test) for r in runs]
         ax.plot(s.rhos, ours, **{**style.algorithm_style(a, "steps"), "label": _label(a)})
         for rho, run in zip(s.rhos, runs, strict=True):
-            if stopped_early(run, f"{a} at the notebook's rho = {rho:g}", s):
+            if stopped_early(
+                run, f"{style.plain_label(a)} steps at the notebook's rho = {rho:g}", s
+            ):
                 ax.plot(rho, 0.04, transform=bottom, **STOPPED_MARK)
                 diverged = True
     xs, ys = _notebook_values(s, "usam")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import matplotlib
+import matplotlib.colors
 import numpy as np
 
 #: Figure widths in inches: one column and two columns of a paper.
@@ -101,12 +102,13 @@ DYNAMICS_LINES: dict[str, object] = {
 DYNAMICS_WORDS = {"flow": "", "steps": " steps", "minibatch": " minibatch", "sde": " SDE"}
 
 #: One colour per regime, by name, for ℓ2-SAM (fig. 5) and LE-SAM (fig. 12) alike.
+#: (Apart from viridis, which the same figures use for the coordinates.)
 REGIME_COLORS: dict[str, str] = {
     "undecided": "white",
     "collapse": "#BBBBBB",
-    "minor first": GREEN,
-    "sequential amplification": GREEN,
-    "major from the start": YELLOW,
+    "minor first": SKY,
+    "sequential amplification": SKY,
+    "major from the start": VERMILLION,
     "major, minor, major": ORANGE,
     "stall at a finite margin": PURPLE,
 }
@@ -131,6 +133,19 @@ def algorithm_style(algorithm: str, dynamics: str = "flow") -> dict[str, object]
 def label(algorithm: str) -> str:
     """The printed name of ``algorithm`` (mathtext)."""
     return ALGORITHM_STYLES[algorithm].label
+
+
+def plain_label(algorithm: str) -> str:
+    """The name of ``algorithm`` in plain text, for captions and messages: ``ℓ2-SAM``."""
+    text = label(algorithm).replace(r"\ell", "ℓ").replace(r"\infty", "∞")
+    return text.replace("$", "").replace("_", "")
+
+
+def shade(color: str, k: int, n: int) -> tuple[float, ...]:
+    """``color`` mixed with white, the more the larger ``k`` (of ``n`` values of a parameter;
+    at most 60 % white): one algorithm's colour family for several runs of it."""
+    mix = 0.6 * k / max(n - 1, 1)
+    return tuple((1 - mix) * np.array(matplotlib.colors.to_rgb(color)) + mix)
 
 
 def coordinate_colors(d: int) -> np.ndarray:

@@ -65,8 +65,8 @@ FIGURES: dict[str, Figure] = {
         sam_regression.SAM_REGRESSION_FLOWS,  # fig17: its runs at one rho over their flows
         kernel_rich.KERNEL_RICH,  # fig18: kernel -> rich in regression, the Woodworth limit
         saddles.SADDLES,  # fig19: saddle-to-saddle at vanishing initialisation
-        depth_kkt.DEPTH_KKT,  # fig20: which l_{2/L} KKT point the flows reach at depth
         saddles.SADDLES_SAM,  # fig19: SAM flows against GD's saddles
+        depth_kkt.DEPTH_KKT,  # fig20: which l_{2/L} KKT point the flows reach at depth
         digits_saliency.SALIENCY_0V1,  # digits study: pixel shares as 8x8 maps
         digits_saliency.SALIENCY_3V8,
         digits_saliency.SALIENCY_4V9,

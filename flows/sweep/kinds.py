@@ -57,7 +57,13 @@ def run_iterate(params: dict) -> Result:
     """A :func:`flows.iterate` run as arrays."""
     data, rest = dataset_from(params)
     run = iterate(data, **_schedules_from_specs(rest))
-    return {"t": run.t, "beta": run.beta, "loss": run.loss, "status": np.array(run.status)}
+    return {
+        "t": run.t,
+        "beta": run.beta,
+        "loss": run.loss,
+        "status": np.array(run.status),
+        "message": np.array(run.message),
+    }
 
 
 def _samples(params: dict) -> float:
@@ -94,4 +100,10 @@ def iterate_kernels(params: dict) -> frozenset[str]:
 
 
 register("simulate", run_simulate, simulate_cost, SIMULATE_KEYS, kernels=flow_kernels)
-register("iterate", run_iterate, iterate_cost, ("t", "beta", "loss", "status"), iterate_kernels)
+register(
+    "iterate",
+    run_iterate,
+    iterate_cost,
+    ("t", "beta", "loss", "status", "message"),
+    iterate_kernels,
+)
