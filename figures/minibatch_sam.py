@@ -14,7 +14,6 @@ The task kinds :func:`run_minibatch` (seeds of :func:`flows.iterate`) and :func:
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -182,7 +181,6 @@ def draw(results: list[Result], s: Setting, path: Path) -> None:
     fig, axes = plt.subplots(2, len(ratios), figsize=(style.DOUBLE, 4.4), sharex=True,
                              squeeze=False, constrained_layout=True)  # fmt: skip
     after = 10 * s["eta"]
-    agreement = []
     for col, ratio in enumerate(ratios):
         flow, steps, mini, sde = results[4 * col : 4 * col + 4]
         top, bottom = axes[0, col], axes[1, col]
@@ -217,7 +215,6 @@ def draw(results: list[Result], s: Setting, path: Path) -> None:
                         for b in mini["beta"])  # fmt: skip
         same_sde = sum(leader_order(sde["t"], shares(b, start), after) == reference
                        for b in sde["beta"])  # fmt: skip
-        agreement.append((ratio, reference, same_mini, same_sde))
         top.set_title(f"{regime(beta_flow, start, d)}, {what}\n"
                       f"flow's leaders {describe(reference)}\nsame: "
                       f"minibatch {same_mini}/{len(mini['beta'])}, "
@@ -244,9 +241,6 @@ def draw(results: list[Result], s: Setting, path: Path) -> None:
     ]
     fig.legend(coordinates + dynamics, names + words, loc="outside lower center", ncols=3)
     style.panel_letters(axes, x=-0.12)
-    for ratio, reference, same_mini, same_sde in agreement:
-        print(f"{s.figure}: α/ρ = {ratio:g}: flow leaders {describe(reference)}; same order in "
-              f"{same_mini} minibatch runs, {same_sde} SDE paths", file=sys.stderr)  # fmt: skip
     save(fig, path)
 
 
