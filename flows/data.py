@@ -33,6 +33,8 @@ def _separating_lp(Z: np.ndarray, bounds: list[tuple[float | None, float | None]
     """Whether some ``beta`` within ``bounds`` has ``Z beta >= 1`` (HiGHS), on the equilibrated
     ``Z`` (:func:`_equilibrated`; the bounds are sign constraints, which positive column scalings
     keep). ``ValueError`` if HiGHS cannot decide."""
+    if Z.shape[0] == 1:
+        return _one_row_separable(Z[0], bounds)
     scaled = _equilibrated(Z)
     if scaled is None:
         return False
@@ -42,6 +44,16 @@ def _separating_lp(Z: np.ndarray, bounds: list[tuple[float | None, float | None]
     if res.status not in (0, 2):
         raise ValueError(f"X, y: the separability LP could not be decided ({res.message})")
     return res.status == 0
+
+
+def _one_row_separable(z: np.ndarray, bounds: list[tuple[float | None, float | None]]) -> bool:
+    """:func:`_separating_lp` for one example, without the LP: every ``beta_j`` may be 0 and
+    is unbounded in the direction its bound leaves free, so ``<z, beta>`` reaches 1 exactly
+    when some ``z_j > 0`` may grow upwards or some ``z_j < 0`` downwards."""
+    return any(
+        (value > 0 and high is None) or (value < 0 and low is None)
+        for value, (low, high) in zip(z.tolist(), bounds, strict=True)
+    )
 
 
 def is_separable(X: np.ndarray, y: np.ndarray) -> bool:

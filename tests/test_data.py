@@ -144,6 +144,31 @@ def test_sign_constrained_separable_example():
     assert not sign_constrained_separable(single_example([-1.0, -2.0]), [1, 1])
 
 
+def test_one_example_separability_matches_the_lp():
+    """Claim: for one example the separability checks decide without an LP
+    (:func:`flows.data._one_row_separable`), and the answer is HiGHS's on the same LP
+    (``z . beta >= 1`` under sign bounds): 300 random rows with zero entries and scales from
+    1e-200 to 1e200, under every sign constraint in {-1, 0, 1}^d."""
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(5)
+    box = {1: (0.0, None), -1: (None, 0.0), 0: (None, None)}
+    for _ in range(300):
+        d = int(rng.integers(1, 5))
+        z = rng.choice([-1.0, 0.0, 1.0], d) * 10.0 ** rng.uniform(-200, 200, d)
+        signs = rng.choice([-1, 0, 1], d)
+        unit = np.where(z == 0, 0.0, np.sign(z))  # the LP on sign(z): same feasibility
+        lp = linprog(
+            np.zeros(d), A_ub=-unit[None], b_ub=[-1.0], bounds=[box[s] for s in signs],
+            method="highs",
+        )  # fmt: skip
+        assert lp.status in (0, 2)
+        assert is_separable(z[None], np.ones(1)) == bool(np.any(z != 0))
+        if np.any(z != 0):
+            data = single_example(z)
+            assert sign_constrained_separable(data, signs) == (lp.status == 0), (z, signs)
+
+
 @pytest.mark.parametrize(
     "data, signs, param",
     [

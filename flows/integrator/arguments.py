@@ -4,6 +4,7 @@ what follows from them before any integration (the collapse radius, the sign war
 from __future__ import annotations
 
 import functools
+import numbers
 import warnings
 from collections.abc import Collection, Mapping
 
@@ -74,15 +75,33 @@ def warn_if_signs_cannot_separate(data: Dataset, alpha, depth: int, algorithm: s
     ``alpha`` with other signs is the fix."""
     if data.regression:
         return
-    signs = kept_sign_pattern(alpha, depth, data.d, algorithm=algorithm)
-    if signs is not None and not _separable_with_signs(data, tuple(signs)):
+    signs = _kept_signs(alpha, depth, data.d, algorithm)
+    if signs is not None and not _separable_with_signs(data, signs):
         warnings.warn(
-            f"the initialization keeps sign(beta) = {signs.astype(int).tolist()} (depth {depth}), "
+            f"the initialization keeps sign(beta) = {[int(s) for s in signs]} (depth {depth}), "
             "and no predictor with these signs separates the data: the loss cannot tend to 0 "
             "(alpha=flows.orthant_init(signs, depth, scale) starts beta in the orthant of signs)",
             RuntimeWarning,
             stacklevel=4,
         )
+
+
+def _kept_signs(alpha, depth: int, d: int, algorithm: str) -> tuple[float, ...] | None:
+    """:func:`flows.initialization.kept_sign_pattern` as a tuple (None: no orthant kept),
+    looked up once per value for a scalar ``alpha`` (:func:`_kept_signs_of_scalar`)."""
+    if isinstance(alpha, numbers.Real):
+        return _kept_signs_of_scalar(float(alpha), depth, d, algorithm)
+    signs = kept_sign_pattern(alpha, depth, d, algorithm=algorithm)
+    return None if signs is None else tuple(signs.tolist())
+
+
+@functools.lru_cache(maxsize=256)
+def _kept_signs_of_scalar(
+    alpha: float, depth: int, d: int, algorithm: str
+) -> tuple[float, ...] | None:
+    """:func:`_kept_signs` of a scalar ``alpha``, cached."""
+    signs = kept_sign_pattern(alpha, depth, d, algorithm=algorithm)
+    return None if signs is None else tuple(signs.tolist())
 
 
 @functools.lru_cache(maxsize=64)
