@@ -10,6 +10,7 @@ only by luck, and a masked entry is silently used with its fill value).
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Collection, Mapping
 
@@ -45,7 +46,7 @@ def real(
         v = float(value)
     except OverflowError:
         raise ValueError(f"{name} must be within the float64 range, got {value!r}") from None
-    if np.isnan(v) or (finite and not np.isfinite(v)):
+    if math.isnan(v) or (finite and not math.isfinite(v)):
         raise ValueError(
             f"{name} must be {'finite' if finite else 'a number (not NaN)'}, got {value!r}"
         )

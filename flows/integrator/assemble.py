@@ -53,7 +53,9 @@ def assemble(
                 f"{report.samples} samples of the clock factor (flows.clocks.MAX_SAMPLES), short of its "
                 "1e-9 tolerance"
             )
-    fused = FusedField(problem)
+    fused = run.field_for(run.mode)  # the products and margins do not depend on the chart
+    if not isinstance(fused, FusedField):  # the reference backend's point-by-point field
+        fused = FusedField(problem)
     beta = fused.product_of_layers(theta.sign, theta.log_abs)
     with np.errstate(over="ignore"):
         loss = np.mean(problem.loss.value(fused.loss_arguments(fused.margins(beta))), axis=-1)

@@ -173,6 +173,7 @@ def simulate(
             _freeze(run)
             break
         fired = _integrate_segment(run, method)
+        run.retime()
         if fired is None:
             continue
         if len(run.log) >= MAX_EVENTS:
@@ -207,20 +208,18 @@ def _conserved_run(
     unbalanced init whose ``u_j^2 - v_j^2`` the layers cannot resolve,
     :func:`flows.conserved.conserved_applies`); None otherwise. A zero perturbation size runs
     GD's flow (:func:`flows.algorithms.effective_algorithm`), reported under ``algorithm``."""
-    # flows.conserved imports this module (MAX_POINTS): imported here, once both are loaded
-    from ..conserved import check_conserved, conserved_applies, conserved_flow
-
     chart = options["chart"]
     if not isinstance(chart, str) or chart not in ("conserved", "auto"):
         return None
+    if chart == "auto" and not (isinstance(data, Dataset) and data.regression):
+        return None
+    # flows.conserved imports this module (MAX_POINTS): imported here, once both are loaded
+    from ..conserved import check_conserved, conserved_applies, conserved_flow
+
     hp = resolve_hyperparameters(algorithm, given)
     runs = effective_algorithm(algorithm, hp)
     own = given if runs == algorithm else {}
-    if chart == "auto" and not (
-        isinstance(data, Dataset)
-        and data.regression
-        and conserved_applies(data, runs, depth, alpha, options["reduced"], own)
-    ):
+    if chart == "auto" and not conserved_applies(data, runs, depth, alpha, options["reduced"], own):
         return None
     check_conserved(data, runs, depth, alpha, options["reduced"], own)
     resolved = dict(
