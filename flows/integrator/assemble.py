@@ -90,11 +90,11 @@ def sliding_summary(run: Run) -> dict:
     most at once) over the path."""
     total, most = 0.0, 0
     for seg in run.path.segments:
-        count = int(np.sum(seg.mode.held)) + len(seg.mode.sliding_directions)
-        if seg.mode.sliding and count:
-            _, tau = seg.sample(np.array([seg.start, seg.end]), run.problem.shape)
-            total += float(tau[1] - tau[0])
-            most = max(most, count)
+        if not seg.mode.sliding:  # else some parameter is held or some direction slides
+            continue
+        _, tau = seg.sample(np.array([seg.start, seg.end]), run.problem.shape)
+        total += float(tau[1] - tau[0])
+        most = max(most, int(np.sum(seg.mode.held)) + len(seg.mode.sliding_directions))
     return {"sliding_time": total, "sliding_surfaces": most}
 
 
