@@ -100,13 +100,15 @@ class Segment:
     ``interpolants[k]`` maps times in ``[ts[k], ts[k+1]]`` to states ``(n_state, len(s))``
     (chart coordinates, then ``tau``). A segment of the compiled loop
     (:mod:`flows.compiled.segment`) has no interpolant objects, only ``stack``: DOP853's
-    dense-output arrays of every step.
+    dense-output arrays of every step. ``clock``, where set, gives ``tau`` in place of the
+    state's last entry (a :class:`flows.integrator.retime.StepClock`).
     """
 
     mode: Mode
     ts: np.ndarray
     interpolants: list[Interpolant]
     stack: tuple | None = field(default=None, repr=False)
+    clock: Any = field(default=None, repr=False)
 
     @property
     def start(self) -> float:
@@ -177,7 +179,7 @@ class Segment:
             theta = SignedLog(
                 np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs)
             )
-        return theta, states[:, -1]
+        return theta, states[:, -1] if self.clock is None else self.clock.at(s)
 
 
 #: Floats of dense-output coefficients :func:`_dop853_values` copies once per sample at most

@@ -11,6 +11,7 @@ from ..field import Problem
 from ..results import Cause, FlowEvent
 from . import events as ev
 from .filippov import FilippovField
+from .retime import applies, retime, retimed
 from .segments import Mode, Path, Segment
 from .stiffness import STIFFNESS_CHECK_NFEV
 
@@ -42,6 +43,7 @@ class Run:
     next_stiffness_check: int = STIFFNESS_CHECK_NFEV
     stiff: bool = False
     checked_at: float = 0.0
+    clocked: int = 0  # segments whose tau retime() has seen
     progress: tuple[int, float] = (0, 0.0)  # (nfev, s) at the last check of the steps' advance
     start: Segment = field(init=False)
 
@@ -75,14 +77,35 @@ class Run:
 
     def tolerances(self, mode: Mode) -> tuple[float, np.ndarray]:
         """Solver ``rtol`` and per-component ``atol`` in ``mode``'s chart; ``tau`` (which starts
-        at exactly 0) gets an absolute tolerance of its own to keep the first step sensible."""
+        at exactly 0) gets an absolute tolerance of its own to keep the first step sensible, or
+        ``inf`` (no error control) where it is computed by quadrature
+        (:func:`flows.integrator.retime.retimed`)."""
         rtol, atol = mode.chart.tolerances(self.rtol, self.atol)
         if mode.near_zero is not None:  # on the way into a collapse: see NEAR_ZERO_ATOL
             atol = max(atol, ev.NEAR_ZERO_ATOL * self.radius)
         tau_atol = max(
             self.atol, 1e-12, self.rtol * max(1.0, self.s_end) if rtol < self.rtol else 0.0
         )
+        if retimed(self.problem, mode):
+            tau_atol = np.inf
         return rtol, np.append(np.full(self.y.size - 1, atol), tau_atol)
+
+    def retime(self) -> None:
+        """Give each segment recorded since the last call whose ``tau`` is computed by
+        quadrature its :class:`~flows.integrator.retime.StepClock`, in order, each from the
+        ``tau`` where the segment before it ends; the state's ``tau`` is the last one's end."""
+        segments, shape = self.path.segments, self.problem.shape
+        if not applies(self.problem) or self.clocked == len(segments):
+            return
+        for i in range(self.clocked, len(segments)):
+            seg = segments[i]
+            if seg.end > seg.start and retimed(self.problem, seg.mode):
+                before = segments[i - 1] if i else seg
+                start = before.sample(before.ts[-1:] if i else seg.ts[:1], shape)[1][0]
+                seg.clock = retime(self.problem, seg, float(start))
+        self.clocked = len(segments)
+        if self.s == self.path.end:
+            self.y[-1] = float(segments[-1].sample(segments[-1].ts[-1:], shape)[1][0])
 
     def used(self, loop: str) -> None:
         """Record that the segment loop ``loop`` integrated part of the path."""
