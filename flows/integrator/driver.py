@@ -19,6 +19,7 @@ coordinates of :mod:`flows.conserved`, which carry that quantity exactly.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from ..clocks import clock_for, get_clock
 from ..data import Dataset
 from ..field import Problem
 from ..fused import FusedField
-from ..initialization import initialization
+from ..initialization import Initialization, initialization
 from ..model import get_loss, loss_for, loss_weights, margins
 from ..results import Cause, Trajectory
 from ..schedules import Hyperparameter, kinks_of
@@ -244,7 +245,7 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
     options["clock"] = clock_for(options["clock"], data)
     hp = resolve_hyperparameters(algorithm, given)
     algo = get_algorithm(effective_algorithm(algorithm, hp))  # eps = 0: gd's run
-    init = initialization(alpha, depth, data.d, options["reduced"])
+    init = _initialization(alpha, depth, data.d, options["reduced"])
     options = check_options(options, MAX_POINTS, METHODS, ("auto", *BACKENDS))
     if options["chart_scale"] is None:
         options["chart_scale"] = default_chart_scale(init.groups)
@@ -292,6 +293,29 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
         kinks=kinks_of(hp.values()),
         loss_floor=None if options["loss_floor"] is None else float(options["loss_floor"]),
     )
+
+
+def _initialization(alpha, depth, d: int, reduced) -> Initialization:
+    """:func:`flows.initialization.initialization`, built once per value (its arrays
+    read-only) for a scalar ``alpha`` with an int ``depth`` and ``reduced`` None or a bool;
+    checked by it as any other input."""
+    scalar = isinstance(alpha, (float, int, np.floating, np.integer)) and not isinstance(
+        alpha, (bool, np.bool_)
+    )
+    if scalar and type(depth) is int and (reduced is None or type(reduced) is bool):
+        return _scalar_initialization(float(alpha), depth, d, reduced)
+    return initialization(alpha, depth, d, reduced)
+
+
+@functools.lru_cache(maxsize=256)
+def _scalar_initialization(
+    alpha: float, depth: int, d: int, reduced: bool | None
+) -> Initialization:
+    """:func:`_initialization` of a scalar ``alpha``, cached."""
+    init = initialization(alpha, depth, d, reduced)
+    init.groups.setflags(write=False)
+    init.multiplicity.setflags(write=False)
+    return init
 
 
 def _direction_signs(problem: Problem, groups: np.ndarray) -> np.ndarray:
