@@ -235,7 +235,8 @@ def test_a_first_step_off_the_float_path_is_shortened():
     :func:`initial_step` guesses it, puts a stage outside the float path: given that step, the
     compiled segment hands back at once; guessing it itself, it shortens the step and goes on.
     ``simulate`` stays on the compiled loop and equals the numpy backend (scipy's loop, which
-    evaluates that stage in signed-log arithmetic and rejects the step) to 1e-9 in log|beta|."""
+    evaluates that stage in signed-log arithmetic and rejects the step) to 5e-9 in log|beta|
+    (either is within 1.2e-8 of the path at rtol 1e-13)."""
     rng = np.random.default_rng(3)
     X = rng.standard_normal((2, 2048)) * 10.0
     data = Dataset(X, X[:, :5].sum(axis=1) / 10.0, task="regression")
@@ -256,7 +257,7 @@ def test_a_first_step_off_the_float_path_is_shortened():
     fast = simulate(data, "gd", 2, 0.1, **kw)
     slow = simulate(data, "gd", 2, 0.1, backend="numpy", **kw)
     assert fast.segment_loops == ("compiled DOP853",) and fast.status == slow.status == 0
-    np.testing.assert_allclose(fast.log_abs_beta, slow.log_abs_beta, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fast.log_abs_beta, slow.log_abs_beta, rtol=0, atol=5e-9)
 
 
 def test_initial_step_is_scipys_without_zeros_under_relative_control():

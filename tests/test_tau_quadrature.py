@@ -74,14 +74,16 @@ def reference_tau(per_example, times: np.ndarray) -> np.ndarray:
     breaks = [0.0, times[-1], *times]
     for i in range(values.shape[1]):
         for k in np.flatnonzero(np.sign(values[1:, i]) != np.sign(values[:-1, i])):
-            breaks.append(brentq(lambda t: per_example(t)[i], fine[k], fine[k + 1], xtol=1e-15))
+            breaks.append(
+                brentq(lambda t, i=i: per_example(t)[i], fine[k], fine[k + 1], xtol=1e-15)
+            )
     breaks = np.unique(breaks)
 
     def c(t: float) -> float:
         return float(np.mean(np.abs(per_example(t))))
 
     pieces = [quad(c, a, b, epsabs=1e-15, epsrel=1e-13, limit=200)[0]
-              for a, b in zip(breaks[:-1], breaks[1:])]  # fmt: skip
+              for a, b in zip(breaks[:-1], breaks[1:], strict=True)]  # fmt: skip
     cumulative = np.concatenate([[0.0], np.cumsum(pieces)])
     return cumulative[np.searchsorted(breaks, times)]
 

@@ -31,17 +31,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..charts import AsinhChart, LogChart
 from ..field import Problem
 from ..fused import FusedField
+from ..signedlog import SignedLog
 from .segments import Mode, Segment
 
 #: Degree of the interpolant of the residuals on a step; its Chebyshev–Lobatto nodes on
 #: [-1, 1] and the matrix taking values there to Chebyshev coefficients.
-DEGREE = 8
+DEGREE = 6
 NODES = -np.cos(np.pi * np.arange(DEGREE + 1) / DEGREE)
 _TO_CHEBYSHEV = np.linalg.inv(np.polynomial.chebyshev.chebvander(NODES, DEGREE))
-#: Bisection steps that place a root between two adjacent nodes (to below 1e-16 of a step).
-BISECTIONS = 56
+#: Newton steps that place a root between two adjacent nodes (the residual is nearly linear
+#: there; an error ``dx`` in a root changes the integral by ``~ |p'| dx^2``).
+NEWTON_STEPS = 4
+EPS = np.finfo(float).eps
 
 
 def applies(problem: Problem) -> bool:
@@ -68,9 +72,10 @@ def _clenshaw(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
     return coef[:, 0] + x * b1 - b2
 
 
-def _antiderivative(coef: np.ndarray) -> np.ndarray:
-    """Chebyshev coefficients (..., N + 1) of ``int_{-1}^x`` of the series ``coef`` (..., N)."""
-    return np.polynomial.chebyshev.chebint(coef, lbnd=-1.0, axis=-1)
+#: The linear maps from Chebyshev coefficients (DEGREE + 1) to those of the antiderivative from
+#: -1 (DEGREE + 2) and of the derivative (DEGREE).
+_INTEGRAL = np.polynomial.chebyshev.chebint(np.eye(DEGREE + 1), lbnd=-1.0, axis=0)
+_DERIVATIVE = np.polynomial.chebyshev.chebder(np.eye(DEGREE + 1), axis=0)
 
 
 @dataclass
@@ -84,8 +89,8 @@ class StepClock:
     smooth : (K, DEGREE + 2) ``sum_i sigma_i P_i`` per step, scaled by ``h / 2n``.
     owner_step, owner_coef, owner_sign : per residual with roots in a step: the step, its
         scaled ``P_i`` and ``sigma_i`` at ``x = -1``.
-    roots, root_owner, root_after : the roots (in ``x``, increasing per residual), whose
-        residual (an index of the owners), ``sigma_i`` after the root.
+    roots, root_owner, root_jumps : the roots (in ``x``, increasing per residual), whose
+        residual (an index of the owners), ``2 sigma_i(r+) P_i(r)``.
     """
 
     ts: np.ndarray
@@ -96,36 +101,120 @@ class StepClock:
     owner_sign: np.ndarray
     roots: np.ndarray
     root_owner: np.ndarray
-    root_after: np.ndarray
+    root_jumps: np.ndarray
 
     def at(self, s: np.ndarray) -> np.ndarray:
-        """``tau`` at times ``s`` in the segment."""
+        """``tau`` at times ``s`` in the segment (at a step's start, its value there exactly)."""
         s = np.asarray(s, dtype=float)
         step = np.clip(np.searchsorted(self.ts, s, side="right") - 1, 0, len(self.ts) - 2)
         h = self.ts[step + 1] - self.ts[step]
         x = np.clip(2.0 * (s - self.ts[step]) / np.where(h > 0, h, 1.0) - 1.0, -1.0, 1.0)
-        return self.tau[step] + self.partial(step, x)
+        return self.tau[step] + np.where(x > -1.0, self.partial(step, x), 0.0)
 
     def partial(self, step: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """``int`` of ``c dt`` from the start of ``step`` to ``x`` in it (arrays of one shape)."""
+        """``int`` of ``c dt`` from the start of ``step`` to ``x`` in it (arrays of one shape):
+        the rootless part, then for each (time, residual with roots in its step)
+        ``(sigma(x) - sigma_0) P(x) - 2 sum_{r < x} sigma(r+) P(r)``."""
         out = _clenshaw(self.smooth[step], x)
-        at_roots = _clenshaw(self.owner_coef[self.root_owner], self.roots)
-        for k in np.intersect1d(np.unique(step), self.owner_step):
-            rows = np.flatnonzero(step == k)
-            mine = np.flatnonzero(self.owner_step == k)
-            P = _clenshaw(
-                self.owner_coef[np.tile(mine, rows.size)], np.repeat(x[rows], mine.size)
-            ).reshape(rows.size, mine.size)
-            ours = np.flatnonzero(np.isin(self.root_owner, mine))
-            which = np.searchsorted(mine, self.root_owner[ours])  # (roots,) -> column
-            passed = self.roots[ours][None, :] < x[rows, None]  # (rows, roots)
-            member = np.zeros((len(ours), mine.size))
-            member[np.arange(len(ours)), which] = 1.0
-            count = passed.astype(float) @ member  # roots passed per residual
-            flip = np.where(count % 2 == 1, -2.0, 0.0)  # sigma(x) - sigma_0 = flip sigma_0
-            jumps = (passed * (self.root_after[ours] * at_roots[ours])) @ member
-            out[rows] += np.sum(flip * self.owner_sign[mine] * P - 2.0 * jumps, axis=1)
-        return out
+        if self.owner_step.size == 0:
+            return out
+        first = np.searchsorted(self.owner_step, step, side="left")
+        point, owner = _pairs(first, np.searchsorted(self.owner_step, step, side="right"))
+        P = _clenshaw(self.owner_coef[owner], x[point])
+        root_step = self.owner_step[self.root_owner]
+        at, root = _pairs(
+            np.searchsorted(root_step, step, side="left"),
+            np.searchsorted(root_step, step, side="right"),
+        )
+        passed = self.roots[root] < x[at]
+        offset = np.searchsorted(point, np.arange(len(x)), side="left")  # each time's first pair
+        pair = (offset[at] + self.root_owner[root] - first[at])[passed]
+        count = np.bincount(pair, minlength=len(owner))
+        jumps = np.bincount(pair, weights=self.root_jumps[root[passed]], minlength=len(owner))
+        flip = np.where(count % 2 == 1, -2.0, 0.0) * self.owner_sign[owner]
+        return out + np.bincount(point, weights=flip * P - jumps, minlength=len(x))
+
+
+def _node_states(segment: Segment) -> np.ndarray:
+    """The states ``(K DEGREE + 1, n_state)`` at every node of every step, each once (adjacent
+    steps share their end): DOP853's dense output as one product with the polynomials of its
+    Horner form at the nodes, where the step is the dense output's whole step; the segment's
+    interpolants elsewhere (a step cut short by an event, other methods)."""
+    ts, h = segment.ts, np.diff(segment.ts)
+    s = np.append((ts[:-1, None] + 0.5 * h[:, None] * (NODES[None, :-1] + 1.0)).ravel(), ts[-1])
+    stacked = segment.dop853_stack()
+    if stacked is None:
+        return segment.raw(s)
+    t_old, h_dense, F, y_old = stacked
+    out = np.empty((len(s), F.shape[-1]))
+    out[:-1] = (np.einsum("ji,kin->kjn", _HORNER[:-1], F) + y_old[:, None, :]).reshape(
+        -1, F.shape[-1]
+    )
+    out[-1] = _HORNER[-1] @ F[-1] + y_old[-1]
+    cut = np.flatnonzero(np.abs(t_old + h_dense - ts[1:]) > 4 * EPS * np.abs(ts[1:]))
+    if cut.size:
+        rows = np.concatenate([DEGREE * k + np.arange(DEGREE + 1) for k in cut])
+        out[rows] = segment.raw(s[rows])
+    return out
+
+
+#: ``Dop853DenseOutput``'s Horner form ``y = y_old + sum_i F_i prod_{j >= i'} (x or 1 - x)`` as
+#: a matrix (nodes, 7): the weight of each of its 7 coefficient vectors at each node.
+_X01 = 0.5 * (NODES + 1.0)
+_HORNER = np.stack(
+    [
+        np.prod([_X01 if j % 2 == 0 else 1.0 - _X01 for j in range(6 - i, 7)], axis=0)
+        for i in range(7)
+    ],
+    axis=1,
+)
+
+
+#: Parameters ``w`` as floats from chart coordinates, by chart (the others take the
+#: signed-log path).
+FLOAT_STATE = {
+    AsinhChart: lambda chart, z: chart.delta * np.sinh(z),
+    LogChart: lambda chart, z: chart.sign * np.exp(z),
+}
+
+
+def _loss_arguments(problem: Problem, fused: FusedField, segment: Segment) -> np.ndarray:
+    """The loss arguments ``u`` (K DEGREE + 1, n) at the perturbed point at every node: in
+    floats (``w`` from the chart, ``beta = prod_g w_g^(L_g)``, ``u = A beta - o``) for an
+    algorithm without perturbation where every value is finite, else in signed-log form."""
+    states = _node_states(segment)
+    z = states[:, :-1].reshape((len(states),) + problem.shape)
+    chart, held = segment.mode.chart, segment.mode.held
+    to_float = FLOAT_STATE.get(type(chart))
+    if to_float is not None and not problem.algorithm.perturbs:
+        with np.errstate(over="ignore", invalid="ignore"):
+            w = to_float(chart, z)
+            if np.any(held):
+                w = np.where(held, 0.0, w)
+            beta = np.ones((len(z), z.shape[-1]))
+            for group, power in enumerate(problem.multiplicity):
+                for _ in range(int(power)):
+                    beta *= w[:, group]
+            u = fused.loss_arguments(beta @ fused.features.T)
+        if np.all(np.isfinite(u)):
+            return u
+    theta = chart.state(z)
+    theta = SignedLog(np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs))
+    ts = segment.ts
+    h = np.diff(ts)
+    s = np.append((ts[:-1, None] + 0.5 * h[:, None] * (NODES[None, :-1] + 1.0)).ravel(), ts[-1])
+    point = fused.perturbed_point(
+        theta.sign, theta.log_abs, fused.pattern_signs(segment.mode.pattern), s
+    )
+    return fused.loss_arguments(fused.margins(fused.product_of_layers(point.sign, point.log_abs)))
+
+
+def _pairs(first: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every ``(i, j)`` with ``first[i] <= j < stop[i]``, as two index arrays."""
+    counts = stop - first
+    i = np.repeat(np.arange(len(first)), counts)
+    starts = np.cumsum(counts) - counts
+    return i, np.arange(int(counts.sum())) - starts[i] + first[i]
 
 
 def retime(problem: Problem, segment: Segment, tau0: float) -> StepClock:
@@ -134,34 +223,31 @@ def retime(problem: Problem, segment: Segment, tau0: float) -> StepClock:
     ts = segment.ts
     h = np.diff(ts)
     K = len(h)
-    # every node once: adjacent steps share their end
-    s = np.append((ts[:-1, None] + 0.5 * h[:, None] * (NODES[None, :-1] + 1.0)).ravel(), ts[-1])
-    theta, _ = segment.sample(s, problem.shape)
-    point = fused.perturbed_point(
-        theta.sign, theta.log_abs, fused.pattern_signs(segment.mode.pattern), s
-    )
-    u = fused.loss_arguments(fused.margins(fused.product_of_layers(point.sign, point.log_abs)))
+    u = _loss_arguments(problem, fused, segment)
     u = u[DEGREE * np.arange(K)[:, None] + np.arange(DEGREE + 1)]  # (steps, nodes, n)
     n = u.shape[-1]
     coef = np.einsum("ij,kjn->kin", _TO_CHEBYSHEV, u)  # (steps, DEGREE + 1, n)
     sign = np.where(u >= 0.0, 1.0, -1.0)
     scale = (0.5 * h / n)[:, None]
-    smooth = scale * _antiderivative(np.einsum("kn,kin->ki", sign[:, 0], coef))
+    smooth = scale * (np.einsum("kn,kin->ki", sign[:, 0], coef) @ _INTEGRAL.T)
     changes = sign[:, 1:] != sign[:, :-1]  # (steps, gaps, n)
     step_k, gap, example = np.nonzero(changes)
     order = np.lexsort((gap, example, step_k))
     step_k, gap, example = step_k[order], gap[order], example[order]
     pairs, owner = np.unique(np.stack([step_k, example]), axis=1, return_inverse=True)
+    owner_coef = scale[pairs[0]] * (coef[pairs[0], :, pairs[1]] @ _INTEGRAL.T)
+    roots = _roots(coef[step_k, :, example], NODES[gap], NODES[gap + 1])
+    owner = owner.ravel()
     clock = StepClock(
         ts=ts,
         tau=np.full(K + 1, float(tau0)),
         smooth=smooth,
         owner_step=pairs[0],
-        owner_coef=scale[pairs[0]] * _antiderivative(coef[pairs[0], :, pairs[1]]),
+        owner_coef=owner_coef,
         owner_sign=sign[pairs[0], 0, pairs[1]],
-        roots=_roots(coef[step_k, :, example], NODES[gap], NODES[gap + 1]),
-        root_owner=owner.ravel(),
-        root_after=sign[step_k, gap + 1, example],
+        roots=roots,
+        root_owner=owner,
+        root_jumps=2.0 * sign[step_k, gap + 1, example] * _clenshaw(owner_coef[owner], roots),
     )
     whole = clock.partial(np.arange(K), np.ones(K))
     clock.tau[1:] += np.cumsum(whole)
@@ -170,12 +256,14 @@ def retime(problem: Problem, segment: Segment, tau0: float) -> StepClock:
 
 def _roots(coef: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The root of each series (rows of ``coef``) between ``a`` and ``b``, where it changes
-    sign, by bisection."""
-    fa = _clenshaw(coef, a)
-    for _ in range(BISECTIONS):
-        mid = 0.5 * (a + b)
-        fm = _clenshaw(coef, mid)
-        left = np.sign(fm) == np.sign(fa)
-        a, fa = np.where(left, mid, a), np.where(left, fm, fa)
-        b = np.where(left, b, mid)
-    return 0.5 * (a + b)
+    sign: :data:`NEWTON_STEPS` Newton steps from the secant's root, kept in ``[a, b]``."""
+    fa, fb = _clenshaw(coef, a), _clenshaw(coef, b)
+    x = a + (b - a) * fa / (fa - fb)
+    slope = coef @ _DERIVATIVE.T
+    for _ in range(NEWTON_STEPS):
+        derivative = _clenshaw(slope, x)
+        step = np.divide(
+            _clenshaw(coef, x), derivative, out=np.zeros_like(x), where=derivative != 0
+        )
+        x = np.clip(x - step, a, b)
+    return x

@@ -182,38 +182,38 @@ class Segment:
         return theta, states[:, -1] if self.clock is None else self.clock.at(s)
 
 
-#: Floats of dense-output coefficients :func:`_dop853_values` copies once per sample at most
-#: (8 MB): below this one vectorised evaluation is the cheapest (201 samples of a 10-entry
-#: state: 86 us against 296 us for a loop over the steps).
-COPIED_COEFFICIENTS = 2**20
+#: Floats of dense-output values below which one vectorised evaluation of every sample is the
+#: cheapest (201 samples of a 10-entry state: 86 us against 296 us for a loop over the steps).
+VECTORISED_VALUES = 2**17
 
 
 def _dop853_values(stacked: tuple, step: np.ndarray, s: np.ndarray) -> np.ndarray:
     """DOP853's dense-output polynomial (as ``Dop853DenseOutput``) at times ``s`` in steps
     ``step``, all at once: the same operations in the same order, so the same numbers. Where
-    the times outnumber their steps eightfold and a copy of the coefficients per sample would
-    exceed :data:`COPIED_COEFFICIENTS` floats, each step's samples take its coefficients as they
-    are."""
+    the times outnumber their steps eightfold and the values exceed :data:`VECTORISED_VALUES`
+    floats, each step's samples take its coefficients as they are; elsewhere each term's
+    coefficients are gathered per sample, one term at a time."""
     t_old, h, F, y_old = stacked
     x = ((s - t_old[step]) / h[step])[:, None]
-    if len(s) * F.shape[-2] * F.shape[-1] <= COPIED_COEFFICIENTS:
-        return _horner(F[step], x) + y_old[step]
+    if len(s) * F.shape[-1] <= VECTORISED_VALUES:
+        return _horner(F, step, x) + y_old[step]
     keys, which = np.unique(step, return_inverse=True)
     if 8 * len(keys) > len(s):
-        return _horner(F[step], x) + y_old[step]
+        return _horner(F, step, x) + y_old[step]
     y = np.empty((len(s), y_old.shape[1]))
     for k, key in enumerate(keys):
         rows = which == k
-        y[rows] = _horner(F[key], x[rows]) + y_old[key]
+        y[rows] = _horner(F[key], None, x[rows]) + y_old[key]
     return y
 
 
-def _horner(coefficients: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``Dop853DenseOutput``'s polynomial at ``x`` (m, 1) from the coefficients (m, 7, n) of
-    each sample's step, or (7, n) of one step for all."""
+def _horner(coefficients: np.ndarray, step: np.ndarray | None, x: np.ndarray) -> np.ndarray:
+    """``Dop853DenseOutput``'s polynomial at ``x`` (m, 1): sample ``i`` with the coefficients
+    ``coefficients[step[i]]`` of its step (K, 7, n), or with ``step`` None those of one step
+    (7, n) for all."""
     y = np.zeros((len(x), coefficients.shape[-1]))
     for i in range(coefficients.shape[-2]):
-        y += coefficients[..., -1 - i, :]
+        y += coefficients[-1 - i] if step is None else coefficients[step, -1 - i]
         y *= x if i % 2 == 0 else 1 - x
     return y
 
