@@ -64,8 +64,8 @@ def assemble(
         t=grid,
         tau=tau,
         log_t_original=log_t,
-        log_abs_theta=np.repeat(theta.log_abs, mult, axis=1),
-        sign_theta=np.repeat(theta.sign, mult, axis=1),
+        log_abs_theta=layers(theta.log_abs, mult),
+        sign_theta=layers(theta.sign, mult),
         log_abs_beta=beta.log_abs,
         sign_beta=beta.sign,
         loss=loss,
@@ -83,6 +83,15 @@ def assemble(
         reduced=len(mult) == 1 and int(mult[0]) > 1,
         **sliding_summary(run),
     )
+
+
+def layers(groups: np.ndarray, multiplicity: np.ndarray) -> np.ndarray:
+    """The layers ``(T, L, d)`` from the parameter groups ``(T, G, d)``, group ``g`` standing for
+    ``multiplicity[g]`` equal layers: one group of all ``L`` as a read-only view of it
+    (``T d`` floats, not ``T L d``), groups of one layer each as they are."""
+    if len(multiplicity) == 1:
+        return np.broadcast_to(groups, (groups.shape[0], int(multiplicity[0]), groups.shape[2]))
+    return groups if np.all(multiplicity == 1) else np.repeat(groups, multiplicity, axis=1)
 
 
 def sliding_summary(run: Run) -> dict:
