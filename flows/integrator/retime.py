@@ -14,13 +14,15 @@ degree :data:`DEGREE` of ``u_i`` at the Chebyshev–Lobatto nodes of the step (t
 smooth along the path; one matrix product for every node of a segment). With ``P_i`` the
 antiderivative of ``p_i`` from ``-1``, ``sigma_i`` the sign of ``u_i`` at ``x = -1`` and
 ``r`` the roots of ``p_i`` (one between each pair of adjacent nodes where ``u_i`` changes sign,
-located by bisection),
+located by Newton's method from the secant's root),
 
     ``int_{-1}^{x} |p_i| = sigma_i(x) P_i(x) - 2 sum_{r < x} sigma_i(r+) P_i(r)``,
 
 which is ``sigma_i P_i(x)`` for a residual without roots: the sum over those is one polynomial
-per step. A residual that changes sign twice between two adjacent nodes (a lobe narrower than
-``h / DEGREE``) is counted as one sign. Runs of other losses (``c`` smooth wherever the field
+per step. A residual that changes sign twice between two adjacent nodes keeps the sign of the
+nodes there (its lobe, narrower than ``h / DEGREE``, is not split off). The residuals come from
+``w``, ``beta`` and ``A beta - o`` in floats where all are finite and the algorithm does not
+perturb, from the signed-log field elsewhere. Runs of other losses (``c`` smooth wherever the field
 is), sliding modes (whose clock factor is the Filippov combination's) and per-example
 algorithms keep ``tau`` in the solver's state and error control.
 """
@@ -135,13 +137,20 @@ class StepClock:
         return out + np.bincount(point, weights=flip * P - jumps, minlength=len(x))
 
 
+def _node_times(ts: np.ndarray) -> np.ndarray:
+    """Every node of every step between the boundaries ``ts``, each once (adjacent steps share
+    their end): ``K DEGREE + 1`` times."""
+    h = np.diff(ts)
+    return np.append((ts[:-1, None] + 0.5 * h[:, None] * (NODES[None, :-1] + 1.0)).ravel(), ts[-1])
+
+
 def _node_states(segment: Segment) -> np.ndarray:
     """The states ``(K DEGREE + 1, n_state)`` at every node of every step, each once (adjacent
     steps share their end): DOP853's dense output as one product with the polynomials of its
     Horner form at the nodes, where the step is the dense output's whole step; the segment's
     interpolants elsewhere (a step cut short by an event, other methods)."""
-    ts, h = segment.ts, np.diff(segment.ts)
-    s = np.append((ts[:-1, None] + 0.5 * h[:, None] * (NODES[None, :-1] + 1.0)).ravel(), ts[-1])
+    ts = segment.ts
+    s = _node_times(ts)
     stacked = segment.dop853_stack()
     if stacked is None:
         return segment.raw(s)
@@ -191,7 +200,7 @@ def _loss_arguments(problem: Problem, fused: FusedField, segment: Segment) -> np
             w = to_float(chart, z)
             if np.any(held):
                 w = np.where(held, 0.0, w)
-            beta = np.ones((len(z), z.shape[-1]))
+            beta = np.ones((len(z), problem.shape[1]))
             for group, power in enumerate(problem.multiplicity):
                 for _ in range(int(power)):
                     beta *= w[:, group]
@@ -200,9 +209,7 @@ def _loss_arguments(problem: Problem, fused: FusedField, segment: Segment) -> np
             return u
     theta = chart.state(z)
     theta = SignedLog(np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs))
-    ts = segment.ts
-    h = np.diff(ts)
-    s = np.append((ts[:-1, None] + 0.5 * h[:, None] * (NODES[None, :-1] + 1.0)).ravel(), ts[-1])
+    s = _node_times(segment.ts)
     point = fused.perturbed_point(
         theta.sign, theta.log_abs, fused.pattern_signs(segment.mode.pattern), s
     )
