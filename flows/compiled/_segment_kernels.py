@@ -463,6 +463,39 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
     return REACHED_END, steps, ts, F, y_olds, y, nfev, h_abs
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _dense_into(s, t_old, h, F, y_old, y):
+    """The state at time ``s`` into ``y``: ``Dop853DenseOutput``'s polynomial of the step that
+    covers ``s`` (the later one at a shared boundary, the first or last step outside them, as
+    :meth:`flows.integrator.segments.Segment.step_of`), in the operations and order of
+    :func:`flows.integrator.segments._horner` (the same numbers)."""
+    k, last = 0, t_old.size - 1  # the last step starting at or before s (or the first)
+    while k < last:
+        middle = (k + last + 1) // 2
+        if t_old[middle] <= s:
+            k = middle
+        else:
+            last = middle - 1
+    x = (s - t_old[k]) / h[k]
+    y[:] = 0.0
+    for i in range(POWER):
+        for c in range(y.size):
+            y[c] += F[k, POWER - 1 - i, c]
+            y[c] *= x if i % 2 == 0 else 1 - x
+    for c in range(y.size):
+        y[c] += y_old[k, c]
+
+
+@njit(cache=True, error_model="numpy")
+def dense_values(s, t_old, h, F, y_old):
+    """The states ``(len(s), n)`` at times ``s`` of the steps ``(t_old, h, F, y_old)``
+    (:func:`_dense_into` each)."""
+    out = np.empty((s.size, y_old.shape[1]))
+    for q in range(s.size):
+        _dense_into(s[q], t_old, h, F, y_old, out[q])
+    return out
+
+
 @njit(cache=True, error_model="numpy")
 def exponents(s, t_old, h, F, y_old, problem):
     """``K = -log c`` at the perturbed point of the dense output at times ``s`` (each in the
@@ -485,21 +518,7 @@ def exponents(s, t_old, h, F, y_old, problem):
     z = y[:-1].reshape(shape)  # a view: the chart coordinates of the state y
     work = kernels.workspace(shape, features.shape[0])
     for q in range(s.size):
-        k, last = 0, t_old.size - 1  # the last step starting at or before s[q] (or the first)
-        while k < last:
-            middle = (k + last + 1) // 2
-            if t_old[middle] <= s[q]:
-                k = middle
-            else:
-                last = middle - 1
-        x = (s[q] - t_old[k]) / h[k]
-        y[:] = 0.0
-        for i in range(POWER):
-            for c in range(n):
-                y[c] += F[k, POWER - 1 - i, c]
-                y[c] *= x if i % 2 == 0 else 1 - x
-        for c in range(n):
-            y[c] += y_old[k, c]
+        _dense_into(s[q], t_old, h, F, y_old, y)
         if problem[15]:  # per-example
             ok, log_c = per_example_into(z, problem, work)
             out[q] = -log_c if ok else np.nan

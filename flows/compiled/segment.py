@@ -203,7 +203,9 @@ def advance(
             if 2 * steps < capacity:  # a copy, not a mostly empty buffer of up to STACK_BYTES
                 F, y_old = F.copy(), y_old.copy()
             stack = (t_old, ts[1 : steps + 1] - t_old, F, y_old)
-            segments.append(Segment(mode.copy(), ts[: steps + 1].copy(), [], stack))
+            segments.append(
+                Segment(mode.copy(), ts[: steps + 1].copy(), [], stack, dense=loop.dense_values)
+            )
             s, y = float(ts[steps]), y_end.copy()
         if status == loop.BUDGET_SPENT and steps == capacity and nfev <= budget:
             continue

@@ -100,8 +100,10 @@ class Segment:
     ``interpolants[k]`` maps times in ``[ts[k], ts[k+1]]`` to states ``(n_state, len(s))``
     (chart coordinates, then ``tau``). A segment of the compiled loop
     (:mod:`flows.compiled.segment`) has no interpolant objects, only ``stack``: DOP853's
-    dense-output arrays of every step. ``clock``, where set, gives ``tau`` in place of the
-    state's last entry (a :class:`flows.integrator.retime.StepClock`).
+    dense-output arrays of every step, and ``dense``: their compiled evaluation
+    ``dense(s, *stack) -> (len(s), n_state)`` (the numbers of :func:`_dop853_values`).
+    ``clock``, where set, gives ``tau`` in place of the state's last entry (a
+    :class:`flows.integrator.retime.StepClock`).
     """
 
     mode: Mode
@@ -109,6 +111,7 @@ class Segment:
     interpolants: list[Interpolant]
     stack: tuple | None = field(default=None, repr=False)
     clock: Any = field(default=None, repr=False)
+    dense: Callable[..., np.ndarray] | None = field(default=None, repr=False)
 
     @property
     def start(self) -> float:
@@ -140,6 +143,8 @@ class Segment:
 
     def raw(self, s: np.ndarray) -> np.ndarray:
         """States ``(len(s), n_state)`` at times ``s`` within the segment."""
+        if self.dense is not None:
+            return self.dense(np.ascontiguousarray(s, dtype=float), *self.stack)
         step = self.step_of(s)
         stacked = self.dop853_stack()
         if stacked is not None:
