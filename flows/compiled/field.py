@@ -26,6 +26,7 @@ from ..algorithms import GradientSummary
 from ..charts import LogChart
 from ..field import Problem
 from ..fused import FLOAT_RANGE, FusedField, log_magnitudes
+from ..schedules import constant_values
 from ..signedlog import SignedLog
 from . import announce_compiles, require
 
@@ -56,6 +57,9 @@ class CompiledField(FusedField):
         self.offsets_c = np.zeros(self.n) if offsets is None else np.array(offsets, dtype=float)
         self.mult_f = self.multiplicity.astype(float)
         self.no_pattern = np.zeros(problem.shape)
+        #: The algorithm's hyper-parameters in its declared order (None if one follows a
+        #: schedule): what the compiled segment loop takes.
+        self.hp_values = constant_values(problem.hyperparameters, problem.algorithm.names)
 
     @property
     def abs_features(self) -> np.ndarray:

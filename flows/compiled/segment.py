@@ -25,7 +25,6 @@ from ..integrator import events as ev
 from ..integrator.segments import Mode, Segment
 from ..integrator.surface_events import DirectionCrossing
 from ..integrator.watched import segment_events
-from ..schedules import constant_values
 from .discrete import PER_EXAMPLE_IDS
 from .field import CompiledField
 
@@ -57,33 +56,27 @@ class Advance(NamedTuple):
 
 def applies(field, mode: Mode, method: str) -> bool:
     """Whether the compiled loop can integrate this segment (see the module docstring)."""
-    problem = field.problem
+    if not isinstance(field, CompiledField) or method != "DOP853" or field.hp_values is None:
+        return False
+    algorithm = field.problem.algorithm
     return (
-        isinstance(field, CompiledField)
-        and method == "DOP853"
-        and problem.algorithm.compiled_id is not None
-        and not problem.algorithm.residual_switch
-        and (not problem.algorithm.per_example or problem.algorithm.compiled_id in PER_EXAMPLE_IDS)
-        and _constant_values(problem) is not None
+        algorithm.compiled_id is not None
+        and not algorithm.residual_switch
+        and (not algorithm.per_example or algorithm.compiled_id in PER_EXAMPLE_IDS)
         and mode.near_zero is None
-        and not mode.frozen
-        and not mode.sliding
-        and not bool(np.any(mode.held))
-        and (mode.sign_pattern is None or bool(np.all(mode.sign_pattern != 0)))
+        and not mode.collapsed
+        and not mode.stationary
+        and not mode.sliding_directions
+        and not mode.held.any()  # with the two above: neither frozen nor sliding
+        and (mode.sign_pattern is None or bool(mode.sign_pattern.all()))
     )
-
-
-def _constant_values(problem) -> np.ndarray | None:
-    """The algorithm's hyper-parameters in its declared order, or None if one follows a
-    schedule."""
-    return constant_values(problem.hyperparameters, problem.algorithm.names)
 
 
 def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
     """The arguments of the compiled field and of the events it watches (the ``|z_ij|`` last:
     the stationary event's)."""
     problem = field.problem
-    values = _constant_values(problem)
+    values = field.hp_values
     return (
         problem.shape,
         field.log_chart,

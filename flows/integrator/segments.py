@@ -180,7 +180,7 @@ class Segment:
         z = states[:, :-1].reshape((len(s),) + shape)
         theta = self.mode.chart.state(z)
         held = self.mode.held
-        if np.any(held):
+        if held.any():
             theta = SignedLog(
                 np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs)
             )
@@ -249,6 +249,10 @@ class Path:
         passes it to take one-sided values at event times.
         """
         s = np.asarray(s, dtype=float)
+        if which is None and len(self.segments) == 1:  # every time on the one segment
+            theta, tau = self.segments[0].sample(s, self.shape)
+            sign, log_abs = np.ascontiguousarray(theta.sign), np.ascontiguousarray(theta.log_abs)
+            return SignedLog(sign, log_abs), np.ascontiguousarray(tau), np.zeros(len(s), np.intp)
         which = self.segment_of(s) if which is None else np.asarray(which)
         sign = np.empty((len(s),) + self.shape)
         log_abs = np.empty_like(sign)

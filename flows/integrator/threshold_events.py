@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..charts import AsinhChart
+from ..charts import AsinhChart, LogChart
 from ..results import Cause, FlowEvent
 from ..signedlog import log_norm2
 from .events import (
@@ -43,7 +43,14 @@ class _Smallness(SegmentEvent):
     direction = -1.0
 
     def __call__(self, s: float, y: np.ndarray) -> float:
-        return float(np.max(self.theta(y).log_abs) - _log_size(self.radius, self.fraction))
+        return float(self.log_largest(y) - _log_size(self.radius, self.fraction))
+
+    def log_largest(self, y: np.ndarray) -> float:
+        """``log max|w|`` at the chart state ``y``: in the log chart the largest coordinate
+        (``z = log|w|``), in the others from the parameters."""
+        if isinstance(self.problem.chart, LogChart):
+            return float(y[:-1].max())
+        return float(np.max(self.theta(y).log_abs))
 
     def already(self, y: np.ndarray) -> bool:
         """Below the threshold from the start (e.g. ``alpha = 1e-300``)."""
