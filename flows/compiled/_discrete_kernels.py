@@ -107,7 +107,7 @@ def perturbed_gradient_into(w, u, scratch, problem, work, point, out):
         return False
     suffix = work[10]
     products_into(w, work[0], work[1], suffix)
-    log_c = direction_into(u, features, loss_id, work)
+    log_c = kernels.weights_into(u, features, loss_id, work[2], work[2], work[3])
     if algorithm_id != 0:
         if not perturbed_point_into(w, algorithm_id, hp, log_c, work, point):
             return False
@@ -115,7 +115,7 @@ def perturbed_gradient_into(w, u, scratch, problem, work, point, out):
             return False
         products_into(point, work[0], work[1], suffix)
         loss_arguments_into(features, offsets, work[0], scratch)
-        log_c = direction_into(scratch, features, loss_id, work)
+        log_c = kernels.weights_into(scratch, features, loss_id, work[2], work[2], work[3])
     scale = np.exp(log_c)
     g, loo = work[3], work[1]
     for layer in range(depth):
@@ -142,63 +142,6 @@ def products_into(w, beta, loo, suffix):
         for j in range(d):
             suffix[j] = suffix[j] * w[layer + 1, j]
             loo[layer, j] = loo[layer, j] * suffix[j]
-
-
-#: Where the largest ``|l'(u_i)|`` lies in ``(DIRECT_LOW, DIRECT_HIGH)``, :func:`direction_into`
-#: weighs the examples by ``|l'(u_i)|`` itself: their sum is a float, and an example whose
-#: ``|l'(u_i)|`` underflows weighs less than ``e^-100`` of the largest.
-DIRECT_LOW, DIRECT_HIGH = np.exp(-600.0), np.exp(600.0)
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def direction_into(u, features, loss_id, work):
-    """``G = sum_i p_i z_i`` into ``work[3]`` from the loss arguments ``u``:
-    ``p_i = -l'(u_i) / sum_k |l'(u_k)|``; returns ``log c = log((1/n) sum_i |l'(u_i)|)``.
-
-    With ``|l'(u_i)|`` (:func:`abs_derivative`) where its largest lies in
-    ``(DIRECT_LOW, DIRECT_HIGH)``, else as :meth:`flows.fused.FusedField._point_evaluate`:
-    ``p = e / sum e``, ``e_i = exp(log|l'(u_i)| - top)`` times ``sign(-l'(u_i))``,
-    ``log c = top + log sum e - log n`` (``G = 0`` and ``-inf`` where every ``l'(u_i) = 0``)."""
-    weights, direction = work[2], work[3]
-    n = u.size
-    largest = 0.0
-    for i in range(n):
-        weights[i] = abs_derivative(u[i], loss_id)
-        largest = max(largest, weights[i])
-    if DIRECT_LOW < largest < DIRECT_HIGH:
-        total = 0.0
-        for i in range(n):
-            total += weights[i]
-        for i in range(n):
-            weights[i] = weights[i] * kernels.descent_sign(u[i], loss_id) / total
-        kernels.weighted_rows_into(weights, features, direction)
-        return np.log(total) - np.log(n)
-    top = -np.inf
-    for i in range(n):
-        weights[i] = kernels.log_abs_derivative(u[i], loss_id)
-        top = max(top, weights[i])
-    if top == -np.inf:
-        direction[:] = 0.0
-        return -np.inf
-    total = 0.0
-    for i in range(n):
-        weights[i] = np.exp(weights[i] - top)
-        total += weights[i]
-    for i in range(n):
-        weights[i] = weights[i] * kernels.descent_sign(u[i], loss_id) / total
-    kernels.weighted_rows_into(weights, features, direction)
-    return top + np.log(total) - np.log(n)
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def abs_derivative(u, loss_id):
-    """``|l'(u)|``: logistic ``1 / (1 + e^u)``, exponential ``e^-u``, squared ``|u|`` (the
-    exponentials of :func:`flows.compiled._field_kernels.log_abs_derivative`)."""
-    if loss_id == 0:
-        return 1.0 / (1.0 + np.exp(u))
-    if loss_id == kernels.SQUARED:
-        return abs(u)
-    return np.exp(-u)
 
 
 @njit(cache=True, error_model="numpy", inline="always")

@@ -1,0 +1,180 @@
+"""The float-range fast paths of the compiled field (:mod:`flows.compiled._field_kernels`)
+against independent log-form computations, on both sides of where they hand over.
+
+* The example weights in floats (:func:`weights_into`: ``|l'(u_i)|`` itself where the largest
+  lies in ``(DIRECT_LOW, DIRECT_HIGH)``) against a log-sum-exp of ``log|l'(u_i)|`` written here
+  with numpy and scipy: to 1e-12 wherever both apply, and across the boundary (margins around
+  600, where a logistic or exponential ``|l'|`` leaves the direct range).
+* ``sinh`` with one exponential against numpy's (libm's).
+* The branch-free chart map against the charts' own velocity in signed-log form.
+* Runs whose margins cross 600, on both backends.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from flows import Dataset, simulate
+from flows.charts import AsinhChart, LogChart
+from flows.signedlog import SignedLog
+
+kernels = pytest.importorskip("flows.compiled._field_kernels")
+
+LOSS_IDS = {"logistic": 0, "exponential": 1, "squared": 2}
+
+
+def log_form(u: np.ndarray, loss: str, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``p``, ``G = p Z`` and ``log c`` by log-sum-exp of ``log|l'(u_i)|`` (independent of the
+    package): logistic ``-log(1 + e^u)``, exponential ``-u``, squared ``log|u|``."""
+    with np.errstate(divide="ignore"):
+        log_w = {
+            "logistic": -np.logaddexp(0.0, u),
+            "exponential": -u,
+            "squared": np.log(np.abs(u)),
+        }[loss]
+    sign = -np.sign(u) if loss == "squared" else np.ones_like(u)
+    total = logsumexp(log_w)
+    p = sign * np.exp(log_w - total)
+    return p, p @ Z, total - np.log(u.size)
+
+
+def fast(u: np.ndarray, loss: str, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, bool]:
+    """:func:`kernels.weights_into` on copies: ``(p, G, log c, direct)``, ``direct`` whether the
+    largest ``|l'(u_i)|`` is in the kernel's direct range."""
+    size, p, direction = np.empty(u.size), np.empty(u.size), np.empty(Z.shape[1])
+    log_c = kernels.weights_into(u.copy(), Z, LOSS_IDS[loss], size, p, direction)
+    largest = max(kernels.abs_derivative(v, LOSS_IDS[loss]) for v in u)
+    return p, direction, log_c, bool(kernels.DIRECT_LOW < largest < kernels.DIRECT_HIGH)
+
+
+def assert_same_weights(u: np.ndarray, loss: str, Z: np.ndarray) -> bool:
+    """The kernel's weights equal :func:`log_form`'s: ``p`` to 1e-12 relative, ``G`` to 1e-12 of
+    its terms' scale ``max|z_ij|``, ``log c`` to 1e-12 absolute (``c`` relative); returns
+    whether the kernel took its direct form."""
+    p, direction, log_c, direct = fast(u, loss, Z)
+    want_p, want_direction, want_log_c = log_form(u, loss, Z)
+    np.testing.assert_allclose(p, want_p, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(direction, want_direction, rtol=0, atol=1e-12 * np.abs(Z).max())
+    assert log_c == pytest.approx(want_log_c, rel=1e-14, abs=1e-12)
+    return direct
+
+
+@pytest.mark.parametrize("loss", sorted(LOSS_IDS))
+def test_direct_weights_equal_the_log_form(loss):
+    """Where the largest ``|l'(u_i)|`` is in the direct range, the weights in floats equal the
+    log-sum-exp ones to 1e-12, at loss arguments of sizes 1e-3 to 1e2 (50 examples)."""
+    rng = np.random.default_rng(5)
+    Z = rng.standard_normal((50, 7))
+    for scale in (1e-3, 1.0, 30.0, 100.0):
+        u = scale * rng.standard_normal(50)
+        assert assert_same_weights(u, loss, Z)
+
+
+@pytest.mark.parametrize(
+    ("loss", "shifts"),
+    [
+        ("logistic", (590.0, 599.0, 601.0, 700.0, 800.0)),  # |l'| = e^-u past e^-600
+        ("exponential", (-800.0, -710.0, -601.0, -599.0, 599.0, 601.0, 800.0)),  # both ends
+    ],
+)
+def test_weights_across_the_direct_range(loss, shifts):
+    """Loss arguments shifted past the ends of the direct range (the smallest margin at 600
+    for both losses, -600 and -709.8, where ``e^-u`` overflows, for the exponential loss): the
+    kernel changes form and stays within 1e-12 of the log form on both sides."""
+    rng = np.random.default_rng(6)
+    Z = rng.standard_normal((40, 5))
+    spread = np.abs(rng.standard_normal(40)) * 20.0
+    spread -= spread.min()
+    forms = set()
+    for shift in shifts:
+        forms.add(assert_same_weights(shift + spread, loss, Z))
+    assert forms == {True, False}
+
+
+def test_exact_interpolator_weights():
+    """Every residual 0: the log form's ``p = 0``, ``G = 0``, ``log c = -inf``."""
+    Z = np.ones((4, 3))
+    p, direction, log_c, direct = fast(np.zeros(4), "squared", Z)
+    assert not direct and log_c == -np.inf
+    assert not p.any() and not direction.any()
+
+
+def test_abs_derivative_is_the_exponential_of_the_log_form():
+    """``|l'(u)|`` against ``exp(log|l'(u)|)`` of the kernels, u from -700 to 700."""
+    for loss, loss_id in LOSS_IDS.items():
+        for u in np.linspace(-700.0, 700.0, 1401):
+            got = kernels.abs_derivative(u, loss_id)
+            want = np.exp(kernels.log_abs_derivative(u, loss_id))
+            assert got == pytest.approx(want, rel=1e-12, abs=1e-320), (loss, u)
+
+
+def test_sinh_equals_libm():
+    """:func:`kernels.sinh` within 4e-16 of numpy's, across ``|z| = 1`` (its two forms), at
+    0, -0, subnormals and up to 709; inf from 709.8, as far outside the float range as libm's
+    1e308."""
+    z = np.concatenate(
+        [
+            np.linspace(-3.0, 3.0, 60001),
+            np.nextafter(1.0, 0.0) * np.array([1.0, -1.0]),
+            np.array([1.0, -1.0, 1e-300, -5e-324, 1e-8, 20.0, 300.0, -709.0]),
+        ]
+    )
+    got = np.array([kernels.sinh(v) for v in z])
+    np.testing.assert_allclose(got, np.sinh(z), rtol=4e-16, atol=0)
+    assert np.signbit(kernels.sinh(-0.0)) and kernels.sinh(0.0) == 0.0
+    assert kernels.sinh(710.0) == np.inf and kernels.sinh(-710.0) == -np.inf
+
+
+@pytest.mark.parametrize("log_chart", [False, True])
+@pytest.mark.parametrize("original", [False, True])
+def test_chart_map_equals_the_charts(log_chart, original):
+    """``d(z, tau)/ds`` of :func:`kernels.chart_map_into` against the chart's velocity of the
+    signed-log field ``(dtau/ds) F`` (:class:`AsinhChart`, :class:`LogChart`), held entries 0,
+    ``|w|`` from 1e-200 to 1e200 (past 1e150, where the asinh map's square would overflow)."""
+    rng = np.random.default_rng(7)
+    shape = (2, 30)
+    w = np.sign(rng.standard_normal(shape)) * np.exp(rng.uniform(-460.0, 460.0, shape))
+    velocity = rng.standard_normal(shape)
+    held = rng.random(shape) < 0.2
+    log_c, delta = -0.7, 0.3
+    out = np.empty(w.size + 1)
+    assert kernels.chart_map_into(velocity, log_c, w, held, original, log_chart, delta, out)
+    speed = np.exp(log_c) if original else 1.0
+    field = speed * velocity
+    dw = SignedLog(np.sign(field), np.log(np.abs(field)))
+    if log_chart:
+        chart = LogChart(np.sign(w))
+        want = chart.velocity(dw, np.log(np.abs(w)))
+    else:
+        chart = AsinhChart(delta)
+        want = chart.velocity(dw, chart.coordinates(SignedLog(np.sign(w), np.log(np.abs(w)))))
+    want = np.where(held, 0.0, want).ravel()
+    np.testing.assert_allclose(out[:-1], want, rtol=1e-12, atol=0)
+    assert out[-1] == speed
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential"])
+def test_run_across_margin_600(loss):
+    """A run whose smallest margin starts at 590 and passes 600 (where the compiled field
+    hands its weights to the log form) ends as on the numpy backend (the log form
+    throughout): status 0, log|beta| to 1e-9."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0.2, 1.0, (6, 3))
+    data = Dataset(X, np.ones(6))
+    alpha = np.sqrt(590.0 / X.sum(axis=1).min())
+    runs = {
+        backend: simulate(
+            data, "gd", 2, alpha, t_max=0.05, clock="rescaled", loss=loss, backend=backend
+        )
+        for backend in ("numba", "numpy")
+    }
+    for run in runs.values():
+        assert run.status == 0
+        margins = (run.sign_beta * np.exp(run.log_abs_beta)) @ data.signed_features.T
+        assert margins[0].min() == pytest.approx(590.0) and margins[-1].min() > 610.0
+    assert runs["numba"].backend == "numba"
+    np.testing.assert_allclose(
+        runs["numba"].log_abs_beta, runs["numpy"].log_abs_beta, rtol=1e-9, atol=0
+    )
