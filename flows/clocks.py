@@ -353,8 +353,7 @@ def log_exp_integrals(
     k = K(times, ref)[index]
     report.samples += times.size
     allowed = report.samples + max(MAX_SAMPLES, REFINE_FACTOR * times.size)
-    ref = ref[index[:, 0]]
-    owner = np.arange(a.size)
+    owner = None  # each piece's original piece, from the first refinement on
     for level in range(MAX_LEVELS + 1):
         if level > 0:
             nodes = lo[:, None] + _NODES[None, :] * (hi - lo)[:, None]
@@ -364,12 +363,13 @@ def log_exp_integrals(
         last = level == MAX_LEVELS or a.size > MAX_PIECES or capped
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             value, done, narrow, w_lo, w_hi = rule(lo, hi, k, tol, last, which, a, b)
-        if level == 0:  # every piece its own owner
+        if owner is None:  # every piece its own owner
             total = np.where(done, value, -np.inf)
+            owner, ref = np.arange(a.size), ref[index[:, 0]]
         else:
             np.logaddexp.at(total, owner[done], value[done])
         report.capped |= capped
-        if np.all(done):
+        if done.all():
             break
         whole = (a == lo[which]) & (b == hi[which])
         split = ~done & ~narrow & whole
@@ -415,6 +415,6 @@ def log_original_time(
         return out
     logs = log_exp_integrals(edges[:-1], edges[1:], K, tol, rule, steps, report)
     at_edges = np.logaddexp.accumulate(np.concatenate([[-np.inf], logs]))
-    at_edges[~(at_edges <= LOG_T_LIMIT) & ~np.isnan(at_edges)] = np.inf
+    at_edges[at_edges > LOG_T_LIMIT] = np.inf
     out[1:] = at_edges[np.searchsorted(edges, grid[1:])]
     return out
