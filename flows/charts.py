@@ -61,8 +61,9 @@ class LogChart:
     zero = -np.inf
 
     def state(self, z: np.ndarray) -> SignedLog:
-        """Parameters from coordinates (``z = -inf`` is ``w = 0``)."""
-        return SignedLog(np.where(np.isneginf(z), 0.0, self.sign), z)
+        """Parameters from coordinates (``z = -inf`` is ``w = 0``; one comparison, not
+        ``numpy.isneginf``'s three passes)."""
+        return SignedLog(np.where(z == -np.inf, 0.0, self.sign), z)
 
     def coordinates(self, w: SignedLog) -> np.ndarray:
         """Coordinates from parameters."""
