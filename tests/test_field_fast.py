@@ -197,3 +197,24 @@ def test_logistic_table_equals_logaddexp():
     for got, want in pairs:
         np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
     assert np.isnan(loss.value(np.array([np.nan]))).all()
+
+
+def test_abs_features_once_per_data_set():
+    """The ``|z_ij|`` of the stationary event are made once per data set and shared by the
+    runs on it (:data:`flows.compiled.field.ABS_FEATURES`), and freed with the data set."""
+    import gc
+
+    from flows.compiled import field
+
+    X = np.random.default_rng(8).standard_normal((20, 30))
+    data = Dataset(X, X[:, 0], task="regression")
+    runs = [simulate(data, "gd", 2, 0.1, t_max=1.0, backend="numba") for _ in range(2)]
+    assert runs[0].status == runs[1].status == 0
+    np.testing.assert_array_equal(field.ABS_FEATURES[data], np.abs(X))
+    kept = field.ABS_FEATURES[data]
+    simulate(data, "gd", 2, 0.1, t_max=1.0, backend="numba")
+    assert field.ABS_FEATURES[data] is kept
+    size = len(field.ABS_FEATURES)
+    del data, kept, runs
+    gc.collect()
+    assert len(field.ABS_FEATURES) == size - 1
