@@ -143,10 +143,10 @@ class Segment:
 
     def raw(self, s: np.ndarray) -> np.ndarray:
         """States ``(len(s), n_state)`` at times ``s`` within the segment."""
-        if self.dense is not None:
-            return self.dense(np.ascontiguousarray(s, dtype=float), *self.stack)
-        step = self.step_of(s)
         stacked = self.dop853_stack()
+        if self.dense is not None and stacked is not None:
+            return self.dense(np.ascontiguousarray(s, dtype=float), *stacked)
+        step = self.step_of(s)
         if stacked is not None:
             return _dop853_values(stacked, step, s)
         out = np.empty((len(s), 0))
