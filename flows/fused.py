@@ -111,7 +111,7 @@ class FusedField:
 
     def _margins(self, beta: SignedLog) -> tuple[np.ndarray, np.ndarray]:
         """Margins as floats and scaled by ``exp(-max_j log|beta_j|)`` (exact zeros kept)."""
-        top = np.max(beta.log_abs, axis=-1, keepdims=True)
+        top = beta.log_abs.max(axis=-1, keepdims=True)
         safe = np.where(np.isfinite(top), top, 0.0)
         scaled = (beta.sign * np.exp(beta.log_abs - safe)) @ self.features.T
         with np.errstate(over="ignore", invalid="ignore"):

@@ -68,12 +68,12 @@ class Mode:
     @property
     def sliding(self) -> bool:
         """Some switching surface slides (a held parameter, or a direction ``G_j = 0``)."""
-        return not self.collapsed and (bool(np.any(self.held)) or bool(self.sliding_directions))
+        return not self.collapsed and (bool(self.held.any()) or bool(self.sliding_directions))
 
     @property
     def frozen(self) -> bool:
         """Nothing moves any more: collapsed, stationary, or every entry held at 0."""
-        return self.collapsed or self.stationary or bool(np.all(self.held))
+        return self.collapsed or self.stationary or bool(self.held.all())
 
     def copy(self) -> Mode:
         """An independent copy (the arrays are mutated by event handlers)."""

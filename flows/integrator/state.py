@@ -88,7 +88,9 @@ class Run:
         )
         if retimed(self.problem, mode):
             tau_atol = np.inf
-        return rtol, np.append(np.full(self.y.size - 1, atol), tau_atol)
+        atols = np.full(self.y.size, atol, dtype=float)
+        atols[-1] = tau_atol
+        return rtol, atols
 
     def retime(self) -> None:
         """Give each segment recorded since the last call whose ``tau`` is computed by
