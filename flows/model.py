@@ -49,18 +49,20 @@ class Loss:
     descent_sign: Callable[[np.ndarray], np.ndarray] | None = None
 
 
-def _softplus(x: np.ndarray) -> np.ndarray:
-    """``log(1 + e^x) = max(x, 0) + log1p(e^-|x|)`` (no overflow; the formula of
-    ``numpy.logaddexp(0, x)`` in ufuncs that numpy vectorises: 2.4x faster)."""
-    x = np.asarray(x, dtype=float)
-    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+def _logistic(u: np.ndarray) -> np.ndarray:
+    """The logistic loss ``log(1 + e^-u) = max(-u, 0) + log1p(e^-|u|)`` (no overflow): the
+    formula of ``numpy.logaddexp(0, -u)`` in ufuncs that numpy vectorises, 2.4x faster (the
+    loss at the output times). The field's entries keep ``numpy.logaddexp``, whose last bits
+    decide ties of l_inf-SAM's sliding surfaces (``tests/test_filippov.py``)."""
+    u = np.asarray(u, dtype=float)
+    return np.maximum(-u, 0.0) + np.log1p(np.exp(-np.abs(u)))
 
 
 def _log_logistic(u: np.ndarray) -> np.ndarray:
     """``log log(1 + e^-u)``; beyond ``u = 35`` it is ``-u`` to a relative ``e^-35 / 2``."""
     u = np.asarray(u, dtype=float)
     with np.errstate(divide="ignore"):
-        return np.where(u > 35.0, -u, np.log(_softplus(-np.minimum(u, 35.0))))
+        return np.where(u > 35.0, -u, np.log(np.logaddexp(0.0, -np.minimum(u, 35.0))))
 
 
 def _log_abs(u: np.ndarray) -> np.ndarray:
@@ -81,9 +83,9 @@ def _reciprocal(u: np.ndarray) -> np.ndarray:
 #: ``sign(-l') = -sign(u)``, slope ``1 / u``, ``log l = 2 log|u| - log 2``.
 LOSSES: dict[str, Loss] = {
     "logistic": Loss(
-        lambda u: -_softplus(u),
-        lambda u: _softplus(-np.asarray(u)),
-        lambda u: -np.exp(-_softplus(-np.asarray(u))),
+        lambda u: -np.logaddexp(0.0, u),
+        _logistic,
+        lambda u: -np.exp(-np.logaddexp(0.0, -u)),
         _log_logistic,
         compiled_id=0,
     ),

@@ -180,23 +180,16 @@ def test_run_across_margin_600(loss):
     )
 
 
-def test_logistic_table_equals_logaddexp():
-    """The logistic entries of :data:`flows.model.LOSSES` (``log(1 + e^x)`` as
-    ``max(x, 0) + log1p(e^-|x|)``) against ``numpy.logaddexp(0, x)``: within 1e-15 relative
-    from -800 to 800, exact at +-0 and +-inf, NaN at NaN."""
+def test_logistic_loss_equals_logaddexp():
+    """The logistic loss of :data:`flows.model.LOSSES` (``max(-u, 0) + log1p(e^-|u|)``) against
+    ``numpy.logaddexp(0, -u)``: within 1e-15 relative from -800 to 800, exact at +-0 and +-inf,
+    NaN at NaN."""
     from flows.model import LOSSES
 
-    loss = LOSSES["logistic"]
+    value = LOSSES["logistic"].value
     u = np.concatenate([np.linspace(-800.0, 800.0, 16001), [0.0, -0.0, np.inf, -np.inf]])
-    with np.errstate(over="ignore"):
-        pairs = [
-            (loss.value(u), np.logaddexp(0.0, -u)),
-            (loss.log_abs_derivative(u), -np.logaddexp(0.0, u)),
-            (loss.log_derivative_slope(u), -np.exp(-np.logaddexp(0.0, -u))),
-        ]
-    for got, want in pairs:
-        np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
-    assert np.isnan(loss.value(np.array([np.nan]))).all()
+    np.testing.assert_allclose(value(u), np.logaddexp(0.0, -u), rtol=1e-15, atol=0)
+    assert np.isnan(value(np.array([np.nan]))).all()
 
 
 def test_abs_features_once_per_data_set():
