@@ -200,6 +200,17 @@ def forward_into(w, depth, features, offsets, loss_id, work):
     return weights_into(p, features, loss_id, work[2], p, work[3])
 
 
+@njit(cache=True, inline="always")
+def steepest(u, loss_id: int) -> float:
+    """The loss argument of largest ``|l'|``: the largest ``|u_i|`` for the squared loss, the
+    smallest ``u_i`` for the margin losses (their ``|l'|`` decreases)."""
+    best = u[0]
+    for i in range(1, u.size):
+        if (abs(u[i]) > abs(best)) if loss_id == SQUARED else (u[i] < best):
+            best = u[i]
+    return best
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def weights_into(u, features, loss_id, size, p, direction):
     """The example weights ``p_i = -l'(u_i) / sum_k |l'(u_k)|`` into ``p`` (which may be ``u``
@@ -213,12 +224,11 @@ def weights_into(u, features, loss_id, size, p, direction):
     ``G = 0`` and ``-inf`` where every ``l'(u_i) = 0``, an exact interpolator of the squared
     loss)."""
     n = u.size
-    largest = 0.0
-    for i in range(n):
-        size[i] = abs_derivative(u[i], loss_id)
-        largest = max(largest, size[i])
     top = 0.0
-    if not DIRECT_LOW < largest < DIRECT_HIGH:
+    if DIRECT_LOW < abs_derivative(steepest(u, loss_id), loss_id) < DIRECT_HIGH:
+        for i in range(n):
+            size[i] = abs_derivative(u[i], loss_id)
+    else:
         top = -np.inf
         for i in range(n):
             size[i] = log_abs_derivative(u[i], loss_id)
