@@ -16,7 +16,17 @@ from flows import datasets
 from flows.sweep.registry import Result, Task
 
 from . import style
-from .common import STOPPED_MARK, Figure, Setting, figure_command, plt, save, show, stopped_early
+from .common import (
+    STOPPED_MARK,
+    Figure,
+    Setting,
+    figure_command,
+    plt,
+    save,
+    show,
+    stopped_early,
+    stopped_handle,
+)
 from .compared import ALGORITHMS, check_algorithms, line_style
 from .directions import REF_COLORS, directions, draw_reference_rays, references
 from .multi_sample import multi_sample_tasks
@@ -80,7 +90,7 @@ def _legend(fig, axes, stopped: bool, s: Setting) -> None:
                 handles.append(h)
                 labels.append(lab)
     if stopped:
-        handles.append(plt.Line2D([], [], **STOPPED_MARK))
+        handles.append(stopped_handle())
         labels.append("run ended early")
     fig.legend(
         handles,

@@ -31,6 +31,7 @@ from .common import (
     plt,
     save,
     stopped_early,
+    stopped_handle,
 )
 
 ALGORITHMS9 = ("gd", "l2-sam")
@@ -373,7 +374,7 @@ def draw_clock_map(results: list[Result], s: Setting, path: Path) -> None:
     ]
     labels += ["original-clock run", "first τ with log t = +∞"]
     if any(stopped.values()):
-        handles.append(Line2D([], [], **STOPPED_MARK))
+        handles.append(stopped_handle())
         labels.append("× run ended early")
     fig.legend(handles, labels, loc="outside lower center", ncol=4,
                title=f"μ = {format_mu(s.mu)}, L = {s.depth}, logistic loss")  # fmt: skip

@@ -23,7 +23,17 @@ import numpy as np
 from flows.sweep.registry import Result, Task
 
 from . import style
-from .common import STOPPED_MARK, Figure, Setting, figure_command, plt, save, show, stopped_early
+from .common import (
+    STOPPED_MARK,
+    Figure,
+    Setting,
+    figure_command,
+    plt,
+    save,
+    show,
+    stopped_early,
+    stopped_handle,
+)
 from .compared import ALGORITHMS, check_algorithms, line_style, rho_entry
 from .directions import directions, draw_reference_rays, log_norm
 
@@ -80,7 +90,7 @@ def draw_fig1(results: list[Result], s: Setting, path: Path) -> None:
         stopped |= _draw_depth_panel(ax, depth, t_max, results[i * k : (i + 1) * k], refs, s)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     if stopped:
-        handles.append(plt.Line2D([], [], **STOPPED_MARK))
+        handles.append(stopped_handle())
         labels.append("run ended early")
     fig.legend(
         handles,

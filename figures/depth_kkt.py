@@ -26,7 +26,16 @@ from flows.results import Trajectory
 from flows.sweep.registry import Result, Task
 
 from . import style
-from .common import STOPPED_MARK, Figure, Setting, figure_command, plt, save, stopped_early
+from .common import (
+    STOPPED_MARK,
+    Figure,
+    Setting,
+    figure_command,
+    plt,
+    save,
+    stopped_early,
+    stopped_handle,
+)
 from .multi_sample import data_task
 
 DATA20 = {
@@ -178,7 +187,7 @@ def _legend(fig, s: Setting, stopped: bool) -> None:
         handles.append(Line2D([], [], ls="", marker=kwargs["marker"], ms=6, color=kwargs["color"]))
         labels.append(f"{style.label(alg)}, ρ = {s.rho:g}, α = {s.sam_alpha:g}")
     if stopped:
-        handles.append(Line2D([], [], **STOPPED_MARK))
+        handles.append(stopped_handle())
         labels.append("× run ended early")
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels))
 

@@ -22,7 +22,17 @@ from flows.closed_form.solutions import linf_sam
 from flows.sweep.registry import Result, Task
 
 from . import style
-from .common import STOPPED_MARK, Figure, Setting, figure_command, plt, save, show, stopped_early
+from .common import (
+    STOPPED_MARK,
+    Figure,
+    Setting,
+    figure_command,
+    plt,
+    save,
+    show,
+    stopped_early,
+    stopped_handle,
+)
 
 #: Default radius (figure 3 shares it).
 RHO = 1.0
@@ -218,7 +228,7 @@ def _draw_legend(fig, ax, stopped: bool, s: Setting) -> None:
         (Line2D([], [], color="0.3", ls="--", lw=0.8), "blow-up time"),
     ]
     if stopped:
-        marks.append((Line2D([], [], **STOPPED_MARK), "run ended early"))
+        marks.append((stopped_handle(), "run ended early"))
     handles += [h for h, _ in marks]
     labels += [t for _, t in marks]
     fig.legend(handles, labels, loc="outside lower center", ncol=3, title=f"$\\rho$ = {s.rho:g}")

@@ -20,7 +20,16 @@ from flows import datasets
 from flows.sweep.registry import Result, Task
 
 from . import style
-from .common import STOPPED_MARK, Figure, Setting, figure_command, plt, save, stopped_early
+from .common import (
+    STOPPED_MARK,
+    Figure,
+    Setting,
+    figure_command,
+    plt,
+    save,
+    stopped_early,
+    stopped_handle,
+)
 from .compared import ALGORITHMS, check_algorithms, line_style
 from .directions import angles_deg, references
 from .multi_sample import multi_sample_tasks
@@ -85,7 +94,7 @@ def draw_fig6(results: list[Result], s: Setting, path: Path) -> None:
     handles.append(plt.Line2D([], [], color="0.4", ls=":", lw=0.9))
     labels.append(f"angle between the two references, {between:.1f}°")
     if stopped:
-        handles.append(plt.Line2D([], [], **STOPPED_MARK))
+        handles.append(stopped_handle())
         labels.append("run ended early")
     fig.legend(
         handles,

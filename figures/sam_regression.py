@@ -27,7 +27,16 @@ from flows.datasets import sparse_regression
 from flows.sweep.registry import Result, Task
 
 from . import style
-from .common import STOPPED_MARK, Figure, Setting, figure_command, plt, save, stopped_early
+from .common import (
+    STOPPED_MARK,
+    Figure,
+    Setting,
+    figure_command,
+    plt,
+    save,
+    stopped_early,
+    stopped_handle,
+)
 
 D17 = 30
 #: The notebook's step sizes (cell 4): 15/d for GD and 1-SAM, 10/d for n-SAM.
@@ -259,7 +268,7 @@ def draw_flows(results: list[Result], s: Setting, path: Path) -> None:
     handles += [plt.Line2D([], [], color=style.GREY), axes[2].lines[-1]]
     labels += ["flows: solid", "∝ γ"]
     if stopped:
-        handles.append(plt.Line2D([], [], **STOPPED_MARK))
+        handles.append(stopped_handle())
         labels.append("× run ended early")
     fig.legend(
         handles,

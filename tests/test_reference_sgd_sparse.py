@@ -52,21 +52,29 @@ NUM_ITER = 10**5 + 1
 LAST = int(np.unique(np.round(np.linspace(0, NUM_ITER, 250)))[-2])
 
 
-def notebook_data():
-    """Cell 1's data and sample order (legacy ``np.random``, as the notebook seeds it)."""
+def legacy_data(n: int, d: int, r: int, order_seed: int, steps: int):
+    """The notebooks' data and one-example sample order (legacy ``np.random``, seeded as they
+    seed it): ``X``, ``X_test`` (1000 rows) standard normal after ``np.random.seed(0)``,
+    ``theta_star`` r-sparse, nonnegative, unit norm; ``steps`` draws of ``np.random.randint(n)``
+    after ``np.random.seed(order_seed)``."""
     state = np.random.get_state()
     try:
         np.random.seed(0)
-        X = np.random.multivariate_normal(np.zeros(D), np.eye(D), N)
-        X_test = np.random.multivariate_normal(np.zeros(D), np.eye(D), 1000)
-        theta_star = np.random.randn(D)
-        theta_star[R:] = 0
+        X = np.random.multivariate_normal(np.zeros(d), np.eye(d), n)
+        X_test = np.random.multivariate_normal(np.zeros(d), np.eye(d), 1000)
+        theta_star = np.random.randn(d)
+        theta_star[r:] = 0
         theta_star = np.abs(theta_star) / np.linalg.norm(theta_star)
-        np.random.seed(1)
-        order = np.array([np.random.randint(N) for _ in range(NUM_ITER)])
+        np.random.seed(order_seed)
+        order = np.array([np.random.randint(n) for _ in range(steps)])
     finally:
         np.random.set_state(state)
     return X, X @ theta_star, X_test, X_test @ theta_star, order
+
+
+def notebook_data():
+    """``diag_nets.ipynb`` cell 1's data and sample order."""
+    return legacy_data(N, D, R, 1, NUM_ITER)
 
 
 def losses(run, X_test, y_test) -> tuple[float, float]:
@@ -111,19 +119,7 @@ PRINTED2 = {
 
 def surface_data():
     """``diag_nets_2d_loss_surface.ipynb``'s data (cell 0) and SGD's sample order (cell 1)."""
-    state = np.random.get_state()
-    try:
-        np.random.seed(0)
-        X = np.random.multivariate_normal(np.zeros(D2), np.eye(D2), N2)
-        X_test = np.random.multivariate_normal(np.zeros(D2), np.eye(D2), 1000)
-        theta_star = np.random.randn(D2)
-        theta_star[R2:] = 0
-        theta_star = np.abs(theta_star) / np.linalg.norm(theta_star)
-        np.random.seed(2)
-        order = np.array([np.random.randint(N2) for _ in range(ITER2)])
-    finally:
-        np.random.set_state(state)
-    return X, X @ theta_star, X_test, X_test @ theta_star, order
+    return legacy_data(N2, D2, R2, 2, ITER2)
 
 
 def surface_run(name: str, u0: float = 0.1):
