@@ -24,7 +24,7 @@ install()  # numba's cache keyed on every source of the kernels (flows.compiled.
 SQUARED = 2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def log_abs_derivative(u: float, loss_id: int) -> float:
     """``log|l'(u)|``: logistic ``-log(1 + e^u)``, exponential ``-u``, squared ``log|u|``."""
     if loss_id == 0:
@@ -34,7 +34,7 @@ def log_abs_derivative(u: float, loss_id: int) -> float:
     return -u
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def descent_sign(u: float, loss_id: int) -> float:
     """``sign(-l'(u))``: 1 for the margin losses, ``-sign(u)`` for the squared loss."""
     if loss_id == SQUARED:
@@ -48,7 +48,7 @@ def descent_sign(u: float, loss_id: int) -> float:
 DIRECT_LOW, DIRECT_HIGH = np.exp(-600.0), np.exp(600.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def abs_derivative(u: float, loss_id: int) -> float:
     """``|l'(u)|``: logistic ``1 / (1 + e^u)``, exponential ``e^-u``, squared ``|u|`` (the
     exponentials of :func:`log_abs_derivative`)."""
@@ -59,7 +59,7 @@ def abs_derivative(u: float, loss_id: int) -> float:
     return np.exp(-u)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def log_derivative_slope(u: float, loss_id: int) -> float:
     """``d log|l'(u)| / du``: logistic ``-sigmoid(u)``, exponential ``-1``, squared ``1 / u``
     (``+-inf`` at ``+-0``, as :func:`flows.model._reciprocal`)."""
@@ -70,7 +70,7 @@ def log_derivative_slope(u: float, loss_id: int) -> float:
     return -1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def log_value(u: float, loss_id: int) -> float:
     """``log l(u)``: logistic ``log log(1 + e^-u)`` (``-u`` beyond ``u = 35``, as
     :func:`flows.model._log_logistic`), exponential ``-u``, squared ``2 log|u| - log 2``."""
@@ -83,7 +83,7 @@ def log_value(u: float, loss_id: int) -> float:
     return -u
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def log_mean_loss(w, depth, features, offsets, loss_id):
     """``log L = log((1/n) sum_i l(u_i))`` at float parameters ``w`` (log-sum-exp of the
     ``log l(u_i)``, as :class:`flows.integrator.events.LossFloor`; -inf at an exact
@@ -100,7 +100,7 @@ def log_mean_loss(w, depth, features, offsets, loss_id):
     return top + np.log(total) - np.log(log_l.size)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def margin_terms_into(beta, features, offsets, loss_id, derivative, out):
     """``out[i] = log|l'(u_i)|`` (``derivative``) or ``log l(u_i)`` at the loss arguments
     ``u = A beta - o`` (rows of ``features``, ``offsets``); returns the largest."""
@@ -113,7 +113,7 @@ def margin_terms_into(beta, features, offsets, loss_id, derivative, out):
     return top
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"})
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def margins_into(features, beta, out):
     """``out_i = sum_j A_ij beta_j`` (``A`` = ``features``), two rows per pass over ``beta``.
 
@@ -137,7 +137,7 @@ def margins_into(features, beta, out):
         out[i] = m
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def weighted_rows_into(p, features, out):
     """``out_j = sum_i p_i A_ij`` (``A`` = ``features``), summed over ``i`` in order from 0 for
     every ``j`` (as a loop over the rows, vectorised over ``j``), four rows per pass over
@@ -158,7 +158,7 @@ def weighted_rows_into(p, features, out):
             out[j] += p[k] * features[k, j]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def forward(w, depth, features, offsets, loss_id):
     """Direction ``G`` (d,), ``log c`` and leave-one-out products (G, d) at floats ``w``."""
     work = workspace(w.shape, features.shape[0])
@@ -166,7 +166,7 @@ def forward(w, depth, features, offsets, loss_id):
     return work[3], log_c, work[1]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def products_into(w, depth, beta, loo):
     """``beta = prod_l w^(l)`` (d,) and the leave-one-out products ``prod_{k != l} w^(k)``
     (G, d) into ``beta`` and ``loo``."""
@@ -187,7 +187,7 @@ def products_into(w, depth, beta, loo):
             beta[j] = b
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def forward_into(w, depth, features, offsets, loss_id, work):
     """:func:`forward` into the buffers ``work = (beta, loo, size, direction, ...)`` (see
     :func:`workspace`; ``size`` ends as ``|l'(u_i)|`` up to one factor, ``work[12]`` as the
@@ -200,7 +200,7 @@ def forward_into(w, depth, features, offsets, loss_id, work):
     return weights_into(p, features, loss_id, work[2], p, work[3])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def steepest(u, loss_id: int) -> float:
     """The loss argument of largest ``|l'|``: the largest ``|u_i|`` for the squared loss, the
     smallest ``u_i`` for the margin losses (their ``|l'|`` decreases)."""
@@ -211,7 +211,7 @@ def steepest(u, loss_id: int) -> float:
     return best
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def weights_into(u, features, loss_id, size, p, direction):
     """The example weights ``p_i = -l'(u_i) / sum_k |l'(u_k)|`` into ``p`` (which may be ``u``
     or ``size``), ``size_i = |l'(u_i)|`` up to one factor, and ``G = sum_i p_i z_i`` into
@@ -249,7 +249,7 @@ def weights_into(u, features, loss_id, size, p, direction):
     return top + np.log(total) - np.log(n)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def workspace(shape, n):
     """Buffers for the ``*_into`` kernels at parameters of ``shape`` (G, d) and ``n`` examples:
     ``(beta, loo, log_w, direction)`` of :func:`forward_into`, then ``g``, ``sign``, ``unit``
@@ -264,7 +264,7 @@ def workspace(shape, n):
             np.empty(d), np.empty((groups, d)), np.empty(n))  # fmt: skip
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def parameters(z, log_chart, chart_sign, delta, depth, limit):
     """Float parameters from chart coordinates, and whether they are in the float range
     (see :meth:`FusedField._float_rows`)."""
@@ -273,7 +273,7 @@ def parameters(z, log_chart, chart_sign, delta, depth, limit):
     return w, ok
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
     """:func:`parameters` into ``w``; returns the range flag."""
     groups, d = z.shape
@@ -290,7 +290,7 @@ def parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
 SINH_TAYLOR = np.array([1.0 / math.factorial(2 * k + 1) for k in range(10)])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def sinh(z: float) -> float:
     """``sinh z`` with at most one exponential (libm's ``sinh`` takes an ``expm1``, 2.3x the time):
     ``z sum_{k <= 9} z^2k / (2k + 1)!`` for ``|z| < 1`` (the rest below ``1e-19`` of the sum),
@@ -308,7 +308,7 @@ def sinh(z: float) -> float:
     return np.copysign(0.5 * (e - 1.0 / e), z)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def summary(w, depth, multiplicity, features, offsets, loss_id, pattern, use_pattern):
     """``GradientSummary`` of ``grad L`` at ``w``: unit, sign, log norm (ok flag first)."""
     work = workspace(w.shape, features.shape[0])
@@ -318,7 +318,7 @@ def summary(w, depth, multiplicity, features, offsets, loss_id, pattern, use_pat
     return ok, work[6].copy(), work[5].copy(), log_norm
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def summary_into(w, depth, multiplicity, features, offsets, loss_id, pattern, use_pattern, work):
     """:func:`summary` into ``work`` (sign ``work[5]``, unit ``work[6]``); returns
     ``(ok, log norm)`` (not ok where ``grad L = 0``, e.g. at an exact interpolator)."""
@@ -341,7 +341,7 @@ def summary_into(w, depth, multiplicity, features, offsets, loss_id, pattern, us
     return norm > 0, np.log(norm) + log_c
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def perturbed_point_into(w, depth, multiplicity, features, offsets, loss_id, algorithm_id, hp,
                          pattern, frozen, work, point):  # fmt: skip
     """``point = w + eps(w)`` for the perturbation ``algorithm_id`` (an entry's
@@ -370,7 +370,7 @@ def perturbed_point_into(w, depth, multiplicity, features, offsets, loss_id, alg
     return True
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def perturbation_radius(algorithm_id, hp, log_norm):
     """The size of the step ``eps = radius * direction`` of perturbation ``algorithm_id`` (the
     direction ``sign(grad L)`` for 4, ``grad L / ||grad L||`` otherwise) from
@@ -383,7 +383,7 @@ def perturbation_radius(algorithm_id, hp, log_norm):
     return min(hp[0] / (np.exp(log_norm) + hp[2]), hp[1])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _add_scaled(out, a, scale, b):
     """``out = a + scale * b`` (elementwise, shape (G, d))."""
     for layer in range(a.shape[0]):
@@ -391,7 +391,7 @@ def _add_scaled(out, a, scale, b):
             out[layer, j] = a[layer, j] + scale * b[layer, j]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def chart_velocity(
     w, point, held, depth, features, offsets, loss_id, original_clock, log_chart, delta, limit
 ):
@@ -403,7 +403,7 @@ def chart_velocity(
     return ok, out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def extreme_sizes(point, zero_top, zero_bottom):
     """``(largest, smallest)`` of ``|w_ij|`` over ``point``, an exact zero counting as
     ``zero_top`` for the largest and as ``zero_bottom`` for the smallest."""
@@ -415,7 +415,7 @@ def extreme_sizes(point, zero_top, zero_bottom):
     return largest, smallest
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def sizes_in_float_range(largest, smallest, depth, limit, small_matters):
     """The test of :meth:`FusedField._float_rows` on the extreme sizes of a point: ``largest^L``
     within ``exp(+-limit)`` and, if ``small_matters``, ``smallest^L`` above ``exp(-4 limit)``
@@ -424,7 +424,7 @@ def sizes_in_float_range(largest, smallest, depth, limit, small_matters):
     return -limit < top < limit and (not small_matters or depth * np.log(smallest) > -4.0 * limit)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def in_float_range(point, depth, log_chart, limit):
     """Whether float parameters ``point`` are in the float range (see
     :meth:`FusedField._float_rows`, where an exact zero is ``log|w| = -inf``: small entries
@@ -433,7 +433,7 @@ def in_float_range(point, depth, log_chart, limit):
     return sizes_in_float_range(largest, smallest, depth, limit, log_chart)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def chart_velocity_into(
     w, point, held, depth, features, offsets, loss_id, original_clock, log_chart, delta, limit,
     work, out,
@@ -452,7 +452,7 @@ def chart_velocity_into(
     return chart_map_into(velocity, log_c, w, held, original_clock, log_chart, delta, out)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def chart_map_into(velocity, log_c, w, held, original_clock, log_chart, delta, out):
     """``d(z, tau)/ds`` from the rescaled velocity ``F`` (G, d) and ``log c``: ``(dtau/ds) F / w``
     in the log chart, ``(dtau/ds) F / (delta cosh z)`` in the asinh chart (``w`` being
@@ -478,7 +478,7 @@ def chart_map_into(velocity, log_c, w, held, original_clock, log_chart, delta, o
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def per_example_field_into(w, depth, multiplicity, features, offsets, loss_id, algorithm_id, hp,
                            limit, work, point, velocity):  # fmt: skip
     """The per-example field (:mod:`flows.per_example`) at float parameters ``w`` (G, d):

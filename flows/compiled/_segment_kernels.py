@@ -13,6 +13,8 @@ near zero, stationary, blow-up, loss floor) or a sign of l_inf-SAM's frozen patt
 step is not kept: the driver locates the event), when the budget is spent, or when the step
 size underflows. Arithmetic follows numpy
 (``error_model="numpy"``: a division by 0 gives inf or NaN, which the checks above catch).
+The kernels here and in :mod:`flows.compiled._field_kernels` release the GIL (``nogil``):
+independent runs can integrate in threads at once.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ EPS = np.finfo(np.float64).eps
 ERROR_EXPONENT = -1.0 / 8.0
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def field(y, problem):
     """``d(z, tau)/ds`` at the flat state ``y`` (ok flag first)."""
     out = np.empty(y.size)
@@ -57,7 +59,7 @@ def field(y, problem):
     return ok, out
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def field_into(y, problem, work, out):
     """:func:`field` into ``out`` with the buffers ``work`` (:func:`kernels.workspace`)."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
@@ -78,7 +80,7 @@ def field_into(y, problem, work, out):
                                        out)  # fmt: skip
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def per_example_into(z, problem, work):
     """The float parameters ``w`` (into ``work[7]``) at chart coordinates ``z`` and the
     per-example field ``F`` there (into ``work[9]``,
@@ -93,7 +95,7 @@ def per_example_into(z, problem, work):
     )
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def perturbed_into(z, problem, work):
     """The float parameters ``w`` (into ``work[7]``) at chart coordinates ``z`` (G, d) and the
     perturbed point ``w + eps`` (into ``work[8]``, :func:`kernels.perturbed_point_into`; l_inf-SAM
@@ -108,7 +110,7 @@ def perturbed_into(z, problem, work):
     )
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def event_values(y, problem, watch):
     """:func:`event_values_into` with buffers of its own."""
     return event_values_into(
@@ -116,7 +118,7 @@ def event_values(y, problem, watch):
     )
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def event_values_into(y, problem, watch, work, evaluated):
     """The watched events' functions (all watched downwards; ``inf`` where not watched), with
     the buffers ``work``; ``evaluated``: ``work`` holds :func:`field_into` at ``y`` (its ``w``,
@@ -184,7 +186,7 @@ def event_values_into(y, problem, watch, work, evaluated):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _example_sizes(p, abs_features):
     """``H_j = sum_i |p_i| |z_ij|`` from the example weights ``p`` (``work[12]`` of
     :func:`kernels.forward_into`, made ``|p|`` in place) and the ``|z_ij|``
@@ -197,7 +199,7 @@ def _example_sizes(p, abs_features):
     return sizes
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _log_largest_ratio(direction, loo, sizes):
     """``log max_j |G_j| / H_j`` over the coordinates whose layers can move (some
     ``prod_{k != l} w^(k)_j != 0``) and with ``H_j > 0``; -inf if there is none (the regression
@@ -212,7 +214,7 @@ def _log_largest_ratio(direction, loo, sizes):
     return np.log(top)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _largest_growth_rate(y, problem, work, evaluated):
     """``max log(|F| / |w|)`` over the entries that grow (``F w > 0``) beyond ``|w| > 1``, with
     ``F = G(w') prod_{k != l} w'`` the velocity at the perturbed point; ``-inf`` if none (or
@@ -233,7 +235,7 @@ def _largest_growth_rate(y, problem, work, evaluated):
     return top
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _scaled_rms(x, minus, scale, counted):
     """``rms((x - minus) / scale)`` over the entries where ``counted`` (loops, not array
     expressions: those compile numba's broadcasting error messages, seconds of compile time
@@ -247,14 +249,14 @@ def _scaled_rms(x, minus, scale, counted):
     return np.sqrt(total / count)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _axpy_into(out, y, h, x):
     """``out = y + h * x`` elementwise."""
     for i in range(y.size):
         out[i] = y[i] + h * x[i]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def initial_step(y0, f0, s0, s_end, rtol, atol, problem):
     """:func:`flows.integrator.solver.initial_step` (order 7); (h, ok)."""
     interval = abs(s_end - s0)
@@ -289,7 +291,7 @@ def initial_step(y0, f0, s0, s_end, rtol, atol, problem):
     return min(100 * h0, h1, interval), True
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _combination_into(K, coefficients, rows, out):
     """``out_i = sum_{r < rows} K[r, i] coefficients[r]``, summed over ``r`` in order from 0
     for every ``i`` (the order of a loop over ``r`` per entry, so the same numbers), one row of
@@ -302,7 +304,7 @@ def _combination_into(K, coefficients, rows, out):
             out[i] += row[i] * c
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _stage(y, K, s, h, out):
     """``out = y + (sum_{r < s} K[r] A[s, r]) h``: the state at stage ``s``."""
     _combination_into(K, A[s], s, out)
@@ -310,7 +312,7 @@ def _stage(y, K, s, h, out):
         out[i] = y[i] + out[i] * h
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _solution_into(y, K, h, out):
     """``out = y + h sum_r B[r] K[r]``: the 8th-order solution at the end of the step."""
     _combination_into(K, B, N_STAGES, out)
@@ -318,7 +320,7 @@ def _solution_into(y, K, h, out):
         out[i] = y[i] + h * out[i]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _error_norm(y, y_new, K, h, rtol, atol, err5, err3):
     """DOP853's error norm of the step (``DOP853._estimate_error_norm``): the 5th- and
     3rd-order estimates ``E5 K``, ``E3 K`` (into ``err5``, ``err3``) scaled by
@@ -337,7 +339,7 @@ def _error_norm(y, y_new, K, h, rtol, atol, err5, err3):
     return abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * y.size)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _growth(error_norm, rejected):
     """The factor of the next step after an accepted one (at most 1 after a rejection)."""
     if error_norm == 0:
@@ -347,7 +349,7 @@ def _growth(error_norm, rejected):
     return min(1.0, factor) if rejected else factor
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _dense_output_into(y, y_new, K, f_new, h, F_step, y_old):
     """The dense-output coefficients of one step into ``F_step`` (POWER, n), in
     ``Dop853DenseOutput``'s layout (``DOP853._dense_output_impl``), and its start state into
@@ -365,7 +367,7 @@ def _dense_output_into(y, y_new, K, f_new, h, F_step, y_old):
         y_old[i] = y[i]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_step):
     """Integrate from ``(s0, y0)`` towards ``s_end``, the first step ``first_step`` (0: chosen
     by :func:`initial_step`; a call that goes on after a full one takes that one's next step).
@@ -463,7 +465,7 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
     return REACHED_END, steps, ts, F, y_olds, y, nfev, h_abs
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _dense_into(s, t_old, h, F, y_old, y):
     """The state at time ``s`` into ``y``: ``Dop853DenseOutput``'s polynomial of the step that
     covers ``s`` (the later one at a shared boundary, the first or last step outside them, as
@@ -486,7 +488,7 @@ def _dense_into(s, t_old, h, F, y_old, y):
         y[c] += y_old[k, c]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def dense_values(s, t_old, h, F, y_old):
     """The states ``(len(s), n)`` at times ``s`` of the steps ``(t_old, h, F, y_old)``
     (:func:`_dense_into` each)."""
@@ -496,7 +498,7 @@ def dense_values(s, t_old, h, F, y_old):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def exponents(s, t_old, h, F, y_old, problem):
     """``K = -log c`` at the perturbed point of the dense output at times ``s`` (each in the
     step that covers it, the later one at a shared boundary, as
