@@ -71,7 +71,8 @@ class FusedField:
     # ------------------------------------------------------------------ network
 
     def product_of_layers(self, sign: np.ndarray, log_abs: np.ndarray) -> SignedLog:
-        """``beta = prod_l w^(l)``: (..., G, d) -> (..., d)."""
+        """``beta = prod_l w^(l)``: (..., G, d) -> (..., d) (``log|beta| = -inf`` wherever
+        ``sign beta = 0``)."""
         if self.groups == 1:
             m = self.depth
             out_sign = sign[..., 0, :] ** m
@@ -79,7 +80,7 @@ class FusedField:
         else:
             out_sign = np.prod(sign, axis=-2)
             out_log = np.sum(log_abs, axis=-2)
-        return SignedLog(out_sign, np.where(out_sign == 0, -np.inf, out_log))
+        return SignedLog(out_sign, _where(out_sign == 0, -np.inf, out_log))
 
     def leave_one_out(self, sign: np.ndarray, log_abs: np.ndarray) -> SignedLog:
         """``prod_{k != l} w^(k)`` per group, without division (exact zeros stay exact)."""
@@ -110,12 +111,16 @@ class FusedField:
         return self._margins(beta)[0]
 
     def _margins(self, beta: SignedLog) -> tuple[np.ndarray, np.ndarray]:
-        """Margins as floats and scaled by ``exp(-max_j log|beta_j|)`` (exact zeros kept)."""
+        """Margins as floats and scaled by ``exp(-max_j log|beta_j|)`` (exact zeros kept):
+        ``m = exp(M) (A (sign beta exp(log|beta| - M)))``, the temporaries written in place."""
         top = beta.log_abs.max(axis=-1, keepdims=True)
         safe = np.where(np.isfinite(top), top, 0.0)
-        scaled = (beta.sign * np.exp(beta.log_abs - safe)) @ self.features.T
+        terms = np.subtract(beta.log_abs, safe)
+        np.exp(terms, out=terms)
+        scaled = _times(terms, beta.sign) @ self.features.T
         with np.errstate(over="ignore", invalid="ignore"):
-            return np.where(scaled == 0, 0.0, scaled * np.exp(safe)), scaled
+            m = scaled * np.exp(safe)
+        return _where(scaled == 0, 0.0, m), scaled
 
     def weights(self, beta: SignedLog) -> tuple[np.ndarray | None, np.ndarray]:
         """Example weights ``p`` (..., n) and ``log c`` (...) from the predictor.
@@ -469,6 +474,22 @@ class FusedField:
 
 #: See :meth:`FusedField._float_rows` (float64 spans about ``exp(+-708)``).
 FLOAT_RANGE = 150.0
+
+
+def _times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a * b``, written into ``a`` where the product has ``a``'s shape (``a`` a temporary)."""
+    if np.broadcast_shapes(a.shape, np.shape(b)) == a.shape:
+        return np.multiply(a, b, out=a)
+    return a * b
+
+
+def _where(condition: np.ndarray, value: float, a: np.ndarray) -> np.ndarray:
+    """``numpy.where(condition, value, a)``, written into ``a`` where it has the result's shape
+    (``a`` a temporary)."""
+    if np.broadcast_shapes(a.shape, condition.shape) == a.shape:
+        np.copyto(a, value, where=condition)
+        return a
+    return np.where(condition, value, a)
 
 
 def _batch_time(time, points: np.ndarray):

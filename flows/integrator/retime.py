@@ -65,19 +65,35 @@ def retimed(problem: Problem, mode: Mode) -> bool:
     return applies(problem) and not mode.sliding and not mode.frozen
 
 
-def _clenshaw(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Chebyshev series with coefficients ``coef`` (m, N) (one row per point) at ``x`` (m,)."""
-    b1 = np.zeros_like(x)
-    b2 = np.zeros_like(x)
-    for j in range(coef.shape[1] - 1, 0, -1):
-        b1, b2 = coef[:, j] + 2.0 * x * b1 - b2, b1
-    return coef[:, 0] + x * b1 - b2
+def _power_basis(size: int) -> np.ndarray:
+    """The matrix (size, size) taking Chebyshev coefficients (last axis) to those of the
+    monomials ``x^k`` of the same polynomial: ``a = c @ _power_basis(size)``."""
+    out = np.zeros((size, size))
+    for j in range(size):
+        power = np.polynomial.chebyshev.cheb2poly(np.eye(size)[j])
+        out[j, : len(power)] = power
+    return out
 
 
-#: The linear maps from Chebyshev coefficients (DEGREE + 1) to those of the antiderivative from
-#: -1 (DEGREE + 2) and of the derivative (DEGREE).
-_INTEGRAL = np.polynomial.chebyshev.chebint(np.eye(DEGREE + 1), lbnd=-1.0, axis=0)
-_DERIVATIVE = np.polynomial.chebyshev.chebder(np.eye(DEGREE + 1), axis=0)
+#: Exponents of the power series (up to the antiderivative's degree).
+_EXPONENTS = np.arange(DEGREE + 2, dtype=float)
+
+
+def _series(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``sum_k coef[i, k] x_i^k``: the power series with coefficients ``coef`` (m, N) (one row
+    per point) at ``x`` (m,)."""
+    return np.vecdot(coef, x[:, None] ** _EXPONENTS[: coef.shape[1]])
+
+
+#: The linear maps from Chebyshev coefficients (DEGREE + 1) to the power-series coefficients
+#: of the antiderivative from -1 (DEGREE + 2), of the polynomial itself (DEGREE + 1) and of its
+#: derivative (DEGREE): the Chebyshev form integrates, the power form evaluates in a few array
+#: operations.
+_INTEGRAL = np.polynomial.chebyshev.chebint(np.eye(DEGREE + 1), lbnd=-1.0, axis=0).T @ (
+    _power_basis(DEGREE + 2)
+)
+_POWER = _power_basis(DEGREE + 1)
+_DERIVATIVE = np.polynomial.chebyshev.chebder(np.eye(DEGREE + 1), axis=0).T @ _power_basis(DEGREE)
 
 
 @dataclass
@@ -88,9 +104,10 @@ class StepClock:
     Attributes
     ----------
     ts, tau : step boundaries and ``tau`` there.
-    smooth : (K, DEGREE + 2) ``sum_i sigma_i P_i`` per step, scaled by ``h / 2n``.
+    smooth : (K, DEGREE + 2) ``sum_i sigma_i P_i`` per step, scaled by ``h / 2n``, as
+        power-series coefficients in ``x``.
     owner_step, owner_coef, owner_sign : per residual with roots in a step: the step, its
-        scaled ``P_i`` and ``sigma_i`` at ``x = -1``.
+        scaled ``P_i`` (power series in ``x``) and ``sigma_i`` at ``x = -1``.
     roots, root_owner, root_jumps : the roots (in ``x``, increasing per residual), whose
         residual (an index of the owners), ``2 sigma_i(r+) P_i(r)``.
     """
@@ -117,12 +134,12 @@ class StepClock:
         """``int`` of ``c dt`` from the start of ``step`` to ``x`` in it (arrays of one shape):
         the rootless part, then for each (time, residual with roots in its step)
         ``(sigma(x) - sigma_0) P(x) - 2 sum_{r < x} sigma(r+) P(r)``."""
-        out = _clenshaw(self.smooth[step], x)
+        out = _series(self.smooth[step], x)
         if self.owner_step.size == 0:
             return out
         first = np.searchsorted(self.owner_step, step, side="left")
         point, owner = _pairs(first, np.searchsorted(self.owner_step, step, side="right"))
-        P = _clenshaw(self.owner_coef[owner], x[point])
+        P = _series(self.owner_coef[owner], x[point])
         root_step = self.owner_step[self.root_owner]
         at, root = _pairs(
             np.searchsorted(root_step, step, side="left"),
@@ -236,15 +253,17 @@ def retime(problem: Problem, segment: Segment, tau0: float) -> StepClock:
     coef = np.einsum("ij,kjn->kin", _TO_CHEBYSHEV, u)  # (steps, DEGREE + 1, n)
     sign = np.where(u >= 0.0, 1.0, -1.0)
     scale = (0.5 * h / n)[:, None]
-    smooth = scale * (np.einsum("kn,kin->ki", sign[:, 0], coef) @ _INTEGRAL.T)
+    smooth = scale * (np.einsum("kn,kin->ki", sign[:, 0], coef) @ _INTEGRAL)
     changes = sign[:, 1:] != sign[:, :-1]  # (steps, gaps, n)
     step_k, gap, example = np.nonzero(changes)
     order = np.lexsort((gap, example, step_k))
     step_k, gap, example = step_k[order], gap[order], example[order]
-    pairs, owner = np.unique(np.stack([step_k, example]), axis=1, return_inverse=True)
-    owner_coef = scale[pairs[0]] * (coef[pairs[0], :, pairs[1]] @ _INTEGRAL.T)
+    first = np.ones(len(step_k), dtype=bool)  # the first root of each (step, residual)
+    first[1:] = (step_k[1:] != step_k[:-1]) | (example[1:] != example[:-1])
+    pairs = (step_k[first], example[first])
+    owner = np.cumsum(first) - 1
+    owner_coef = scale[pairs[0]] * (coef[pairs[0], :, pairs[1]] @ _INTEGRAL)
     roots = _roots(coef[step_k, :, example], NODES[gap], NODES[gap + 1])
-    owner = owner.ravel()
     clock = StepClock(
         ts=ts,
         tau=np.full(K + 1, float(tau0)),
@@ -254,7 +273,7 @@ def retime(problem: Problem, segment: Segment, tau0: float) -> StepClock:
         owner_sign=sign[pairs[0], 0, pairs[1]],
         roots=roots,
         root_owner=owner,
-        root_jumps=2.0 * sign[step_k, gap + 1, example] * _clenshaw(owner_coef[owner], roots),
+        root_jumps=2.0 * sign[step_k, gap + 1, example] * _series(owner_coef[owner], roots),
     )
     whole = clock.partial(np.arange(K), np.ones(K))
     clock.tau[1:] += np.cumsum(whole)
@@ -262,15 +281,17 @@ def retime(problem: Problem, segment: Segment, tau0: float) -> StepClock:
 
 
 def _roots(coef: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The root of each series (rows of ``coef``) between ``a`` and ``b``, where it changes
-    sign: :data:`NEWTON_STEPS` Newton steps from the secant's root, kept in ``[a, b]``."""
-    fa, fb = _clenshaw(coef, a), _clenshaw(coef, b)
+    """The root of each Chebyshev series (rows of ``coef``) between ``a`` and ``b``, where it
+    changes sign: :data:`NEWTON_STEPS` Newton steps from the secant's root, kept in ``[a, b]``
+    (value and derivative from the power form, one basis of powers per step)."""
+    power, slope = coef @ _POWER, coef @ _DERIVATIVE
+    fa, fb = _series(power, a), _series(power, b)
     x = a + (b - a) * fa / (fa - fb)
-    slope = coef @ _DERIVATIVE.T
     for _ in range(NEWTON_STEPS):
-        derivative = _clenshaw(slope, x)
+        powers = x[:, None] ** _EXPONENTS[: DEGREE + 1]
+        derivative = np.vecdot(slope, powers[:, :DEGREE])
         step = np.divide(
-            _clenshaw(coef, x), derivative, out=np.zeros_like(x), where=derivative != 0
+            np.vecdot(power, powers), derivative, out=np.zeros_like(x), where=derivative != 0
         )
-        x = np.clip(x - step, a, b)
+        x = np.minimum(np.maximum(x - step, a), b)
     return x
