@@ -8,24 +8,32 @@ entry has the same length ``B`` and an axis of one entry is repeated ``B`` times
 ``ValueError`` names an axis whose length differs from that of the first longer axis, in the
 order ``alpha``, then the hyper-parameters as given); with ``product=True``, every combination,
 ``alpha`` varying slowest, then the hyper-parameters in the order given. The results come back
-as a list in that order, each exactly what the single call returns: a run that fails keeps its
-own ``status`` and ``message`` and the others go on. A stochastic option (a ``seed``) would be
-one more batch axis under the same rule.
+as a list in that order, each what the single call returns (below: equal): a run that fails
+keeps its own ``status`` and ``message`` and the others go on. For :func:`iterate_many` the
+options of :data:`RUN_OPTIONS` (``seed=[0, 1, ...]``, ``label_noise``, ``temperature``,
+``batch_size``) are batch axes under the same rule, after the hyper-parameters.
 
 Every run's arguments are checked before the first run starts (a ``ValueError`` names the
 parameter and the run, ``alpha[3]``), and the batch computes with one BLAS thread (as the sweep
 does: on a shared machine a thread pool per small product costs more than the product).
-:func:`iterate_many` sets the problem and the compiled loop up once per distinct
-hyper-parameters, runs each run's steps in one call of the compiled kernel, its iterates written
-straight into one array, and computes the losses of a group of runs' iterates in one call of
-:func:`flows.discrete.iterate`'s own loss function; a run that the compiled loop hands back, or
-any run without numba, is the single :func:`flows.iterate` call. :func:`simulate_many` runs
-each flow through :func:`flows.simulate`.
+:func:`simulate_many` runs each flow through :func:`flows.simulate`.
 
-Equal means bit for bit (``tests/test_many.py``): the compiled loop takes the same steps in the
-same order whether it records its iterates in chunks (the single call) or in one array, and a
-row of a matrix product (the loss arguments of one iterate) is computed in the same order
-whatever the other rows are.
+:func:`iterate_many` steps the deterministic runs that the single call would run in its
+compiled loop (an algorithm that perturbs the full gradient, constant step size and
+hyper-parameters, numba ready) together, up to :data:`CHUNK` runs at a time, in
+:func:`flows.compiled._many_kernels.run_many`: the same steps and checks as the single call's
+compiled loop, with the products of all runs' iterates with the data taken as matrix-matrix
+products. A run that a check stops there (the single call would take that step in numpy), or
+whose initial loss is not below :data:`LOSS_MARGIN`, and every other run (minibatches, noise,
+a per-example algorithm, a schedule, ``start`` or ``batches``, numpy's backend) is the single
+:func:`flows.iterate` call.
+
+Equal means: a run of the single call is that call's result, field by field and bit for bit;
+a run of the batched loop has the single call's ``status``, ``message``, recorded ``steps``,
+``t``, ``backend`` and options, and its ``theta``, ``beta``, ``loss`` and ``buffer`` agree with
+the single call's to rounding (``tests/test_many.py`` holds them to 1e-12 relative on runs
+whose single compiled and numpy loops agree that closely; a run whose steps amplify rounding,
+as a SAM run oscillating about a minimum can, differs as much as those two loops do).
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ import functools
 import itertools
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TextIO, TypeVar
 
 import numpy as np
@@ -44,7 +52,7 @@ from .checks import integer
 from .clocks import CLOCKS
 from .data import Dataset
 from .discrete import (
-    LOSS_BLOCK,
+    MAX_RECORDED_FLOATS,
     BaseOptimizer,
     DiscreteRun,
     _losses,
@@ -58,6 +66,7 @@ from .initialization import Initialization, check_depth, initialization
 from .integrator.driver import simulate
 from .model import get_loss, loss_for
 from .results import Cause, Trajectory
+from .schedules import constant_values
 
 __all__ = ["batch_runs", "iterate_many", "simulate_many"]
 
@@ -136,6 +145,7 @@ class _Run(NamedTuple):
     given: dict[str, Any]
     init: Initialization
     hyperparameters: dict[str, Any]
+    options: dict[str, Any]
 
 
 def _checked_runs(
@@ -154,17 +164,42 @@ def _checked_runs(
     get_algorithm(algorithm)
     check_depth(depth)
     runs = []
+    resolved: dict[Any, dict[str, Any]] = {}
     for i, (run_alpha, given) in enumerate(batch_runs(alpha, hyperparameters, product)):
         try:
-            init = initialization(run_alpha, depth, data.d, reduced)
+            init = _initialization(run_alpha, depth, data.d, reduced)
         except ValueError as error:
             raise ValueError(f"alpha[{i}]: {error}") from None
+        options = {k: v for k, v in given.items() if k in RUN_OPTIONS}
+        hp_given = {k: v for k, v in given.items() if k not in RUN_OPTIONS}
+        key = _key(hp_given)
         try:
-            hp = resolve_hyperparameters(algorithm, given)
+            hp = resolved[key] if key in resolved else resolve_hyperparameters(algorithm, hp_given)
         except ValueError as error:
             raise ValueError(f"run {i}: {error}") from None
-        runs.append(_Run(run_alpha, given, init, hp))
+        if key is not None:
+            resolved[key] = hp
+        runs.append(_Run(run_alpha, given, init, hp, options))
     return runs
+
+
+def _key(given: dict[str, Any]) -> Any:
+    """A key under which runs with the same hyper-parameters share their resolution (None
+    where a value is not a plain number or None)."""
+    if all(v is None or type(v) in (int, float, np.float64) for v in given.values()):
+        return tuple(given.items())
+    return None
+
+
+def _initialization(alpha: Any, depth: int, d: int, reduced: bool | None) -> Initialization:
+    """:func:`flows.initialization.initialization`, with its result for a finite positive
+    float ``alpha`` built directly: every layer ``alpha`` (one group of multiplicity ``depth``
+    where ``reduced`` is not False and ``depth > 1``)."""
+    if type(alpha) not in (float, np.float64) or not 0.0 < alpha < np.inf:
+        return initialization(alpha, depth, d, reduced)
+    if reduced is not False and depth > 1:
+        return Initialization(np.full((1, d), float(alpha)), np.array([depth]), True)
+    return Initialization(np.full((depth, d), float(alpha)), np.ones(depth, dtype=int), True)
 
 
 @functools.cache
@@ -294,7 +329,8 @@ def iterate_many(
     progress: bool = False,
     **settings: Any,
 ) -> list[DiscreteRun]:
-    """:func:`flows.iterate` over batch axes of ``alpha`` and the hyper-parameters.
+    """:func:`flows.iterate` over batch axes of ``alpha``, the hyper-parameters and the
+    stochastic options.
 
     Parameters
     ----------
@@ -304,14 +340,19 @@ def iterate_many(
     product : how the batch axes combine (:func:`batch_runs`).
     progress : a line on stderr every second or so.
     **settings : the keyword options of :func:`flows.iterate` (``eta``, ``steps``,
-        ``record_every``, ``loss``, ``momentum``, ``weight_decay``, ``backend``), shared by
-        every run, and the algorithm's hyper-parameters, each a shared value or a batch axis.
+        ``record_every``, ``loss``, ``momentum``, ``weight_decay``, ``backend``, ...), shared by
+        every run; the algorithm's hyper-parameters and the options of :data:`RUN_OPTIONS`
+        (``seed=[0, 1, 2]``, ``label_noise``, ``temperature``, ``batch_size``), each a shared
+        value or a batch axis.
 
     Returns
     -------
     list of DiscreteRun
-        One per run, in the order of :func:`batch_runs`, each equal field by field and bit for
-        bit to the single :func:`flows.iterate` call (module docstring).
+        One per run, in the order of :func:`batch_runs`, each the single :func:`flows.iterate`
+        call's: with its ``status``, ``message``, recorded steps, ``backend`` and seed, and
+        its arrays bit for bit, except for the runs that the batched compiled loop
+        (:mod:`flows.compiled._many_kernels`) takes, whose iterates, ``beta``, losses and
+        momentum buffer agree with the single call's to rounding (module docstring).
 
     Raises
     ------
@@ -319,117 +360,125 @@ def iterate_many(
         Before any run, as :func:`simulate_many` (naming the parameter, and the run's index
         for a run's ``alpha`` or hyper-parameter).
     """
-    options, hyperparameters = _split_settings(settings, _ITERATE_OPTIONS)
-    runs = _checked_runs(data, algorithm, depth, alpha, hyperparameters, product, False)
+    options, axes = _split_settings(settings, _ITERATE_OPTIONS - RUN_OPTIONS)
+    runs = _checked_runs(data, algorithm, depth, alpha, axes, product, False)
     given = dict(iterate.__kwdefaults__ or {}, **options)
     the_loss = get_loss(loss_for(given["loss"], data))
     base = base_optimizer(given["eta"], given["momentum"], given["weight_decay"])
     steps = integer(given["steps"], "steps", 1)
     record_every = integer(given["record_every"], "record_every", 1)
     check_budget(steps, record_every, depth * data.d)
-    backend = given["backend"]
-    stepper_cache: dict[tuple, Any] = {}
-
-    def compiled_steps(run: _Run) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | DiscreteRun:
-        """The run's recorded steps and iterates from the compiled loop, or its single call."""
-        runs_as = effective_algorithm(algorithm, run.hyperparameters)
-        key = (runs_as, tuple(run.hyperparameters.items()))
-        if key not in stepper_cache:
-            problem = Problem(
-                data,
-                get_algorithm(runs_as),
-                run.hyperparameters,
-                the_loss,
-                run.init.multiplicity,
-                CLOCKS["original"],
-            )
-            stepper_cache[key] = discrete_steps(backend, problem, base)
-        compiled = stepper_cache[key]
-        done = (
-            None
-            if compiled is None
-            else _compiled_run(run.init.groups, compiled, steps, record_every)
-        )
-        if done is None:
-            return iterate(data, algorithm, depth, run.alpha, **options, **run.given)
-        return done
-
+    tell = _Progress("iterate_many", len(runs), sys.stderr if progress else None)
+    results: list[DiscreteRun | None] = [None] * len(runs)
     with _one_blas_thread():
-        stepped = _run_batch("iterate_many", runs, compiled_steps, progress)
-        results = [r if isinstance(r, DiscreteRun) else None for r in stepped]
-        recorded = {i: r for i, r in enumerate(stepped) if not isinstance(r, DiscreteRun)}
-        sizes = [len(kept_steps) for kept_steps, _, _ in recorded.values()]
-        for group in _loss_groups(list(recorded), sizes, data.n):
-            thetas = [recorded[i][1] for i in group]
-            with np.errstate(over="ignore"):
-                betas = np.prod(np.concatenate(thetas), axis=1)
-            losses = _losses(betas, data, the_loss)
-            start = 0
-            for i, theta in zip(group, thetas, strict=True):
-                end = start + len(theta)
-                results[i] = _discrete_run(
-                    recorded[i][0], theta, betas[start:end], losses[start:end], base, algorithm,
-                    recorded[i][2],
-                )  # fmt: skip
-                start = end
-        return [
-            run_result
-            if run_result is not None
-            else iterate(data, algorithm, depth, run.alpha, **options, **run.given)
-            for run, run_result in zip(runs, results, strict=True)
-        ]
+        if given["start"] is None and given["batches"] is None:
+            batched = _Batched(data, algorithm, the_loss, base, given["backend"], steps,
+                               record_every)  # fmt: skip
+            for i, result in batched.run(runs, tell).items():
+                results[i] = result
+        done = sum(r is not None for r in results)
+        for i, run in enumerate(runs):
+            if results[i] is None:
+                results[i] = iterate(data, algorithm, depth, run.alpha, **options, **run.given)
+                done += 1
+                tell.done(done)
+    return [r for r in results if r is not None]
 
 
-def _compiled_run(
-    theta: np.ndarray, compiled: Any, steps: int, record_every: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
-    """The recorded steps and iterates, and the momentum buffer after the last step (None
-    before any), of a run whose every step the compiled loop
-    (:class:`flows.compiled.discrete.CompiledSteps`) takes, in one call of its kernel; None
-    where a step needs the numpy loop (the run is then the single call's). The kernel checks
-    the initial iterate as :func:`flows.discrete.iterate` does, except for its loss (the
-    recorded losses do: :func:`_discrete_run`)."""
-    to_record = steps // record_every + (steps % record_every != 0)
-    store = np.empty((to_record + 1,) + theta.shape)
-    store[0] = theta
-    kept_steps = np.zeros(to_record + 1, dtype=np.int64)
-    work = np.array(theta, dtype=float)
-    buffer = np.zeros_like(work)
-    status, k, recorded, started = compiled.kernels.run(
-        work,
-        buffer,
-        False,
-        0,
-        steps,
-        record_every,
-        compiled.problem,
-        store[1:],
-        kept_steps[1:],
-    )
-    if status != compiled.kernels.FINISHED or k != steps:
-        return None
-    return kept_steps[: recorded + 1], store[: recorded + 1], buffer if started else None
+#: The options of :func:`flows.iterate` that :func:`iterate_many` takes as batch axes too.
+RUN_OPTIONS = frozenset({"seed", "label_noise", "temperature", "batch_size"})
+#: Runs the batched compiled loop steps together (a progress line at most once a chunk).
+CHUNK = 128
+
+
+class _Batched:
+    """The runs of an :func:`iterate_many` call that the batched compiled loop takes: the
+    deterministic runs (no minibatch, no noise) whose single call would run the compiled loop
+    of :mod:`flows.compiled.discrete`, with an algorithm that perturbs the full gradient."""
+
+    def __init__(self, data: Dataset, algorithm: str, loss: Any, base: BaseOptimizer,
+                 backend: str, steps: int, record_every: int):  # fmt: skip
+        self.data, self.algorithm, self.loss, self.base = data, algorithm, loss, base
+        self.backend, self.steps, self.record_every = backend, steps, record_every
+        self.to_record = steps // record_every + (steps % record_every != 0)
+        self.kept_steps = np.array(
+            [0, *range(record_every, steps + 1, record_every)]
+            + ([steps] if steps % record_every else []),
+            dtype=np.int64,
+        )
+
+    def run(self, runs: list[_Run], tell: _Progress) -> dict[int, DiscreteRun]:
+        """The results of the runs it takes, by index, in groups of one algorithm."""
+        groups: dict[str, list[int]] = {}
+        for i, run in enumerate(runs):
+            if not any(run.options.get(name) for name in ("batch_size", "label_noise",
+                                                          "temperature")):  # fmt: skip
+                groups.setdefault(effective_algorithm(self.algorithm, run.hyperparameters),
+                                  []).append(i)  # fmt: skip
+        out: dict[int, DiscreteRun] = {}
+        for runs_as, members in groups.items():
+            compiled = self.compiled(runs_as, runs[members[0]])
+            if compiled is None:
+                continue
+            rows = [constant_values(runs[i].hyperparameters, compiled.names) for i in members]
+            taken = [i for i, row in zip(members, rows, strict=True) if row is not None]
+            table = {i: row for i, row in zip(members, rows, strict=True) if row is not None}
+            per_chunk = max(1, min(CHUNK, MAX_RECORDED_FLOATS // self.floats(runs[0])))
+            for start in range(0, len(taken), per_chunk):
+                chunk = taken[start : start + per_chunk]
+                out.update(self.chunk(compiled, [runs[i] for i in chunk], chunk, table))
+                tell.done(len(out))
+        return out
+
+    def floats(self, run: _Run) -> int:
+        """The floats a run's recorded iterates take."""
+        return (self.to_record + 1) * run.init.groups.size
+
+    def compiled(self, runs_as: str, run: _Run) -> Any:
+        """The single call's compiled loop for the group of ``runs_as`` (its problem and
+        kernels; None where the batched loop does not take the group)."""
+        algo = get_algorithm(runs_as)
+        if algo.per_example:
+            return None
+        problem = Problem(self.data, algo, run.hyperparameters, self.loss,
+                          run.init.multiplicity, CLOCKS["original"])  # fmt: skip
+        compiled = discrete_steps(self.backend, problem, self.base)
+        if compiled is None:
+            return None
+        compiled.names = algo.names
+        return compiled
+
+    def chunk(self, compiled: Any, runs: list[_Run], indices: list[int],
+              table: dict[int, np.ndarray]) -> dict[int, DiscreteRun]:  # fmt: skip
+        """One call of the batched kernel on ``runs``: the results of those it took to the
+        last step, by index (their losses in one call of the single call's loss function)."""
+        from .compiled import _many_kernels as kernels
+
+        theta = np.array([run.init.groups for run in runs], dtype=float)
+        kept = np.empty((len(runs), self.to_record + 1) + theta.shape[1:])
+        kept[:, 0] = theta
+        beta = np.empty((len(runs), self.to_record + 1, theta.shape[2]))
+        status = np.zeros(len(runs), dtype=np.int64)
+        hp = np.array([table[i] for i in indices], dtype=float).reshape(len(runs), -1)
+        buffers = np.empty_like(theta)
+        kernels.run_many(theta, self.steps, self.record_every, compiled.problem, hp, kept,
+                         beta, status, buffers)  # fmt: skip
+        losses = _losses(beta.reshape(-1, beta.shape[2]), self.data, self.loss)
+        losses = losses.reshape(beta.shape[:2])
+        out = {}
+        for r, i in enumerate(indices):
+            if status[r] == kernels.RUNNING:
+                done = _discrete_run(self.kept_steps, kept[r], beta[r], losses[r], self.base,
+                                     self.algorithm, buffers[r])  # fmt: skip
+                if done is not None:
+                    out[i] = done
+        return out
 
 
 #: A run whose initial mean loss (as recorded) is not below this is the single call's: the
 #: single call's own check of that loss (finite, in float64) could only decide otherwise within
 #: rounding of the largest float.
 LOSS_MARGIN = 1e300
-
-
-def _loss_groups(runs: list[int], sizes: list[int], n: int) -> Iterator[list[int]]:
-    """``runs`` in consecutive groups of at most :data:`flows.discrete.LOSS_BLOCK` recorded
-    loss arguments (``sizes`` recorded iterates per run, ``n`` examples; a larger run alone)."""
-    group: list[int] = []
-    total = 0
-    for run, size in zip(runs, sizes, strict=True):
-        if group and (total + size) * n > LOSS_BLOCK:
-            yield group
-            group, total = [], 0
-        group.append(run)
-        total += size
-    if group:
-        yield group
 
 
 def _discrete_run(
