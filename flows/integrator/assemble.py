@@ -101,7 +101,7 @@ def sliding_summary(run: Run) -> dict:
     for seg in run.path.segments:
         if not seg.mode.sliding:  # else some parameter is held or some direction slides
             continue
-        _, tau = seg.sample(np.array([seg.start, seg.end]), run.problem.shape)
+        tau = seg.tau(np.array([seg.start, seg.end]))
         total += float(tau[1] - tau[0])
         most = max(most, int(np.sum(seg.mode.held)) + len(seg.mode.sliding_directions))
     return {"sliding_time": total, "sliding_surfaces": most}

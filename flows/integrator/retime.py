@@ -75,14 +75,14 @@ def _power_basis(size: int) -> np.ndarray:
     return out
 
 
-#: Exponents of the power series (up to the antiderivative's degree).
-_EXPONENTS = np.arange(DEGREE + 2, dtype=float)
-
-
 def _series(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``sum_k coef[i, k] x_i^k``: the power series with coefficients ``coef`` (m, N) (one row
-    per point) at ``x`` (m,)."""
-    return np.vecdot(coef, x[:, None] ** _EXPONENTS[: coef.shape[1]])
+    per point) at ``x`` (m,), by Horner's rule."""
+    out = coef[:, -1].copy()
+    for k in range(coef.shape[1] - 2, -1, -1):
+        out *= x
+        out += coef[:, k]
+    return out
 
 
 #: The linear maps from Chebyshev coefficients (DEGREE + 1) to the power-series coefficients
@@ -288,7 +288,7 @@ def _roots(coef: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     fa, fb = _series(power, a), _series(power, b)
     x = a + (b - a) * fa / (fa - fb)
     for _ in range(NEWTON_STEPS):
-        powers = x[:, None] ** _EXPONENTS[: DEGREE + 1]
+        powers = np.vander(x, DEGREE + 1, increasing=True)
         derivative = np.vecdot(slope, powers[:, :DEGREE])
         step = np.divide(
             np.vecdot(power, powers), derivative, out=np.zeros_like(x), where=derivative != 0

@@ -186,6 +186,11 @@ class Segment:
             )
         return theta, states[:, -1] if self.clock is None else self.clock.at(s)
 
+    def tau(self, s: np.ndarray) -> np.ndarray:
+        """``tau`` at times ``s`` (as :meth:`sample`, without the parameters)."""
+        s = np.asarray(s, dtype=float)
+        return self.raw(s)[:, -1] if self.clock is None else self.clock.at(s)
+
 
 #: Floats of dense-output values below which one vectorised evaluation of every sample is the
 #: cheapest (201 samples of a 10-entry state: 86 us against 296 us for a loop over the steps).

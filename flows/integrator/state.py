@@ -96,18 +96,18 @@ class Run:
         """Give each segment recorded since the last call whose ``tau`` is computed by
         quadrature its :class:`~flows.integrator.retime.StepClock`, in order, each from the
         ``tau`` where the segment before it ends; the state's ``tau`` is the last one's end."""
-        segments, shape = self.path.segments, self.problem.shape
+        segments = self.path.segments
         if not applies(self.problem) or self.clocked == len(segments):
             return
         for i in range(self.clocked, len(segments)):
             seg = segments[i]
             if seg.end > seg.start and retimed(self.problem, seg.mode):
                 before = segments[i - 1] if i else seg
-                start = before.sample(before.ts[-1:] if i else seg.ts[:1], shape)[1][0]
+                start = before.tau(before.ts[-1:] if i else seg.ts[:1])[0]
                 seg.clock = retime(self.problem, seg, float(start))
         self.clocked = len(segments)
         if self.s == self.path.end:
-            self.y[-1] = float(segments[-1].sample(segments[-1].ts[-1:], shape)[1][0])
+            self.y[-1] = float(segments[-1].tau(segments[-1].ts[-1:])[0])
 
     def used(self, loop: str) -> None:
         """Record that the segment loop ``loop`` integrated part of the path."""
