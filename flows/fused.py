@@ -108,19 +108,27 @@ class FusedField:
 
     def margins(self, beta: SignedLog) -> np.ndarray:
         """Products ``m_i = <beta, z_i>`` (..., n) as floats (+-inf beyond float64)."""
-        return self._margins(beta)[0]
+        scaled, safe = self._scaled_margins(beta)
+        zero = scaled == 0
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _where(zero, 0.0, _times(scaled, np.exp(safe)))
 
     def _margins(self, beta: SignedLog) -> tuple[np.ndarray, np.ndarray]:
-        """Margins as floats and scaled by ``exp(-max_j log|beta_j|)`` (exact zeros kept):
-        ``m = exp(M) (A (sign beta exp(log|beta| - M)))``, the temporaries written in place."""
+        """Margins as floats and scaled by ``exp(-max_j log|beta_j|)`` (exact zeros kept)."""
+        scaled, safe = self._scaled_margins(beta)
+        with np.errstate(over="ignore", invalid="ignore"):
+            m = scaled * np.exp(safe)
+        return _where(scaled == 0, 0.0, m), scaled
+
+    def _scaled_margins(self, beta: SignedLog) -> tuple[np.ndarray, np.ndarray]:
+        """``A (sign beta exp(log|beta| - M))`` (..., n) and ``M = max_j log|beta_j|`` (..., 1)
+        (0 where not finite): the margins are ``exp(M)`` times the first. The temporaries are
+        written in place."""
         top = beta.log_abs.max(axis=-1, keepdims=True)
         safe = np.where(np.isfinite(top), top, 0.0)
         terms = np.subtract(beta.log_abs, safe)
         np.exp(terms, out=terms)
-        scaled = _times(terms, beta.sign) @ self.features.T
-        with np.errstate(over="ignore", invalid="ignore"):
-            m = scaled * np.exp(safe)
-        return _where(scaled == 0, 0.0, m), scaled
+        return _times(terms, beta.sign) @ self.features.T, safe
 
     def weights(self, beta: SignedLog) -> tuple[np.ndarray | None, np.ndarray]:
         """Example weights ``p`` (..., n) and ``log c`` (...) from the predictor.
