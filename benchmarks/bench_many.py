@@ -7,13 +7,21 @@ Run on demand (not a pytest test)::
     python benchmarks/bench_many.py              # print the table
     python benchmarks/bench_many.py --write      # also keep it in results.md (its own section)
 
-Cases (100 runs each, alpha log-spaced): the paper's single example mu = (1, ..., 5), l2-SAM at
-depth 2, rho = 1, every other setting at its default (alpha in [0.05, 2]: the runs below
-alpha ~ 0.3 collapse; and alpha in [0.4, 2], none collapses); ``iterate`` l2-SAM on a small
-regression (n = 20, d = 30, rho = 0.05, eta = 0.05, every iterate recorded) for 10, 100 and 1000
-steps. Each time is the best of ``--repeat`` (5; loop and batch taking turns), one BLAS thread
-(``OPENBLAS_NUM_THREADS=1``), numba's kernels compiled before the timing. The last column says
-whether every batched result equals its single call bit for bit.
+Cases (100 runs each): the paper's single example mu = (1, ..., 5), l2-SAM at depth 2, rho = 1,
+every other setting at its default, alpha log-spaced (in [0.05, 2]: the runs below alpha ~ 0.3
+collapse; and in [0.4, 2], none collapses); ``iterate`` l2-SAM on a small regression (n = 20,
+d = 30, eta = 0.05, every iterate recorded): rho = 0.05 and alpha log-spaced in [0.05, 1] for
+10, 100 and 1000 steps; alpha = 0.3 and rho over [0, 0.2] (rho = 0 runs as gd) for 100 steps;
+alpha = 0.3, rho = 0.05 and minibatches of 5 (``batch_size=5``) over the seeds 0, ..., 99 for
+100 steps. Each time is the best of ``--repeat`` (5; loop and batch taking turns), one BLAS
+thread (``OPENBLAS_NUM_THREADS=1``), numba's kernels compiled before the timing.
+
+The last columns compare each batched result with its single call: whether every field but the
+arrays is equal (status, message, steps, backend, seed, ...), and the largest difference of
+``theta`` relative to the single call's largest ``|theta|`` over the runs (0: bit for bit). The
+note under the table gives, for the seeds case, the time the numpy generators alone take to
+draw its batches (``numpy.random.default_rng([seed, k]).choice``, what every run draws at every
+step): a floor of both the loop and the batch.
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ from flows import (  # noqa: E402
 
 HEADING = "## Many runs in one call (`python benchmarks/bench_many.py --write`)"
 RUNS = 100
+#: The seeds case: steps and minibatch size.
+SEED_STEPS, BATCH = 100, 5
 
 
 def regression() -> Dataset:
@@ -74,23 +84,70 @@ def cases() -> list[tuple[str, object, object]]:
                 lambda kw=kw: iterate_many(data, "l2-sam", 2, alphas, **kw),
             )
         )
+    rhos = list(np.linspace(0.0, 0.2, RUNS))
+    out.append(
+        (
+            "iterate l2-SAM, regression 20 x 30, 100 steps, rho in [0, 0.2]",
+            lambda: [iterate(data, "l2-sam", 2, 0.3, rho=r, eta=0.05, steps=100) for r in rhos],
+            lambda: iterate_many(data, "l2-sam", 2, 0.3, rho=rhos, eta=0.05, steps=100),
+        )
+    )
+    kw = dict(rho=0.05, eta=0.05, steps=SEED_STEPS, batch_size=BATCH)
+    seeds = list(range(RUNS))
+    out.append(
+        (
+            f"iterate l2-SAM, regression 20 x 30, {SEED_STEPS} steps, batches of {BATCH}, "
+            f"seeds 0..{RUNS - 1}",
+            lambda: [iterate(data, "l2-sam", 2, 0.3, seed=s, **kw) for s in seeds],
+            lambda: iterate_many(data, "l2-sam", 2, 0.3, seed=seeds, **kw),
+        )
+    )
     return out
 
 
-def same(a, b) -> bool:
-    """Every field equal, arrays bit for bit (NaN where NaN)."""
-    for field in dataclasses.fields(a):
+def draws_alone(repeat: int) -> float:
+    """Seconds the seeds case's batches take to draw, every run and step (best of ``repeat``)."""
+    best = np.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for seed in range(RUNS):
+            for k in range(SEED_STEPS):
+                np.random.default_rng([seed, k]).choice(20, BATCH, replace=False)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+#: The arrays whose difference :func:`compare` measures (the others must be equal).
+ROUNDED = ("theta", "beta", "loss", "buffer")
+
+
+def compare(a, b) -> tuple[bool, float]:
+    """Whether every field but :data:`ROUNDED` is equal (arrays bit for bit) and those have the
+    same shapes, and the largest ``|theta_a - theta_b|`` relative to ``max |theta_b|`` (a flow,
+    which has no ``theta``: 0, its arrays all compared bit for bit)."""
+    equal = True
+    for field in dataclasses.fields(b):
         x, y = getattr(a, field.name), getattr(b, field.name)
-        if isinstance(x, np.ndarray):
-            if x.shape != y.shape or not np.array_equal(x, y, equal_nan=x.dtype.kind == "f"):
-                return False
-        elif x != y:
-            return False
-    return True
+        if isinstance(y, np.ndarray):
+            if x.shape != y.shape:
+                return False, np.inf
+            if field.name not in ROUNDED:
+                equal = equal and bool(np.array_equal(x, y, equal_nan=y.dtype.kind == "f"))
+        else:
+            equal = equal and x == y
+    if not hasattr(b, "theta"):  # a flow: every array bit for bit
+        rounded = all(
+            np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True)
+            for name in ROUNDED
+            if hasattr(b, name)
+        )
+        return equal and rounded, 0.0
+    return equal, float(np.max(np.abs(a.theta - b.theta)) / np.max(np.abs(b.theta)))
 
 
-def measure(repeat: int) -> list[tuple[str, float, float, bool]]:
-    """``(case, loop seconds, batch seconds, bit for bit)`` per case, best of ``repeat``."""
+def measure(repeat: int) -> list[tuple[str, float, float, bool, float]]:
+    """``(case, loop seconds, batch seconds, other fields equal, theta's largest relative
+    difference)`` per case, best of ``repeat``."""
     simulate(
         single_example([1, 2]), "l2-sam", rho=1.0, backend="numba"
     )  # compile in the foreground
@@ -105,12 +162,13 @@ def measure(repeat: int) -> list[tuple[str, float, float, bool]]:
             start = time.perf_counter()
             batched = batch()  # type: ignore[operator]
             best_batch = min(best_batch, time.perf_counter() - start)
-        equal = all(same(a, b) for a, b in zip(batched, singles, strict=True))
-        rows.append((name, best_loop, best_batch, equal))
+        compared = [compare(a, b) for a, b in zip(batched, singles, strict=True)]
+        equal = all(c[0] for c in compared)
+        rows.append((name, best_loop, best_batch, equal, max(c[1] for c in compared)))
     return rows
 
 
-def table(rows: list[tuple[str, float, float, bool]], repeat: int) -> str:
+def table(rows: list[tuple[str, float, float, bool, float]], repeat: int, draws: float) -> str:
     """The rows as a markdown section."""
     lines = [
         HEADING,
@@ -119,14 +177,22 @@ def table(rows: list[tuple[str, float, float, bool]], repeat: int) -> str:
         f"{os.getloadavg()[0]:.1f}, OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, "
         f"best of {repeat}, {RUNS} runs per case.",
         "",
-        "| case | loop of single calls (s) | batched (s) | ratio | bit for bit |",
-        "|---|---|---|---|---|",
+        "| case | loop of single calls (s) | batched (s) | ratio | other fields equal | "
+        "theta, largest relative difference |",
+        "|---|---|---|---|---|---|",
     ]
-    for name, loop, batch, equal in rows:
+    for name, loop, batch, equal, difference in rows:
         lines.append(
             f"| {name} | {loop:.3f} | {batch:.3f} | {loop / batch:.2f}x | "
-            f"{'yes' if equal else 'no'} |"
+            f"{'yes' if equal else 'no'} | {difference:.1e} |"
         )
+    seeds = rows[-1]
+    lines += [
+        "",
+        f"Seeds case: the numpy generators alone draw its batches in {draws:.3f} s, "
+        f"{draws / seeds[1]:.0%} of the loop: no batch of those runs, however it steps, is "
+        f"faster than {seeds[1] / draws:.1f}x the loop while it draws the same batches.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -135,7 +201,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="best of this many (5)")
     parser.add_argument("--write", action="store_true", help="keep the table in results.md")
     args = parser.parse_args()
-    text = table(measure(args.repeat), args.repeat)
+    text = table(measure(args.repeat), args.repeat, draws_alone(args.repeat))
     print(text)
     if args.write:
         write_section(text, HEADING)

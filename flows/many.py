@@ -55,7 +55,6 @@ from .discrete import (
     MAX_RECORDED_FLOATS,
     BaseOptimizer,
     DiscreteRun,
-    _losses,
     base_optimizer,
     check_budget,
     discrete_steps,
@@ -451,20 +450,19 @@ class _Batched:
     def chunk(self, compiled: Any, runs: list[_Run], indices: list[int],
               table: dict[int, np.ndarray]) -> dict[int, DiscreteRun]:  # fmt: skip
         """One call of the batched kernel on ``runs``: the results of those it took to the
-        last step, by index (their losses in one call of the single call's loss function)."""
+        last step, by index."""
         from .compiled import _many_kernels as kernels
 
         theta = np.array([run.init.groups for run in runs], dtype=float)
         kept = np.empty((len(runs), self.to_record + 1) + theta.shape[1:])
         kept[:, 0] = theta
         beta = np.empty((len(runs), self.to_record + 1, theta.shape[2]))
+        losses = np.empty((len(runs), self.to_record + 1))
         status = np.zeros(len(runs), dtype=np.int64)
         hp = np.array([table[i] for i in indices], dtype=float).reshape(len(runs), -1)
         buffers = np.empty_like(theta)
         kernels.run_many(theta, self.steps, self.record_every, compiled.problem, hp, kept,
-                         beta, status, buffers)  # fmt: skip
-        losses = _losses(beta.reshape(-1, beta.shape[2]), self.data, self.loss)
-        losses = losses.reshape(beta.shape[:2])
+                         beta, losses, status, buffers)  # fmt: skip
         out = {}
         for r, i in enumerate(indices):
             if status[r] == kernels.RUNNING:

@@ -29,7 +29,7 @@ RUNNING, HANDED_BACK = 0, 1
 
 
 @njit(cache=True, error_model="numpy")
-def run_many(theta, last, record_every, problem, hp, kept, kept_beta, status, buffers):
+def run_many(theta, last, record_every, problem, hp, kept, kept_beta, kept_loss, status, buffers):
     """Steps ``1, ..., last`` of every run ``r`` with ``status[r] == RUNNING`` from the iterate
     ``theta[r]`` (``theta`` runs x L x d); returns how many iterates each run recorded.
 
@@ -37,7 +37,8 @@ def run_many(theta, last, record_every, problem, hp, kept, kept_beta, status, bu
     hyper-parameters unused: run ``r`` takes the row ``hp[r]``). The iterate of every step that
     ``record_every`` divides, and of step ``last``, goes into ``kept[r, i]`` (``i`` = 1, 2,
     ...), its ``beta = prod_l theta^(l)`` (in layer order, as ``numpy.prod``) into
-    ``kept_beta[r, i]`` (``i`` = 0, 1, ...). A run whose initial iterate, or a step, the single
+    ``kept_beta[r, i]`` and its mean loss ``(1/n) sum_i l(u_i)`` into ``kept_loss[r, i]``
+    (``i`` = 0, 1, ...; from the loss arguments of its representability check). A run whose initial iterate, or a step, the single
     kernel would hand back gets status
     :data:`HANDED_BACK` and leaves the batch there. The momentum buffers after the last step go
     into ``buffers`` (runs x L x d)."""
@@ -69,6 +70,7 @@ def run_many(theta, last, record_every, problem, hp, kept, kept_beta, status, bu
     _check_finite(beta, ok)
     u = _arguments(features, beta, offsets)
     _check_arguments(u, loss_id, np.inf, ok)
+    _record_loss(u, loss_id, 0, kept_loss)
     recorded = 0
     for k in range(1, last + 1):
         _parameters_in_range(w, layers, limit, ok)
@@ -95,6 +97,7 @@ def run_many(theta, last, record_every, problem, hp, kept, kept_beta, status, bu
         if k % record_every == 0 or k == last:
             recorded += 1
             _record_beta(beta, recorded, kept_beta)
+            _record_loss(u, loss_id, recorded, kept_loss)
             for r in range(runs):
                 if ok[r]:
                     for layer in range(layers):
@@ -113,6 +116,34 @@ def _record_beta(beta, i, kept_beta):
     for r in range(beta.shape[1]):
         for j in range(beta.shape[0]):
             kept_beta[r, i, j] = beta[j, r]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _record_loss(u, loss_id, i, kept_loss):
+    """``kept_loss[r, i]`` = the mean loss of run ``r``'s loss arguments (column ``r`` of
+    ``u``), summed in order."""
+    n, runs = u.shape
+    total = np.zeros(runs)
+    for k in range(n):
+        for r in range(runs):
+            total[r] += _loss_value(u[k, r], loss_id)
+    for r in range(runs):
+        kept_loss[r, i] = total[r] / n
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _loss_value(u, loss_id):
+    """``l(u)``: logistic ``log(1 + e^-u)`` (as ``numpy.logaddexp(0, -u)``), exponential
+    ``e^-u``, squared ``u^2 / 2`` (:data:`flows.model.LOSSES`)."""
+    if loss_id == kernels.SQUARED:
+        return 0.5 * (u * u)
+    if loss_id == 0:
+        if u == 0.0:
+            return np.log(2.0)
+        if u > 0.0:
+            return np.log1p(np.exp(-u))
+        return -u + np.log1p(np.exp(u))
+    return np.exp(-u)
 
 
 @njit(cache=True, inline="always")
