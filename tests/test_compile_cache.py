@@ -18,13 +18,14 @@ from flows.compiled import (  # noqa: E402
     _cache,
     _discrete_kernels,
     _field_kernels,
+    _many_kernels,
     _quadrature_kernels,
     _segment_kernels,
     _sliding_kernels,
 )
 
-MODULES = (_discrete_kernels, _field_kernels, _quadrature_kernels, _segment_kernels,
-           _sliding_kernels)  # fmt: skip
+MODULES = (_discrete_kernels, _field_kernels, _many_kernels, _quadrature_kernels,
+           _segment_kernels, _sliding_kernels)  # fmt: skip
 
 
 def kernels() -> list[CPUDispatcher]:

@@ -5,11 +5,19 @@ Loops over the entries of one parameter point, with the formulas of
 ``u_i = <beta, z_i> - o_i`` (:func:`flows.model.loss_arguments`): ``features`` holds the rows
 ``z_i`` and ``offsets`` the ``o_i`` (zeros in classification, where ``u_i`` is the margin; the
 targets in regression, where it is the residual).
+
+The kernels that allocate nothing and are not inlined are compiled without numba's reference
+counting (:func:`uncounted`), and so are those of :mod:`flows.compiled._segment_kernels` that
+evaluate the field: with it, every array they take, unpack from a tuple or view has its count
+raised and lowered by an atomic call, about 200 per evaluation of the l2-SAM field, four times
+its arithmetic at n = 1, d = 5. Their loops index 2-D arrays (no ``ravel``, which needs the
+counting).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -18,6 +26,13 @@ from ..signedlog import LOG2
 from ._cache import install
 
 install()  # numba's cache keyed on every source of the kernels (flows.compiled._cache)
+
+
+def uncounted(**options: Any) -> Any:
+    """numba's ``njit`` (cached, the GIL released) without reference counting, with ``options``:
+    for the kernels that allocate nothing (see the module docstring)."""
+    return njit(cache=True, nogil=True, _nrt=False, **options)  # type: ignore[call-overload]
+
 
 #: The ``compiled_id`` of the squared loss (:data:`flows.model.LOSSES`): the loss whose example
 #: weights are signed (``sign(-l'(u)) = -sign(u)``) and vanish at an exact interpolator.
@@ -113,7 +128,7 @@ def margin_terms_into(beta, features, offsets, loss_id, derivative, out):
     return top
 
 
-@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@uncounted(fastmath={"reassoc", "contract"})
 def margins_into(features, beta, out):
     """``out_i = sum_j A_ij beta_j`` (``A`` = ``features``), two rows per pass over ``beta``.
 
@@ -137,7 +152,7 @@ def margins_into(features, beta, out):
         out[i] = m
 
 
-@njit(cache=True, nogil=True)
+@uncounted()
 def weighted_rows_into(p, features, out):
     """``out_j = sum_i p_i A_ij`` (``A`` = ``features``), summed over ``i`` in order from 0 for
     every ``j`` (as a loop over the rows, vectorised over ``j``), four rows per pass over
@@ -318,7 +333,7 @@ def summary(w, depth, multiplicity, features, offsets, loss_id, pattern, use_pat
     return ok, work[6].copy(), work[5].copy(), log_norm
 
 
-@njit(cache=True, nogil=True)
+@uncounted()
 def summary_into(w, depth, multiplicity, features, offsets, loss_id, pattern, use_pattern, work):
     """:func:`summary` into ``work`` (sign ``work[5]``, unit ``work[6]``); returns
     ``(ok, log norm)`` (not ok where ``grad L = 0``, e.g. at an exact interpolator)."""
@@ -408,10 +423,12 @@ def extreme_sizes(point, zero_top, zero_bottom):
     """``(largest, smallest)`` of ``|w_ij|`` over ``point``, an exact zero counting as
     ``zero_top`` for the largest and as ``zero_bottom`` for the smallest."""
     largest, smallest = 0.0, np.inf
-    for v in point.ravel():
-        size = abs(v)
-        largest = max(largest, size if v != 0.0 else zero_top)
-        smallest = min(smallest, size if v != 0.0 else zero_bottom)
+    for layer in range(point.shape[0]):
+        for j in range(point.shape[1]):
+            v = point[layer, j]
+            size = abs(v)
+            largest = max(largest, size if v != 0.0 else zero_top)
+            smallest = min(smallest, size if v != 0.0 else zero_bottom)
     return largest, smallest
 
 
@@ -433,7 +450,7 @@ def in_float_range(point, depth, log_chart, limit):
     return sizes_in_float_range(largest, smallest, depth, limit, log_chart)
 
 
-@njit(cache=True, nogil=True)
+@uncounted()
 def chart_velocity_into(
     w, point, held, depth, features, offsets, loss_id, original_clock, log_chart, delta, limit,
     work, out,
@@ -461,24 +478,25 @@ def chart_map_into(velocity, log_c, w, held, original_clock, log_chart, delta, o
     ``dtau/ds = c`` in the original clock and 1 in the rescaled one, held entries 0; the last
     entry ``dtau/ds``. One branch-free loop per chart over the flat entries (selections, so that
     the compiler vectorises the divisions and square roots)."""
-    size = w.size
+    groups, d = w.shape
     speed = np.exp(log_c) if original_clock else 1.0
-    flat_velocity, flat_w, flat_held = velocity.ravel(), w.ravel(), held.ravel()
-    if log_chart:
-        for k in range(size):
-            rate = speed * flat_velocity[k] / flat_w[k]
-            out[k] = 0.0 if flat_held[k] else rate
-    else:
-        for k in range(size):
-            ratio = abs(flat_w[k] / delta)
-            cosh = np.sqrt(1.0 + ratio * ratio) if ratio < 1e150 else ratio
-            rate = speed * flat_velocity[k] / (delta * cosh)
-            out[k] = 0.0 if flat_held[k] else rate
-    out[size] = speed
+    for layer in range(groups):
+        row = layer * d
+        if log_chart:
+            for j in range(d):
+                rate = speed * velocity[layer, j] / w[layer, j]
+                out[row + j] = 0.0 if held[layer, j] else rate
+        else:
+            for j in range(d):
+                ratio = abs(w[layer, j] / delta)
+                cosh = np.sqrt(1.0 + ratio * ratio) if ratio < 1e150 else ratio
+                rate = speed * velocity[layer, j] / (delta * cosh)
+                out[row + j] = 0.0 if held[layer, j] else rate
+    out[groups * d] = speed
     return True
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@uncounted(error_model="numpy")
 def per_example_field_into(w, depth, multiplicity, features, offsets, loss_id, algorithm_id, hp,
                            limit, work, point, velocity):  # fmt: skip
     """The per-example field (:mod:`flows.per_example`) at float parameters ``w`` (G, d):

@@ -59,7 +59,7 @@ def field(y, problem):
     return ok, out
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@kernels.uncounted(error_model="numpy")
 def field_into(y, problem, work, out):
     """:func:`field` into ``out`` with the buffers ``work`` (:func:`kernels.workspace`)."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
@@ -80,7 +80,7 @@ def field_into(y, problem, work, out):
                                        out)  # fmt: skip
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@kernels.uncounted(error_model="numpy")
 def per_example_into(z, problem, work):
     """The float parameters ``w`` (into ``work[7]``) at chart coordinates ``z`` and the
     per-example field ``F`` there (into ``work[9]``,
@@ -199,7 +199,7 @@ def _example_sizes(p, abs_features):
     return sizes
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@kernels.uncounted(error_model="numpy")
 def _log_largest_ratio(direction, loo, sizes):
     """``log max_j |G_j| / H_j`` over the coordinates whose layers can move (some
     ``prod_{k != l} w^(k)_j != 0``) and with ``H_j > 0``; -inf if there is none (the regression
@@ -367,6 +367,31 @@ def _dense_output_into(y, y_new, K, f_new, h, F_step, y_old):
         y_old[i] = y[i]
 
 
+@kernels.uncounted(error_model="numpy")
+def _step_into(y, h, problem, work, K, stage, y_new):
+    """One DOP853 step of size ``h`` from ``y`` (``K[0]`` holding the field there): the stages
+    ``K[1:N_STAGES]``, the solution ``y_new`` (:func:`_solution_into`) and the field there
+    (``K[N_STAGES]``); ``(ok, evaluations)``, not ok at the first evaluation off the float path
+    (the evaluations up to it counted)."""
+    for s in range(1, N_STAGES):
+        _stage(y, K, s, h, stage)
+        if not field_into(stage, problem, work, K[s]):
+            return False, s
+    _solution_into(y, K, h, y_new)
+    return field_into(y_new, problem, work, K[N_STAGES]), N_STAGES
+
+
+@kernels.uncounted(error_model="numpy")
+def _dense_stages_into(y, h, problem, work, K, stage):
+    """The extra stages of DOP853's dense output (``K[N_STAGES + 1:]``) of the step of size
+    ``h`` from ``y``; ``(ok, evaluations)`` as :func:`_step_into`."""
+    for s in range(N_STAGES + 1, A.shape[0]):
+        _stage(y, K, s, h, stage)
+        if not field_into(stage, problem, work, K[s]):
+            return False, s - N_STAGES
+    return True, A.shape[0] - N_STAGES - 1
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_step):
     """Integrate from ``(s0, y0)`` towards ``s_end``, the first step ``first_step`` (0: chosen
@@ -420,17 +445,8 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
             h_abs = abs(h)
             for i in range(n):
                 K[0, i] = f[i]
-            ok = True
-            for s in range(1, N_STAGES):
-                _stage(y, K, s, h, stage)
-                ok = field_into(stage, problem, work, K[s])
-                nfev += 1
-                if not ok:
-                    break
-            if ok:
-                _solution_into(y, K, h, y_new)
-                ok = field_into(y_new, problem, work, f_new)
-                nfev += 1
+            ok, used = _step_into(y, h, problem, work, K, stage, y_new)
+            nfev += used
             if not ok:  # a stage outside the float path: a smaller first step, or Python's loop
                 if steps > 0 or first_step != 0 or shrunk == RANGE_SHRINKS:
                     return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
@@ -448,12 +464,10 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
         for k in range(g_new.size):
             if g_old[k] >= 0 and g_new[k] <= 0 and (g_old[k] != 0 or g_new[k] != 0):
                 return EVENT_AHEAD, steps, ts, F, y_olds, y, nfev, abs(h)
-        for s in range(N_STAGES + 1, A.shape[0]):
-            _stage(y, K, s, h, stage)
-            ok = field_into(stage, problem, work, K[s])
-            nfev += 1
-            if not ok:
-                return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
+        ok, used = _dense_stages_into(y, h, problem, work, K, stage)
+        nfev += used
+        if not ok:
+            return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
         _dense_output_into(y, y_new, K, f_new, h, F[steps], y_olds[steps])
         for i in range(n):
             f[i] = f_new[i]
@@ -505,29 +519,27 @@ def exponents(s, t_old, h, F, y_old, problem):
     :meth:`flows.integrator.segments.Segment.step_of`): ``Dop853DenseOutput``'s polynomial as
     :func:`flows.integrator.segments._dop853_values`, then the float path of ``log c``
     (:meth:`flows.fused.FusedField.log_c`); NaN where that path does not hold (the caller
-    takes the numpy path there)."""
-    shape, depth, features, loss_id, limit, offsets = (
-        problem[0],
-        problem[4],
-        problem[6],
-        problem[7],
-        problem[12],
-        problem[14],
-    )
+    takes the numpy path there; :func:`exponent_at` each)."""
     out = np.empty(s.size)
-    n = y_old.shape[1]
-    y = np.empty(n)
-    z = y[:-1].reshape(shape)  # a view: the chart coordinates of the state y
-    work = kernels.workspace(shape, features.shape[0])
+    y = np.empty(y_old.shape[1])
+    work = kernels.workspace(problem[0], problem[6].shape[0])
     for q in range(s.size):
         _dense_into(s[q], t_old, h, F, y_old, y)
-        if problem[15]:  # per-example
-            ok, log_c = per_example_into(z, problem, work)
-            out[q] = -log_c if ok else np.nan
-        elif perturbed_into(z, problem, work) and kernels.in_float_range(
-            work[8], depth, False, limit
-        ):
-            out[q] = -kernels.forward_into(work[8], depth, features, offsets, loss_id, work)
-        else:
-            out[q] = np.nan
+        out[q] = exponent_at(y, problem, work)
     return out
+
+
+@kernels.uncounted(error_model="numpy")
+def exponent_at(y, problem, work):
+    """``K = -log c`` at the perturbed point of the state ``y`` (the float path of
+    :meth:`flows.fused.FusedField.log_c`, with the buffers ``work``); NaN where that path does
+    not hold."""
+    (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
+     algorithm_id, hp, limit, pattern, offsets, per_example, _) = problem  # fmt: skip
+    z = y[:-1].reshape(shape)
+    if per_example:
+        ok, log_c = per_example_into(z, problem, work)
+        return -log_c if ok else np.nan
+    if perturbed_into(z, problem, work) and kernels.in_float_range(work[8], depth, False, limit):
+        return -kernels.forward_into(work[8], depth, features, offsets, loss_id, work)
+    return np.nan
