@@ -48,13 +48,18 @@ from typing import Any, NamedTuple, TextIO, TypeVar
 import numpy as np
 
 from .algorithms import effective_algorithm, get_algorithm, resolve_hyperparameters
+from .batch_steps import FloatBatchSteps, float_batch_steps
 from .checks import integer
 from .clocks import CLOCKS
 from .data import Dataset
 from .discrete import (
+    LOSS_CHECK_ARGUMENT,
     MAX_RECORDED_FLOATS,
     BaseOptimizer,
     DiscreteRun,
+    _losses,
+    _not_representable,
+    _root_of,
     base_optimizer,
     check_budget,
     discrete_steps,
@@ -63,6 +68,8 @@ from .discrete import (
 from .field import Problem
 from .initialization import Initialization, check_depth, initialization
 from .integrator.driver import simulate
+from .many_steps import ManyFloatSteps
+from .minibatch import Minibatches, StepNoise, minibatches, step_noise
 from .model import get_loss, loss_for
 from .results import Cause, Trajectory
 from .schedules import constant_values
@@ -375,10 +382,15 @@ def iterate_many(
                                record_every)  # fmt: skip
             for i, result in batched.run(runs, tell).items():
                 results[i] = result
+            stochastic = _Stochastic(data, algorithm, the_loss, base, steps, record_every,
+                                     given["sampling"])  # fmt: skip
+            for i, result in stochastic.run(runs, tell).items():
+                results[i] = result
         done = sum(r is not None for r in results)
         for i, run in enumerate(runs):
             if results[i] is None:
-                results[i] = iterate(data, algorithm, depth, run.alpha, **options, **run.given)
+                results[i] = iterate(data, algorithm, depth, run.alpha, **options,
+                                     **run.given)  # fmt: skip
                 done += 1
                 tell.done(done)
     return [r for r in results if r is not None]
@@ -400,18 +412,13 @@ class _Batched:
         self.data, self.algorithm, self.loss, self.base = data, algorithm, loss, base
         self.backend, self.steps, self.record_every = backend, steps, record_every
         self.to_record = steps // record_every + (steps % record_every != 0)
-        self.kept_steps = np.array(
-            [0, *range(record_every, steps + 1, record_every)]
-            + ([steps] if steps % record_every else []),
-            dtype=np.int64,
-        )
+        self.kept_steps = _kept_steps(steps, record_every)
 
     def run(self, runs: list[_Run], tell: _Progress) -> dict[int, DiscreteRun]:
         """The results of the runs it takes, by index, in groups of one algorithm."""
         groups: dict[str, list[int]] = {}
         for i, run in enumerate(runs):
-            if not any(run.options.get(name) for name in ("batch_size", "label_noise",
-                                                          "temperature")):  # fmt: skip
+            if not _stochastic(run):
                 groups.setdefault(effective_algorithm(self.algorithm, run.hyperparameters),
                                   []).append(i)  # fmt: skip
         out: dict[int, DiscreteRun] = {}
@@ -471,6 +478,109 @@ class _Batched:
                 if done is not None:
                     out[i] = done
         return out
+
+
+def _stochastic(run: _Run) -> bool:
+    """Whether the run draws minibatches or noise."""
+    return any(run.options.get(name) for name in ("batch_size", "label_noise", "temperature"))
+
+
+class _Stochastic:
+    """The runs of an :func:`iterate_many` call with minibatches or noise, stepped together in
+    groups of one algorithm and batch size (:class:`flows.many_steps.ManyFloatSteps`).
+
+    Every such run's root seed is drawn first, in the order of the runs (as a loop of single
+    calls draws them from a shared ``seed`` generator), and becomes its ``seed``: a run that a
+    check stops, or that the float steps do not take (a per-example algorithm, a scheduled
+    hyper-parameter), is the single call with that root."""
+
+    def __init__(self, data: Dataset, algorithm: str, loss: Any, base: BaseOptimizer,
+                 steps: int, record_every: int, sampling: str):  # fmt: skip
+        self.data, self.algorithm, self.loss, self.base = data, algorithm, loss, base
+        self.steps, self.record_every, self.sampling = steps, record_every, sampling
+        self.kept_steps = _kept_steps(steps, record_every)
+
+    def run(self, runs: list[_Run], tell: _Progress) -> dict[int, DiscreteRun]:
+        """The results of the runs it takes, by index (it also puts each stochastic run's
+        root seed into its ``given``)."""
+        groups: dict[tuple, list[tuple[int, FloatBatchSteps]]] = {}
+        for i, run in enumerate(runs):
+            if not _stochastic(run):
+                continue
+            chosen, noise, steps = self.float_steps(run)
+            run.given["seed"] = _root_of(chosen, noise)
+            runs_as = effective_algorithm(self.algorithm, run.hyperparameters)
+            algo = get_algorithm(runs_as)
+            if steps is None or algo.per_example:
+                continue
+            if constant_values(run.hyperparameters, algo.names) is None:
+                continue
+            if _not_representable(run.init.groups, self.data, self.loss):
+                continue
+            size = None if chosen is None else chosen.size
+            groups.setdefault((runs_as, size), []).append((i, steps))
+        out: dict[int, DiscreteRun] = {}
+        for (runs_as, _), members in groups.items():
+            names = get_algorithm(runs_as).names
+            for start in range(0, len(members), CHUNK):
+                chunk = members[start : start + CHUNK]
+                out.update(self.chunk([runs[i] for i, _ in chunk], chunk, names))
+                tell.done(len(out))
+        return out
+
+    def float_steps(
+        self, run: _Run
+    ) -> tuple[Minibatches | None, StepNoise | None, FloatBatchSteps | None]:
+        """The run's batches and noise, drawn from its seed as the single call draws them, and
+        its float steps (None where its loss has none)."""
+        o = run.options
+        chosen = minibatches(self.data.n, o.get("batch_size"), o.get("seed"), self.sampling,
+                             None, self.steps, 0)  # fmt: skip
+        noise = step_noise(o.get("label_noise", 0.0), o.get("temperature", 0.0), o.get("seed"),
+                           chosen, self.data)  # fmt: skip
+        runs_as = get_algorithm(effective_algorithm(self.algorithm, run.hyperparameters))
+        problem = Problem(self.data, runs_as, run.hyperparameters, self.loss,
+                          run.init.multiplicity, CLOCKS["original"])  # fmt: skip
+        return chosen, noise, float_batch_steps(problem, self.base, chosen, noise,
+                                                LOSS_CHECK_ARGUMENT)  # fmt: skip
+
+    def chunk(self, runs: list[_Run], members: list[tuple[int, FloatBatchSteps]],
+              names: tuple[str, ...]) -> dict[int, DiscreteRun]:  # fmt: skip
+        """The results of the runs of ``members`` that took every step in the float steps."""
+        columns = {n: np.array([float(run.hyperparameters[n]) for run in runs]) for n in names}
+        many = ManyFloatSteps([steps for _, steps in members], columns)
+        theta = np.array([run.init.groups for run in runs], dtype=float)
+        kept = np.empty((len(runs), len(self.kept_steps)) + theta.shape[1:])
+        kept[:, 0] = theta
+        done, buffers = many.advance(theta, self.steps, self.record_every, kept)
+        with np.errstate(over="ignore"):
+            betas = np.prod(kept, axis=2)
+        losses = _losses(betas.reshape(-1, betas.shape[2]), self.data, self.loss)
+        losses = losses.reshape(betas.shape[:2])
+        out = {}
+        for r, (i, steps) in enumerate(members):
+            if done[r]:
+                chosen = steps.batches
+                out[i] = DiscreteRun(
+                    steps=self.kept_steps, t=self.kept_steps * self.base.unit, theta=kept[r],
+                    beta=betas[r], loss=losses[r], status=Cause.REACHED_END.status,
+                    message=f"ran {self.steps} steps", algorithm=self.algorithm,
+                    eta=self.base.unit, cause=Cause.REACHED_END, momentum=self.base.momentum,
+                    weight_decay=self.base.weight_decay, backend="numpy", buffer=buffers[r],
+                    batch_size=None if chosen is None else chosen.size,
+                    sampling="" if chosen is None else chosen.sampling,
+                    seed=_root_of(chosen, steps.noise),
+                )  # fmt: skip
+        return out
+
+
+def _kept_steps(steps: int, record_every: int) -> np.ndarray:
+    """The steps a run of ``steps`` steps records: 0, every ``record_every``-th and the last."""
+    return np.array(
+        [0, *range(record_every, steps + 1, record_every)]
+        + ([steps] if steps % record_every else []),
+        dtype=np.int64,
+    )
 
 
 #: A run whose initial mean loss (as recorded) is not below this is the single call's: the
