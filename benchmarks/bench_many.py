@@ -16,6 +16,12 @@ alpha = 0.3, rho = 0.05 and minibatches of 5 (``batch_size=5``) over the seeds 0
 100 steps. Each time is the best of ``--repeat`` (5; loop and batch taking turns), one BLAS
 thread (``OPENBLAS_NUM_THREADS=1``), numba's kernels compiled before the timing.
 
+For the ``simulate`` cases the note also gives the share of the loop that the compiled kernels
+take (every ``numba`` function of ``flows.compiled._*_kernels`` that Python calls, timed by a
+wrapper; the rest is the Python driver, scipy's steps and numpy, which hold the GIL), and the
+bound it sets on running the runs in threads on the machine's cores: at best the kernels of
+different runs overlap completely, and the batch takes ``max(Python, loop / cores)``.
+
 The last columns compare each batched result with its single call: whether every field but the
 arrays is equal (status, message, steps, backend, seed, ...), and the largest difference of
 ``theta`` relative to the single call's largest ``|theta|`` over the runs (0: bit for bit). The
@@ -49,6 +55,8 @@ from flows import (  # noqa: E402
 
 HEADING = "## Many runs in one call (`python benchmarks/bench_many.py --write`)"
 RUNS = 100
+#: The cores the machine has (the bound of threads).
+CORES = os.cpu_count() or 1
 #: The seeds case: steps and minibatch size.
 SEED_STEPS, BATCH = 100, 5
 
@@ -103,6 +111,42 @@ def cases() -> list[tuple[str, object, object]]:
         )
     )
     return out
+
+
+KERNEL_MODULES = ("_field_kernels", "_segment_kernels", "_sliding_kernels",
+                  "_quadrature_kernels", "_discrete_kernels")  # fmt: skip
+
+
+def kernel_seconds(loop) -> float:
+    """Seconds that the compiled kernels take in one call of ``loop`` (every numba function of
+    :data:`KERNEL_MODULES` wrapped by a timer while it runs; the kernels compiled before)."""
+    import importlib
+
+    spent = [0.0]
+
+    def timed(kernel):
+        def call(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return kernel(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - start
+
+        return call
+
+    patched = []
+    for name in KERNEL_MODULES:
+        module = importlib.import_module(f"flows.compiled.{name}")
+        for attr, value in vars(module).copy().items():
+            if hasattr(value, "py_func"):
+                patched.append((module, attr, value))
+                setattr(module, attr, timed(value))
+    try:
+        loop()
+    finally:
+        for module, attr, value in patched:
+            setattr(module, attr, value)
+    return spent[0]
 
 
 def draws_alone(repeat: int) -> float:
@@ -168,7 +212,12 @@ def measure(repeat: int) -> list[tuple[str, float, float, bool, float]]:
     return rows
 
 
-def table(rows: list[tuple[str, float, float, bool, float]], repeat: int, draws: float) -> str:
+def table(
+    rows: list[tuple[str, float, float, bool, float]],
+    repeat: int,
+    draws: float,
+    floors: list[tuple[str, float, float]],
+) -> str:
     """The rows as a markdown section."""
     lines = [
         HEADING,
@@ -187,6 +236,14 @@ def table(rows: list[tuple[str, float, float, bool, float]], repeat: int, draws:
             f"{'yes' if equal else 'no'} | {difference:.1e} |"
         )
     seeds = rows[-1]
+    lines.append("")
+    for name, loop, kernels in floors:
+        python = loop - kernels
+        lines.append(
+            f"{name}: the compiled kernels take {kernels:.3f} s of the loop's {loop:.3f} s "
+            f"({kernels / loop:.0%}), Python {python:.3f} s: threads on {CORES} cores can make "
+            f"the batch at most {loop / max(python, loop / CORES):.2f}x the loop."
+        )
     lines += [
         "",
         f"Seeds case: the numpy generators alone draw its batches in {draws:.3f} s, "
@@ -201,7 +258,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="best of this many (5)")
     parser.add_argument("--write", action="store_true", help="keep the table in results.md")
     args = parser.parse_args()
-    text = table(measure(args.repeat), args.repeat, draws_alone(args.repeat))
+    rows = measure(args.repeat)
+    floors = [
+        (name, loop_time, kernel_seconds(loop))
+        for (name, loop, _), (_, loop_time, *_) in zip(cases(), rows, strict=False)
+        if name.startswith("simulate")
+    ]
+    text = table(rows, args.repeat, draws_alone(args.repeat), floors)
     print(text)
     if args.write:
         write_section(text, HEADING)

@@ -27,7 +27,9 @@ import numpy as np
 
 from .algorithms import GradientSummary
 from .batch_steps import FloatBatchSteps
+from .compiled import available
 from .fused import log_magnitudes
+from .minibatch import epoch_order
 
 
 class ManyFloatSteps:
@@ -49,6 +51,11 @@ class ManyFloatSteps:
         self.room = np.array([s.room for s in singles])
         self.noisy = any(s.noise is not None for s in singles)
         self.noisy_labels = np.array([s.noisy_labels for s in singles])
+        self.sampling = _common_sampling(singles)
+        self.roots = [0 if s.batches is None else s.batches.root for s in singles]
+        if self.sampling == "iid" and not _compiled_draws(self.roots, first):
+            self.sampling = None
+        self.orders: dict[tuple[int, int], np.ndarray] = {}
 
     def advance(
         self, theta: np.ndarray, steps: int, record_every: int, kept: np.ndarray
@@ -99,12 +106,47 @@ class ManyFloatSteps:
 
     def rows(self, alive: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray | None]:
         """The rows ``z_i`` (runs, B, d) and offsets (runs, B) or None that step ``k`` of each
-        run sees, with its label noise (each run's own draws)."""
+        run sees, with its label noise (each run's own draws): by the runs' batch indices of
+        :meth:`indices` where the runs share a sampling and no label noise, else each run's
+        :meth:`FloatBatchSteps.rows`."""
+        index = self.indices(alive, k)
+        if index is not None:
+            offsets = self.first.offsets
+            return self.first.Z[index], None if offsets is None else offsets[index]
         rows = [self.singles[r].rows(k) for r in alive]
         Z = np.stack([z for z, _ in rows])
         if rows[0][1] is None:
             return Z, None
         return Z, np.stack([o for _, o in rows])
+
+    def indices(self, alive: np.ndarray, k: int) -> np.ndarray | None:
+        """The example indices (runs, B) of step ``k`` of each run, where the runs share a
+        sampling without label noise (None otherwise): every example for full batches, the
+        compiled draws of :func:`flows.seeded_draws.iid_batches` for ``'iid'``, slices of each
+        run's epoch order for ``'epoch'`` (drawn once an epoch, as
+        :meth:`flows.minibatch.Minibatches.batch` draws it)."""
+        if self.sampling is None or self.noisy_labels.any():
+            return None
+        if self.sampling == "full":
+            return np.broadcast_to(
+                np.arange(self.first.Z.shape[0]), (alive.size, self.first.Z.shape[0])
+            )
+        batches = self.first.batches
+        assert batches is not None
+        if self.sampling == "iid":
+            from .seeded_draws import iid_batches
+
+            return iid_batches(np.array([self.roots[r] for r in alive]), k, batches.n, batches.size)
+        per_epoch = -(-batches.n // batches.size)
+        epoch, j = divmod(k, per_epoch)
+        if j == 0:
+            self.orders = {key: v for key, v in self.orders.items() if key[1] == epoch}
+        rows = []
+        for r in alive:
+            if (r, epoch) not in self.orders:
+                self.orders[r, epoch] = epoch_order(int(self.roots[r]), epoch, batches.n)
+            rows.append(self.orders[r, epoch][j * batches.size : (j + 1) * batches.size])
+        return np.stack(rows)
 
     def in_range(self, theta: np.ndarray) -> np.ndarray:
         """Where each run's ``theta`` (runs, L, d) is in the float range of
@@ -184,3 +226,33 @@ class ManyFloatSteps:
                 u = u - offsets
             bounded |= np.max(np.abs(u), axis=1) <= self.first.loss_limit
         return beta, ok & bounded
+
+
+def _common_sampling(singles: list[FloatBatchSteps]) -> str | None:
+    """``'full'`` (every example each step), ``'iid'`` or ``'epoch'`` where every run samples
+    that way (drawn from its root seed), else None."""
+    kinds = {
+        "full"
+        if s.batches is None
+        else "given"
+        if s.batches.given is not None
+        else s.batches.sampling
+        for s in singles
+    }
+    kind = kinds.pop() if len(kinds) == 1 else None
+    return kind if kind in ("full", "iid", "epoch") else None
+
+
+def _compiled_draws(roots: list[int], first: FloatBatchSteps) -> bool:
+    """Whether the compiled draws of :mod:`flows.seeded_draws` serve these runs: numba is
+    installed, the roots are below 2^63 and the population at most
+    :data:`flows.seeded_draws.MAX_POPULATION`, and they draw numpy's batches for the first
+    runs (two steps each)."""
+    batches = first.batches
+    if not available() or batches is None or batches.n > 10_000 or max(roots) >= 2**63:
+        return False
+    from .seeded_draws import MAX_POPULATION, matches_numpy
+
+    return batches.n <= MAX_POPULATION and matches_numpy(
+        np.array(roots[:4], dtype=np.int64), batches.n, batches.size
+    )

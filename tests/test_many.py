@@ -141,6 +141,28 @@ def test_seeds_are_a_batch_axis(options):
         assert_agrees(run, single)
 
 
+def test_compiled_draws_are_numpys():
+    pytest.importorskip("numba")
+    from flows.seeded_draws import iid_batches
+
+    rng = np.random.default_rng(2)
+    roots = np.concatenate([[0, 1, 2**32 - 1, 2**32, 2**63 - 1], rng.integers(0, 2**63, 40)])
+    for n, size in [(1, 1), (20, 5), (20, 20), (37, 1), (300, 17), (10_000, 3)]:
+        for k in (0, 3, 2**32 + 1):
+            ours = iid_batches(roots, k, n, size)
+            for r, root in enumerate(roots):
+                theirs = np.random.default_rng([int(root), k]).choice(n, size, replace=False)
+                assert np.array_equal(ours[r], theirs), (n, size, k, root)
+
+
+def test_seeds_beyond_the_compiled_draws_draw_in_numpy():
+    data, seeds = regression(), [2**70, 3]
+    batch = iterate_many(data, "gd", 2, 0.3, eta=0.05, steps=6, batch_size=2, seed=seeds)
+    for run, seed in zip(batch, seeds, strict=True):
+        assert run.seed == seed
+        assert_agrees(run, iterate(data, "gd", 2, 0.3, eta=0.05, steps=6, batch_size=2, seed=seed))
+
+
 def test_a_generator_seed_draws_the_roots_of_a_loop():
     data = regression()
     batch = iterate_many(data, "gd", 2, [0.2, 0.3], eta=0.05, steps=5, batch_size=2,
