@@ -24,12 +24,17 @@ hyper-parameters, numba ready) together, up to :data:`CHUNK` runs at a time, in
 :func:`flows.compiled._many_kernels.run_many`: the same steps and checks as the single call's
 compiled loop, with the products of all runs' iterates with the data taken as matrix-matrix
 products. A run that a check stops there (the single call would take that step in numpy), or
-whose initial loss is not below :data:`LOSS_MARGIN`, and every other run (minibatches, noise,
-a per-example algorithm, a schedule, ``start`` or ``batches``, numpy's backend) is the single
-:func:`flows.iterate` call.
+whose initial loss is not below :data:`LOSS_MARGIN`, is the single :func:`flows.iterate` call.
+A run of a per-example algorithm takes its steps in one call of the single call's compiled
+kernel, bit for bit. The runs with minibatches or noise are stepped together in numpy
+(:class:`flows.many_steps.ManyFloatSteps`), each with its own draws from its seed (the iid
+batches compiled where they match numpy's: :mod:`flows.seeded_draws`). Every other run (a
+schedule, ``start`` or ``batches``, numpy's backend for a deterministic run) is the single
+call.
 
-Equal means: a run of the single call is that call's result, field by field and bit for bit;
-a run of the batched loop has the single call's ``status``, ``message``, recorded ``steps``,
+Equal means: a run of the single call is that call's result, field by field and bit for bit,
+and so is a run of a per-example algorithm; a run stepped together with others (in the batched
+compiled loop or in numpy) has the single call's ``status``, ``message``, recorded ``steps``,
 ``t``, ``backend`` and options, and its ``theta``, ``beta``, ``loss`` and ``buffer`` agree with
 the single call's to rounding (``tests/test_many.py`` holds them to 1e-12 relative on runs
 whose single compiled and numpy loops agree that closely; a run whose steps amplify rounding,
@@ -47,7 +52,7 @@ from typing import Any, NamedTuple, TextIO, TypeVar
 
 import numpy as np
 
-from .algorithms import effective_algorithm, get_algorithm, resolve_hyperparameters
+from .algorithms import Algorithm, effective_algorithm, get_algorithm, resolve_hyperparameters
 from .batch_steps import FloatBatchSteps, float_batch_steps
 from .checks import integer
 from .clocks import CLOCKS
@@ -403,9 +408,11 @@ CHUNK = 128
 
 
 class _Batched:
-    """The runs of an :func:`iterate_many` call that the batched compiled loop takes: the
-    deterministic runs (no minibatch, no noise) whose single call would run the compiled loop
-    of :mod:`flows.compiled.discrete`, with an algorithm that perturbs the full gradient."""
+    """The runs of an :func:`iterate_many` call that the compiled loops take: the deterministic
+    runs (no minibatch, no noise) whose single call would run the compiled loop of
+    :mod:`flows.compiled.discrete`. Those of an algorithm that perturbs the full gradient are
+    stepped together (:func:`flows.compiled._many_kernels.run_many`); those of a per-example
+    algorithm each in one call of the single call's kernel, bit for bit the single call's."""
 
     def __init__(self, data: Dataset, algorithm: str, loss: Any, base: BaseOptimizer,
                  backend: str, steps: int, record_every: int):  # fmt: skip
@@ -423,12 +430,20 @@ class _Batched:
                                   []).append(i)  # fmt: skip
         out: dict[int, DiscreteRun] = {}
         for runs_as, members in groups.items():
-            compiled = self.compiled(runs_as, runs[members[0]])
+            algo = get_algorithm(runs_as)
+            compiled = self.compiled(algo, runs[members[0]])
             if compiled is None:
                 continue
-            rows = [constant_values(runs[i].hyperparameters, compiled.names) for i in members]
+            rows = [constant_values(runs[i].hyperparameters, algo.names) for i in members]
             taken = [i for i, row in zip(members, rows, strict=True) if row is not None]
             table = {i: row for i, row in zip(members, rows, strict=True) if row is not None}
+            if algo.per_example:
+                for i in taken:
+                    done = self.one(compiled, runs[i], table[i])
+                    if done is not None:
+                        out[i] = done
+                    tell.done(len(out))
+                continue
             per_chunk = max(1, min(CHUNK, MAX_RECORDED_FLOATS // self.floats(runs[0])))
             for start in range(0, len(taken), per_chunk):
                 chunk = taken[start : start + per_chunk]
@@ -440,19 +455,35 @@ class _Batched:
         """The floats a run's recorded iterates take."""
         return (self.to_record + 1) * run.init.groups.size
 
-    def compiled(self, runs_as: str, run: _Run) -> Any:
-        """The single call's compiled loop for the group of ``runs_as`` (its problem and
-        kernels; None where the batched loop does not take the group)."""
-        algo = get_algorithm(runs_as)
-        if algo.per_example:
-            return None
+    def compiled(self, algo: Algorithm, run: _Run) -> Any:
+        """The single call's compiled loop for a group of runs of ``algo`` (its problem tuple
+        and kernels; None where it has none)."""
         problem = Problem(self.data, algo, run.hyperparameters, self.loss,
                           run.init.multiplicity, CLOCKS["original"])  # fmt: skip
-        compiled = discrete_steps(self.backend, problem, self.base)
-        if compiled is None:
+        return discrete_steps(self.backend, problem, self.base)
+
+    def one(self, compiled: Any, run: _Run, hp: np.ndarray) -> DiscreteRun | None:
+        """The run (hyper-parameters ``hp``) in one call of the single call's kernel, its
+        iterates written into one array: the single call's result where the kernel takes it
+        to the last step (the same steps in the same order), else None."""
+        problem = (*compiled.problem[:5], hp, *compiled.problem[6:])
+        store = np.empty((self.to_record + 1,) + run.init.groups.shape)
+        store[0] = run.init.groups
+        kept_steps = np.zeros(self.to_record + 1, dtype=np.int64)
+        work = np.array(run.init.groups, dtype=float)
+        buffer = np.zeros_like(work)
+        status, k, recorded, started = compiled.kernels.run(
+            work, buffer, False, 0, self.steps, self.record_every, problem, store[1:],
+            kept_steps[1:],
+        )  # fmt: skip
+        if status != compiled.kernels.FINISHED or k != self.steps:
             return None
-        compiled.names = algo.names
-        return compiled
+        theta = store[: recorded + 1]
+        with np.errstate(over="ignore"):
+            beta = np.prod(theta, axis=1)
+        return _discrete_run(kept_steps[: recorded + 1], theta, beta,
+                             _losses(beta, self.data, self.loss), self.base, self.algorithm,
+                             buffer if started else None)  # fmt: skip
 
     def chunk(self, compiled: Any, runs: list[_Run], indices: list[int],
               table: dict[int, np.ndarray]) -> dict[int, DiscreteRun]:  # fmt: skip

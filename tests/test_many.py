@@ -96,6 +96,18 @@ def test_iterate_many_agrees_for_each_compiled_perturbation(algorithm, depth, op
         assert_agrees(run, single)
 
 
+def test_per_example_runs_are_the_single_calls_bit_for_bit():
+    pytest.importorskip("numba")
+    data = regression()
+    for algorithm in ("1-sam", "1-usam"):  # 1100 steps: the single call's kernel records in chunks
+        batch = iterate_many(data, algorithm, 2, [0.2, 0.5], rho=[0.01, 0.02], eta=0.02,
+                             steps=1100)  # fmt: skip
+        for run, alpha, rho in zip(batch, [0.2, 0.5], [0.01, 0.02], strict=True):
+            single = iterate(data, algorithm, 2, alpha, rho=rho, eta=0.02, steps=1100)
+            assert single.backend == "numba"
+            assert_same(run, single)
+
+
 def test_iterate_many_classification_and_vector_inits_agree():
     pytest.importorskip("numba")
     rng = np.random.default_rng(5)
