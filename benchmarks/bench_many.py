@@ -18,16 +18,19 @@ thread (``OPENBLAS_NUM_THREADS=1``), numba's kernels compiled before the timing.
 
 For the ``simulate`` cases the note also gives the share of the loop that the compiled kernels
 take (every ``numba`` function of ``flows.compiled._*_kernels`` that Python calls, timed by a
-wrapper; the rest is the Python driver, scipy's steps and numpy, which hold the GIL), and the
-bound it sets on running the runs in threads on the machine's cores: at best the kernels of
-different runs overlap completely, and the batch takes ``max(Python, loop / cores)``.
+wrapper; the rest is the Python driver, scipy's steps and numpy, which hold the GIL), the bound
+it sets on running the runs in threads on the machine's cores (at best the kernels of different
+runs overlap completely, and the batch takes ``max(Python, loop / cores)``), and the time a pool
+of that many threads takes over the single calls.
 
 The last columns compare each batched result with its single call: whether every field but the
 arrays is equal (status, message, steps, backend, seed, ...), and the largest difference of
-``theta`` relative to the single call's largest ``|theta|`` over the runs (0: bit for bit). The
-note under the table gives, for the seeds case, the time numpy's generators alone take to draw
-its batches (``numpy.random.default_rng([seed, k]).choice``, what every single run draws at
-every step): a floor of the loop, which the batch avoids by drawing the same batches compiled.
+``theta`` relative to the single call's largest ``|theta|`` over the runs (0: bit for bit); for
+the deterministic ``iterate`` cases, the same difference between the single call's compiled
+loop and its numpy loop (``backend="numpy"``): how much the runs amplify rounding. The note
+under the table gives, for the seeds case, the time numpy's generators alone take to draw its
+batches (``numpy.random.default_rng([seed, k]).choice``, what every single run draws at every
+step): a floor of the loop, which the batch avoids by drawing the same batches compiled.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ import datetime
 import os
 import platform
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads its BLAS
 
@@ -68,46 +74,70 @@ def regression() -> Dataset:
     return Dataset(X, X[:, :3].sum(axis=1), task="regression")
 
 
-def cases() -> list[tuple[str, object, object]]:
-    """``(name, loop, batch)``: two callables returning the same list of results."""
+class Case(NamedTuple):
+    """A case: the loop of single calls and the batch, returning the same list of results;
+    for ``iterate``, the loop on numpy's backend (None for the seeds, which run on numpy);
+    for ``simulate``, one run of ``inputs`` (for a thread pool)."""
+
+    name: str
+    loop: Callable[[], list]
+    batch: Callable[[], list]
+    numpy_loop: Callable[[], list] | None = None
+    one: Callable[[Any], Any] | None = None
+    inputs: list | None = None
+
+
+def cases() -> list[Case]:
+    """The cases of the module docstring."""
     mu = single_example([1, 2, 3, 4, 5])
     data = regression()
-    out: list[tuple[str, object, object]] = []
+    out = []
     for low in (0.05, 0.4):
         alphas = list(np.geomspace(low, 2.0, RUNS))
+
+        def flow(x):
+            return simulate(mu, "l2-sam", 2, x, rho=1.0)
+
         out.append(
-            (
+            Case(
                 f"simulate l2-SAM, one example, L = 2, alpha in [{low}, 2]",
-                lambda a=alphas: [simulate(mu, "l2-sam", 2, x, rho=1.0) for x in a],
+                lambda a=alphas, f=flow: [f(x) for x in a],
                 lambda a=alphas: simulate_many(mu, "l2-sam", 2, a, rho=1.0),
+                one=flow,
+                inputs=alphas,
             )
         )
     alphas = list(np.geomspace(0.05, 1.0, RUNS))
     for steps in (10, 100, 1000):
         kw = dict(rho=0.05, eta=0.05, steps=steps)
         out.append(
-            (
+            Case(
                 f"iterate l2-SAM, regression 20 x 30, {steps} steps",
                 lambda kw=kw: [iterate(data, "l2-sam", 2, x, **kw) for x in alphas],
                 lambda kw=kw: iterate_many(data, "l2-sam", 2, alphas, **kw),
+                lambda kw=kw: [
+                    iterate(data, "l2-sam", 2, x, backend="numpy", **kw) for x in alphas
+                ],
             )
         )
     rhos = list(np.linspace(0.0, 0.2, RUNS))
+    kw = dict(eta=0.05, steps=100)
     out.append(
-        (
+        Case(
             "iterate l2-SAM, regression 20 x 30, 100 steps, rho in [0, 0.2]",
-            lambda: [iterate(data, "l2-sam", 2, 0.3, rho=r, eta=0.05, steps=100) for r in rhos],
-            lambda: iterate_many(data, "l2-sam", 2, 0.3, rho=rhos, eta=0.05, steps=100),
+            lambda: [iterate(data, "l2-sam", 2, 0.3, rho=r, **kw) for r in rhos],
+            lambda: iterate_many(data, "l2-sam", 2, 0.3, rho=rhos, **kw),
+            lambda: [iterate(data, "l2-sam", 2, 0.3, rho=r, backend="numpy", **kw) for r in rhos],
         )
     )
-    kw = dict(rho=0.05, eta=0.05, steps=SEED_STEPS, batch_size=BATCH)
+    seed_kw = dict(rho=0.05, eta=0.05, steps=SEED_STEPS, batch_size=BATCH)
     seeds = list(range(RUNS))
     out.append(
-        (
+        Case(
             f"iterate l2-SAM, regression 20 x 30, {SEED_STEPS} steps, batches of {BATCH}, "
             f"seeds 0..{RUNS - 1}",
-            lambda: [iterate(data, "l2-sam", 2, 0.3, seed=s, **kw) for s in seeds],
-            lambda: iterate_many(data, "l2-sam", 2, 0.3, seed=seeds, **kw),
+            lambda: [iterate(data, "l2-sam", 2, 0.3, seed=s, **seed_kw) for s in seeds],
+            lambda: iterate_many(data, "l2-sam", 2, 0.3, seed=seeds, **seed_kw),
         )
     )
     return out
@@ -165,6 +195,22 @@ def draws_alone(repeat: int) -> float:
 ROUNDED = ("theta", "beta", "loss", "buffer")
 
 
+class Row(NamedTuple):
+    """The measurements of a case: seconds of the loop and the batch, whether every field but
+    :data:`ROUNDED` is equal, theta's largest relative difference, batched against single and
+    (``iterate``) the single call's numba loop against its numpy loop; for ``simulate``,
+    seconds of a thread pool over the single calls and of the compiled kernels in the loop."""
+
+    name: str
+    loop: float
+    batch: float
+    equal: bool
+    difference: float
+    numpy_loop: float
+    threads: float
+    kernels: float
+
+
 def compare(a, b) -> tuple[bool, float]:
     """Whether every field but :data:`ROUNDED` is equal (arrays bit for bit) and those have the
     same shapes, and the largest ``|theta_a - theta_b|`` relative to ``max |theta_b|`` (a flow,
@@ -189,35 +235,49 @@ def compare(a, b) -> tuple[bool, float]:
     return equal, float(np.max(np.abs(a.theta - b.theta)) / np.max(np.abs(b.theta)))
 
 
-def measure(repeat: int) -> list[tuple[str, float, float, bool, float]]:
-    """``(case, loop seconds, batch seconds, other fields equal, theta's largest relative
-    difference)`` per case, best of ``repeat``."""
+def largest_difference(runs, singles) -> float:
+    """The largest ``|theta - theta_single|`` relative to ``max |theta_single|`` over the runs."""
+    return max(compare(a, b)[1] for a, b in zip(runs, singles, strict=True))
+
+
+def measure(repeat: int) -> list[Row]:
+    """A :class:`Row` per case, each time the best of ``repeat`` (loop and batch taking turns;
+    the thread pool and the kernels' timer after them)."""
     simulate(
         single_example([1, 2]), "l2-sam", rho=1.0, backend="numba"
     )  # compile in the foreground
     iterate(single_example([1, 2]), "l2-sam", rho=1.0, steps=2, backend="numba")
     rows = []
-    for name, loop, batch in cases():
+    for case in cases():
         best_loop = best_batch = np.inf
         for _ in range(repeat):
             start = time.perf_counter()
-            singles = loop()  # type: ignore[operator]
+            singles = case.loop()
             best_loop = min(best_loop, time.perf_counter() - start)
             start = time.perf_counter()
-            batched = batch()  # type: ignore[operator]
+            batched = case.batch()
             best_batch = min(best_batch, time.perf_counter() - start)
         compared = [compare(a, b) for a, b in zip(batched, singles, strict=True)]
-        equal = all(c[0] for c in compared)
-        rows.append((name, best_loop, best_batch, equal, max(c[1] for c in compared)))
+        numpy_loop = np.nan
+        if case.numpy_loop is not None:
+            numpy_loop = largest_difference(case.numpy_loop(), singles)
+        threads = kernels = np.nan
+        if case.one is not None:
+            threads = np.inf
+            with ThreadPoolExecutor(CORES) as pool:
+                for _ in range(repeat):
+                    start = time.perf_counter()
+                    list(pool.map(case.one, case.inputs or []))
+                    threads = min(threads, time.perf_counter() - start)
+            kernels = kernel_seconds(case.loop)
+        rows.append(
+            Row(case.name, best_loop, best_batch, all(c[0] for c in compared),
+                max(c[1] for c in compared), numpy_loop, threads, kernels)
+        )  # fmt: skip
     return rows
 
 
-def table(
-    rows: list[tuple[str, float, float, bool, float]],
-    repeat: int,
-    draws: float,
-    floors: list[tuple[str, float, float]],
-) -> str:
+def table(rows: list[Row], repeat: int, draws: float) -> str:
     """The rows as a markdown section."""
     lines = [
         HEADING,
@@ -227,27 +287,32 @@ def table(
         f"best of {repeat}, {RUNS} runs per case.",
         "",
         "| case | loop of single calls (s) | batched (s) | ratio | other fields equal | "
-        "theta, largest relative difference |",
-        "|---|---|---|---|---|---|",
+        "theta: batched vs single | theta: single, numba vs numpy |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for name, loop, batch, equal, difference in rows:
+    for row in rows:
+        reference = "-" if np.isnan(row.numpy_loop) else f"{row.numpy_loop:.1e}"
         lines.append(
-            f"| {name} | {loop:.3f} | {batch:.3f} | {loop / batch:.2f}x | "
-            f"{'yes' if equal else 'no'} | {difference:.1e} |"
+            f"| {row.name} | {row.loop:.3f} | {row.batch:.3f} | {row.loop / row.batch:.2f}x | "
+            f"{'yes' if row.equal else 'no'} | {row.difference:.1e} | {reference} |"
+        )
+    lines.append("")
+    for row in rows:
+        if np.isnan(row.kernels):
+            continue
+        python = row.loop - row.kernels
+        lines.append(
+            f"{row.name}: the compiled kernels take {row.kernels:.3f} s of the loop's "
+            f"{row.loop:.3f} s ({row.kernels / row.loop:.0%}), Python {python:.3f} s: threads on "
+            f"{CORES} cores can make the batch at most "
+            f"{row.loop / max(python, row.loop / CORES):.2f}x the loop; a pool of {CORES} threads "
+            f"over the single calls took {row.threads:.3f} s ({row.loop / row.threads:.2f}x)."
         )
     seeds = rows[-1]
-    lines.append("")
-    for name, loop, kernels in floors:
-        python = loop - kernels
-        lines.append(
-            f"{name}: the compiled kernels take {kernels:.3f} s of the loop's {loop:.3f} s "
-            f"({kernels / loop:.0%}), Python {python:.3f} s: threads on {CORES} cores can make "
-            f"the batch at most {loop / max(python, loop / CORES):.2f}x the loop."
-        )
     lines += [
         "",
-        f"Seeds case: numpy's generators take {draws:.3f} s of the loop's {seeds[1]:.3f} s "
-        f"({draws / seeds[1]:.0%}) to draw its batches; the batch draws the same batches in "
+        f"Seeds case: numpy's generators take {draws:.3f} s of the loop's {seeds.loop:.3f} s "
+        f"({draws / seeds.loop:.0%}) to draw its batches; the batch draws the same batches in "
         "compiled code (flows.seeded_draws, checked against numpy's).",
     ]
     return "\n".join(lines) + "\n"
@@ -258,13 +323,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="best of this many (5)")
     parser.add_argument("--write", action="store_true", help="keep the table in results.md")
     args = parser.parse_args()
-    rows = measure(args.repeat)
-    floors = [
-        (name, loop_time, kernel_seconds(loop))
-        for (name, loop, _), (_, loop_time, *_) in zip(cases(), rows, strict=False)
-        if name.startswith("simulate")
-    ]
-    text = table(rows, args.repeat, draws_alone(args.repeat), floors)
+    text = table(measure(args.repeat), args.repeat, draws_alone(args.repeat))
     print(text)
     if args.write:
         write_section(text, HEADING)
