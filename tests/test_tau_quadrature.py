@@ -20,6 +20,7 @@ from scipy.integrate import quad, solve_ivp
 from scipy.optimize import brentq
 from scipy.special import expit
 
+import flows.integrator.retime as retime_module
 from flows import Dataset, simulate
 
 N, D, T_MAX, RHO = 20, 40, 30.0, 0.05
@@ -139,3 +140,18 @@ def test_classification_tau_in_the_state(backend: str) -> None:
     _, per_example = reference(data, np.full(5, 0.1), np.full(5, 0.1), 0.0, "logistic")
     want = reference_tau(per_example, traj.t)
     np.testing.assert_allclose(traj.tau, want, rtol=0, atol=1e-9 * want[-1])
+
+
+def test_tau_in_blocks_of_steps_equals_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quadrature in blocks of one step each (the memory bound of a long segment) gives
+    the ``tau`` of one block for every step (the fast path), to rounding."""
+    data = regression_data()
+    kw = dict(t_max=T_MAX, n_points=31, rho=RHO)
+    one = simulate(data, "l2-sam", 2, 0.1, **kw)
+    assert retime_module.steps_per_block((2, D), N) > one.nfev  # every step in one block
+    monkeypatch.setattr(retime_module, "BLOCK_FLOATS", 1)
+    assert retime_module.steps_per_block((2, D), N) == 1
+    blocks = simulate(data, "l2-sam", 2, 0.1, **kw)
+    assert blocks.status == one.status == 0 and blocks.nfev == one.nfev
+    np.testing.assert_allclose(blocks.tau, one.tau, rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(blocks.log_abs_beta, one.log_abs_beta)

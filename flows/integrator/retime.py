@@ -161,17 +161,18 @@ def _node_times(ts: np.ndarray) -> np.ndarray:
     return np.append((ts[:-1, None] + 0.5 * h[:, None] * (NODES[None, :-1] + 1.0)).ravel(), ts[-1])
 
 
-def _node_states(segment: Segment) -> np.ndarray:
-    """The states ``(K DEGREE + 1, n_state)`` at every node of every step, each once (adjacent
-    steps share their end): DOP853's dense output as one product with the polynomials of its
-    Horner form at the nodes, where the step is the dense output's whole step; the segment's
-    interpolants elsewhere (a step cut short by an event, other methods)."""
-    ts = segment.ts
+def _node_states(segment: Segment, first: int, stop: int) -> np.ndarray:
+    """The states ``((stop - first) DEGREE + 1, n_state)`` at every node of the steps
+    ``first .. stop - 1``, each once (adjacent steps share their end): DOP853's dense output as
+    one product with the polynomials of its Horner form at the nodes, where the step is the
+    dense output's whole step; the segment's interpolants elsewhere (a step cut short by an
+    event, other methods)."""
+    ts = segment.ts[first : stop + 1]
     s = _node_times(ts)
     stacked = segment.dop853_stack()
     if stacked is None:
         return segment.raw(s)
-    t_old, h_dense, F, y_old = stacked
+    t_old, h_dense, F, y_old = (a[first:stop] for a in stacked)
     out = np.empty((len(s), F.shape[-1]))
     out[:-1] = (np.einsum("ji,kin->kjn", _HORNER[:-1], F) + y_old[:, None, :]).reshape(
         -1, F.shape[-1]
@@ -204,11 +205,14 @@ FLOAT_STATE = {
 }
 
 
-def _loss_arguments(problem: Problem, fused: FusedField, segment: Segment) -> np.ndarray:
-    """The loss arguments ``u`` (K DEGREE + 1, n) at the perturbed point at every node: in
-    floats (``w`` from the chart, ``beta = prod_g w_g^(L_g)``, ``u = A beta - o``) for an
-    algorithm without perturbation where every value is finite, else in signed-log form."""
-    states = _node_states(segment)
+def _loss_arguments(
+    problem: Problem, fused: FusedField, segment: Segment, first: int, stop: int
+) -> np.ndarray:
+    """The loss arguments ``u`` ((stop - first) DEGREE + 1, n) at the perturbed point at every
+    node of the steps ``first .. stop - 1``: in floats (``w`` from the chart,
+    ``beta = prod_g w_g^(L_g)``, ``u = A beta - o``) for an algorithm without perturbation
+    where every value is finite, else in signed-log form."""
+    states = _node_states(segment, first, stop)
     z = states[:, :-1].reshape((len(states),) + problem.shape)
     chart, held = segment.mode.chart, segment.mode.held
     to_float = FLOAT_STATE.get(type(chart))
@@ -226,7 +230,7 @@ def _loss_arguments(problem: Problem, fused: FusedField, segment: Segment) -> np
             return u
     theta = chart.state(z)
     theta = SignedLog(np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs))
-    s = _node_times(segment.ts)
+    s = _node_times(segment.ts[first : stop + 1])
     point = fused.perturbed_point(
         theta.sign, theta.log_abs, fused.pattern_signs(segment.mode.pattern), s
     )
@@ -242,12 +246,62 @@ def _pairs(first: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def retime(problem: Problem, segment: Segment, tau0: float) -> StepClock:
-    """The :class:`StepClock` of ``segment`` from ``tau(start) = tau0`` (module docstring)."""
+    """The :class:`StepClock` of ``segment`` from ``tau(start) = tau0`` (module docstring),
+    its steps taken in blocks of :func:`steps_per_block` (one matrix product each)."""
     fused = FusedField(problem)
     ts = segment.ts
-    h = np.diff(ts)
+    K = len(ts) - 1
+    block = steps_per_block(problem.shape, fused.n)
+    parts = [
+        _block_clock(problem, fused, segment, k, min(k + block, K)) for k in range(0, K, block)
+    ]
+    if len(parts) == 1:
+        smooth, owner_step, owner_coef, owner_sign, roots, root_owner, root_jumps = parts[0]
+    else:
+        owners = np.cumsum([0] + [len(part[1]) for part in parts[:-1]])
+        smooth, owner_step, owner_coef, owner_sign, roots, root_jumps = (
+            np.concatenate([part[i] for part in parts]) for i in (0, 1, 2, 3, 4, 6)
+        )
+        root_owner = np.concatenate(
+            [part[5] + off for part, off in zip(parts, owners, strict=True)]
+        )
+    clock = StepClock(
+        ts=ts,
+        tau=np.full(K + 1, float(tau0)),
+        smooth=smooth,
+        owner_step=owner_step,
+        owner_coef=owner_coef,
+        owner_sign=owner_sign,
+        roots=roots,
+        root_owner=root_owner,
+        root_jumps=root_jumps,
+    )
+    whole = clock.partial(np.arange(K), np.ones(K))
+    clock.tau[1:] += np.cumsum(whole)
+    return clock
+
+
+#: Floats of the largest array of one block of steps in :func:`retime` (32 MB): the node
+#: states (or the residuals, where examples outnumber state entries) of that many nodes.
+BLOCK_FLOATS = 2**22
+
+
+def steps_per_block(shape: tuple[int, int], n: int) -> int:
+    """Steps of one block of :func:`retime`: as many as keep ``(steps DEGREE + 1)`` nodes of
+    ``max(G d + 1, n)`` floats within :data:`BLOCK_FLOATS` (at least one)."""
+    width = max(shape[0] * shape[1] + 1, n)
+    return max(1, (BLOCK_FLOATS // width - 1) // DEGREE)
+
+
+def _block_clock(
+    problem: Problem, fused: FusedField, segment: Segment, first: int, stop: int
+) -> tuple[np.ndarray, ...]:
+    """The arrays of :class:`StepClock` for the steps ``first .. stop - 1`` (steps and owners
+    numbered within the segment and within the block): ``smooth``, ``owner_step``,
+    ``owner_coef``, ``owner_sign``, ``roots``, ``root_owner``, ``root_jumps``."""
+    h = np.diff(segment.ts[first : stop + 1])
     K = len(h)
-    u = _loss_arguments(problem, fused, segment)
+    u = _loss_arguments(problem, fused, segment, first, stop)
     u = u[DEGREE * np.arange(K)[:, None] + np.arange(DEGREE + 1)]  # (steps, nodes, n)
     n = u.shape[-1]
     coef = np.einsum("ij,kjn->kin", _TO_CHEBYSHEV, u)  # (steps, DEGREE + 1, n)
@@ -258,26 +312,14 @@ def retime(problem: Problem, segment: Segment, tau0: float) -> StepClock:
     step_k, gap, example = np.nonzero(changes)
     order = np.lexsort((gap, example, step_k))
     step_k, gap, example = step_k[order], gap[order], example[order]
-    first = np.ones(len(step_k), dtype=bool)  # the first root of each (step, residual)
-    first[1:] = (step_k[1:] != step_k[:-1]) | (example[1:] != example[:-1])
-    pairs = (step_k[first], example[first])
-    owner = np.cumsum(first) - 1
+    owned = np.ones(len(step_k), dtype=bool)  # the first root of each (step, residual)
+    owned[1:] = (step_k[1:] != step_k[:-1]) | (example[1:] != example[:-1])
+    pairs = (step_k[owned], example[owned])
+    owner = np.cumsum(owned) - 1
     owner_coef = scale[pairs[0]] * (coef[pairs[0], :, pairs[1]] @ _INTEGRAL)
     roots = _roots(coef[step_k, :, example], NODES[gap], NODES[gap + 1])
-    clock = StepClock(
-        ts=ts,
-        tau=np.full(K + 1, float(tau0)),
-        smooth=smooth,
-        owner_step=pairs[0],
-        owner_coef=owner_coef,
-        owner_sign=sign[pairs[0], 0, pairs[1]],
-        roots=roots,
-        root_owner=owner,
-        root_jumps=2.0 * sign[step_k, gap + 1, example] * _series(owner_coef[owner], roots),
-    )
-    whole = clock.partial(np.arange(K), np.ones(K))
-    clock.tau[1:] += np.cumsum(whole)
-    return clock
+    jumps = 2.0 * sign[step_k, gap + 1, example] * _series(owner_coef[owner], roots)
+    return (smooth, pairs[0] + first, owner_coef, sign[pairs[0], 0, pairs[1]], roots, owner, jumps)
 
 
 def _roots(coef: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
