@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
+from scipy.optimize import linprog, minimize
+from scipy.special import expit
 
 from .checks import choice, real_array
 
@@ -21,18 +22,20 @@ def _equilibrated(Z: np.ndarray) -> np.ndarray | None:
     scale of the data (1e-300 .. 1e300). An example with ``y_i x_i = 0`` has margin 0 for
     every ``beta``: the data are then not separable.
     """
-    rows = np.max(np.abs(Z), axis=1, keepdims=True)
+    rows = np.maximum(np.max(Z, axis=1), -np.min(Z, axis=1))[:, None]
     if np.any(rows == 0):
         return None
     Z = Z / rows
-    cols = np.max(np.abs(Z), axis=0, keepdims=True)
-    return Z / np.where(cols > 0, cols, 1.0)
+    cols = np.maximum(np.max(Z, axis=0), -np.min(Z, axis=0))
+    Z /= np.where(cols > 0, cols, 1.0)
+    return Z
 
 
 def _separating_lp(Z: np.ndarray, bounds: list[tuple[float | None, float | None]]) -> bool:
-    """Whether some ``beta`` within ``bounds`` has ``Z beta >= 1`` (HiGHS), on the equilibrated
-    ``Z`` (:func:`_equilibrated`; the bounds are sign constraints, which positive column scalings
-    keep). ``ValueError`` if HiGHS cannot decide."""
+    """Whether some ``beta`` within ``bounds`` has ``Z beta >= 1``, on the equilibrated ``Z``
+    (:func:`_equilibrated`; the bounds are sign constraints, which positive column scalings
+    keep): yes if :func:`separating_direction` finds such a ``beta`` (a certificate, in a few
+    matrix products), else as the LP decides (HiGHS). ``ValueError`` if HiGHS cannot decide."""
     if Z.shape[0] == 1:
         return _one_row_separable(Z[0], bounds)
     scaled = _equilibrated(Z)
@@ -40,10 +43,60 @@ def _separating_lp(Z: np.ndarray, bounds: list[tuple[float | None, float | None]
         return False
     Z = scaled
     n, d = Z.shape
+    if separating_direction(Z, bounds) is not None:
+        return True
     res = linprog(np.zeros(d), A_ub=-Z, b_ub=-np.ones(n), bounds=bounds, method="highs")
     if res.status not in (0, 2):
         raise ValueError(f"X, y: the separability LP could not be decided ({res.message})")
     return res.status == 0
+
+
+#: Iterations of the search for a certificate of separability before the LP decides.
+CERTIFICATE_ITERATIONS = 100
+
+
+def separating_direction(
+    Z: np.ndarray, bounds: list[tuple[float | None, float | None]]
+) -> np.ndarray | None:
+    """A ``beta`` within ``bounds`` with ``Z beta > 0`` in every row, proven despite rounding,
+    or None if none is found in :data:`CERTIFICATE_ITERATIONS` iterations.
+
+    The search minimises the logistic loss ``sum_i log(1 + exp(-<z_i, beta>))`` by L-BFGS-B
+    within the bounds from ``beta = 0``, and stops at the first iterate that separates: on
+    separable data the loss goes to 0 only along separating directions, and a teacher's data
+    at n d = 1e7 are separated after ~12 iterations (0.2 s, where HiGHS takes minutes). An
+    iterate is a certificate when every computed margin exceeds the rounding bound of its dot
+    product, ``m_i > 2 d u sum_j |z_ij beta_j|`` (``u`` the unit roundoff), which is at most
+    ``2 d u ||beta||_1`` for the equilibrated rows (``|z_ij| <= 1``, :func:`_equilibrated`):
+    the exact margins are then positive too.
+    """
+    d = Z.shape[1]
+    rounding = 2.0 * d * np.finfo(float).eps
+
+    def loss_and_gradient(beta: np.ndarray) -> tuple[float, np.ndarray]:
+        m = Z @ beta
+        return float(np.sum(np.logaddexp(0.0, -m))), -(Z.T @ expit(-m))
+
+    def proven(beta: np.ndarray) -> bool:
+        return bool(np.min(Z @ beta) > rounding * np.sum(np.abs(beta)))
+
+    found: list[np.ndarray] = []
+
+    def stop_if_separating(beta: np.ndarray) -> None:
+        if proven(beta):
+            found.append(beta.copy())
+            raise StopIteration
+
+    minimize(  # a callback's StopIteration ends the search (scipy >= 1.11)
+        loss_and_gradient,
+        np.zeros(d),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        callback=stop_if_separating,
+        options={"maxiter": CERTIFICATE_ITERATIONS},
+    )
+    return found[0] if found else None
 
 
 def _one_row_separable(z: np.ndarray, bounds: list[tuple[float | None, float | None]]) -> bool:
@@ -123,9 +176,9 @@ class Dataset:
                 raise ValueError(
                     "y must contain only labels -1 and +1 (real targets: task='regression')"
                 )
-            if not is_separable(X, y):
-                raise ValueError("data (X, y) are not linearly separable through the origin")
             signed, offsets = y[:, None] * X, None
+            if not _separating_lp(signed, [(None, None)] * X.shape[1]):
+                raise ValueError("data (X, y) are not linearly separable through the origin")
         else:
             signed, offsets = X, y
         for arr in (X, y, signed):
