@@ -101,8 +101,9 @@ class Segment:
     (chart coordinates, then ``tau``). A segment of the compiled loop
     (:mod:`flows.compiled.segment`) has no interpolant objects, only ``stack``: DOP853's
     dense-output arrays of every step, and ``dense``: their compiled evaluation
-    ``dense(s, *stack) -> (len(s), n_state)`` (the numbers of :func:`_dop853_values`).
-    ``clock``, where set, gives ``tau`` in place of the state's last entry (a
+    ``dense(s, *stack) -> (len(s), n_state)`` (the numbers of :func:`_dop853_values`); a
+    segment of scipy's DOP853 steps trades its interpolant objects for ``stack`` when
+    :meth:`dop853_stack` is first called. ``clock``, where set, gives ``tau`` in place of the state's last entry (a
     :class:`flows.integrator.retime.StepClock`).
     """
 
@@ -159,7 +160,8 @@ class Segment:
         return out
 
     def dop853_stack(self) -> tuple | None:
-        """``(t_old, h, F, y_old)`` of every step stacked, when all steps are DOP853 steps."""
+        """``(t_old, h, F, y_old)`` of every step stacked, when all steps are DOP853 steps (the
+        interpolant objects are then released: the stack holds their numbers)."""
         steps: list[Any] = self.interpolants
         if (
             self.stack is None
@@ -172,6 +174,7 @@ class Segment:
                 np.array([i.F for i in steps]),
                 np.array([i.y_old for i in steps]),
             )
+            self.interpolants = []
         return self.stack
 
     def sample(self, s: np.ndarray, shape: tuple[int, int]) -> tuple[SignedLog, np.ndarray]:
