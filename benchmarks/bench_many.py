@@ -20,8 +20,8 @@ For the ``simulate`` cases the note also gives the share of the loop that the co
 take (every ``numba`` function of ``flows.compiled._*_kernels`` that Python calls, timed by a
 wrapper; the rest is the Python driver, scipy's steps and numpy, which hold the GIL), the bound
 it sets on running the runs in threads on the machine's cores (at best the kernels of different
-runs overlap completely, and the batch takes ``max(Python, loop / cores)``), and the time a pool
-of that many threads takes over the single calls.
+runs overlap completely, and the batch takes ``max(Python, loop / cores)``), and the time of
+``simulate_many(..., threads=cores)``.
 
 The last columns compare each batched result with its single call: whether every field but the
 arrays is equal (status, message, steps, backend, seed, ...), and the largest difference of
@@ -42,7 +42,6 @@ import os
 import platform
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads its BLAS
@@ -77,14 +76,13 @@ def regression() -> Dataset:
 class Case(NamedTuple):
     """A case: the loop of single calls and the batch, returning the same list of results;
     for ``iterate``, the loop on numpy's backend (None for the seeds, which run on numpy);
-    for ``simulate``, one run of ``inputs`` (for a thread pool)."""
+    for ``simulate``, the batch in a pool of :data:`CORES` threads."""
 
     name: str
     loop: Callable[[], list]
     batch: Callable[[], list]
     numpy_loop: Callable[[], list] | None = None
-    one: Callable[[Any], Any] | None = None
-    inputs: list | None = None
+    threaded: Callable[[], list] | None = None
 
 
 def cases() -> list[Case]:
@@ -94,17 +92,14 @@ def cases() -> list[Case]:
     out = []
     for low in (0.05, 0.4):
         alphas = list(np.geomspace(low, 2.0, RUNS))
-
-        def flow(x):
-            return simulate(mu, "l2-sam", 2, x, rho=1.0)
-
         out.append(
             Case(
                 f"simulate l2-SAM, one example, L = 2, alpha in [{low}, 2]",
-                lambda a=alphas, f=flow: [f(x) for x in a],
+                lambda a=alphas: [simulate(mu, "l2-sam", 2, x, rho=1.0) for x in a],
                 lambda a=alphas: simulate_many(mu, "l2-sam", 2, a, rho=1.0),
-                one=flow,
-                inputs=alphas,
+                threaded=lambda a=alphas: simulate_many(
+                    mu, "l2-sam", 2, a, rho=1.0, threads=CORES
+                ),  # fmt: skip
             )
         )
     alphas = list(np.geomspace(0.05, 1.0, RUNS))
@@ -147,9 +142,17 @@ KERNEL_MODULES = ("_field_kernels", "_segment_kernels", "_sliding_kernels",
                   "_quadrature_kernels", "_discrete_kernels")  # fmt: skip
 
 
-def kernel_seconds(loop) -> float:
-    """Seconds that the compiled kernels take in one call of ``loop`` (every numba function of
-    :data:`KERNEL_MODULES` wrapped by a timer while it runs; the kernels compiled before)."""
+def seconds(call: Callable[[], Any]) -> float:
+    """The seconds one ``call()`` takes."""
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def kernel_seconds(loop: Callable[[], Any]) -> tuple[float, float]:
+    """Seconds of one call of ``loop`` and of the compiled kernels in it (every numba function
+    of :data:`KERNEL_MODULES` wrapped by a timer while it runs; the kernels compiled
+    before)."""
     import importlib
 
     spent = [0.0]
@@ -172,11 +175,11 @@ def kernel_seconds(loop) -> float:
                 patched.append((module, attr, value))
                 setattr(module, attr, timed(value))
     try:
-        loop()
+        total = seconds(loop)
     finally:
         for module, attr, value in patched:
             setattr(module, attr, value)
-    return spent[0]
+    return total, spent[0]
 
 
 def draws_alone(repeat: int) -> float:
@@ -208,6 +211,7 @@ class Row(NamedTuple):
     difference: float
     numpy_loop: float
     threads: float
+    timed_pass: float
     kernels: float
 
 
@@ -261,18 +265,13 @@ def measure(repeat: int) -> list[Row]:
         numpy_loop = np.nan
         if case.numpy_loop is not None:
             numpy_loop = largest_difference(case.numpy_loop(), singles)
-        threads = kernels = np.nan
-        if case.one is not None:
-            threads = np.inf
-            with ThreadPoolExecutor(CORES) as pool:
-                for _ in range(repeat):
-                    start = time.perf_counter()
-                    list(pool.map(case.one, case.inputs or []))
-                    threads = min(threads, time.perf_counter() - start)
-            kernels = kernel_seconds(case.loop)
+        threads = timed_pass = kernels = np.nan
+        if case.threaded is not None:
+            threads = min(seconds(case.threaded) for _ in range(repeat))
+            timed_pass, kernels = min(kernel_seconds(case.loop) for _ in range(repeat))
         rows.append(
             Row(case.name, best_loop, best_batch, all(c[0] for c in compared),
-                max(c[1] for c in compared), numpy_loop, threads, kernels)
+                max(c[1] for c in compared), numpy_loop, threads, timed_pass, kernels)
         )  # fmt: skip
     return rows
 
@@ -300,13 +299,14 @@ def table(rows: list[Row], repeat: int, draws: float) -> str:
     for row in rows:
         if np.isnan(row.kernels):
             continue
-        python = row.loop - row.kernels
+        python = row.timed_pass - row.kernels
+        share = row.kernels / row.timed_pass
         lines.append(
-            f"{row.name}: the compiled kernels take {row.kernels:.3f} s of the loop's "
-            f"{row.loop:.3f} s ({row.kernels / row.loop:.0%}), Python {python:.3f} s: threads on "
-            f"{CORES} cores can make the batch at most "
-            f"{row.loop / max(python, row.loop / CORES):.2f}x the loop; a pool of {CORES} threads "
-            f"over the single calls took {row.threads:.3f} s ({row.loop / row.threads:.2f}x)."
+            f"{row.name}: the compiled kernels take {row.kernels:.3f} s of a loop of "
+            f"{row.timed_pass:.3f} s timed kernel by kernel ({share:.0%}), Python {python:.3f} "
+            f"s: threads on {CORES} cores can make the batch at most "
+            f"{1 / max(1 - share, 1 / CORES):.2f}x the loop; simulate_many(threads={CORES}) "
+            f"took {row.threads:.3f} s ({row.loop / row.threads:.2f}x)."
         )
     seeds = rows[-1]
     lines += [

@@ -48,6 +48,7 @@ import itertools
 import sys
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple, TextIO, TypeVar
 
 import numpy as np
@@ -253,14 +254,16 @@ class _Progress:
 
 
 def _run_batch(
-    name: str, runs: list[_Run], one: Callable[[_Run], Result], progress: bool
+    name: str, runs: list[_Run], one: Callable[[_Run], Result], progress: bool, threads: int = 1
 ) -> list[Result]:
-    """``one(run)`` for every run, in order, with one BLAS thread."""
+    """``one(run)`` for every run, in order, with one BLAS thread, in a pool of ``threads``
+    threads (1: in this thread)."""
     tell = _Progress(name, len(runs), sys.stderr if progress else None)
     out = []
-    with _one_blas_thread():
-        for k, run in enumerate(runs, start=1):
-            out.append(one(run))
+    with _one_blas_thread(), ThreadPoolExecutor(threads) as pool:
+        done = map(one, runs) if threads == 1 else pool.map(one, runs)
+        for k, result in enumerate(done, start=1):
+            out.append(result)
             tell.done(k)
     return out
 
@@ -274,6 +277,7 @@ def simulate_many(
     product: bool = False,
     progress: bool = False,
     reduced: bool | None = None,
+    threads: int = 1,
     **settings: Any,
 ) -> list[Trajectory]:
     """:func:`flows.simulate` over batch axes of ``alpha`` and the hyper-parameters.
@@ -287,6 +291,10 @@ def simulate_many(
         lengths, an axis of one value repeated), True takes every combination, ``alpha``
         slowest.
     progress : a line on stderr every second or so: runs done, elapsed and remaining time.
+    threads : the runs in a pool of this many threads (1: one after the other). The compiled
+        kernels release the GIL, the Python driver holds it: a batch gains where the kernels
+        take most of a run's time and cores are free (``benchmarks/results.md``, section "Many
+        runs in one call", measures both).
     **settings : the keyword options of :func:`flows.simulate` (``t_max``, ``clock``,
         ``n_points``, ``rtol``, ``backend``, ...), shared by every run, and the algorithm's
         hyper-parameters, each a shared value or a batch axis (``rho=[0.5, 1.0]``).
@@ -303,15 +311,17 @@ def simulate_many(
     ValueError
         Before any run: naming a batch axis whose length differs, an empty axis, or a run's
         ``alpha`` or hyper-parameter that :func:`flows.simulate` would refuse (with the run's
-        index); an option that :func:`flows.simulate` refuses, naming it, at the first run.
+        index), or ``threads`` (not an int >= 1); an option that :func:`flows.simulate`
+        refuses, naming it, at the first run.
     """
+    threads = integer(threads, "threads", 1)
     options, hyperparameters = _split_settings(settings, _SIMULATE_OPTIONS)
     runs = _checked_runs(data, algorithm, depth, alpha, hyperparameters, product, reduced)
 
     def one(run: _Run) -> Trajectory:
         return simulate(data, algorithm, depth, run.alpha, reduced=reduced, **options, **run.given)
 
-    return _run_batch("simulate_many", runs, one, progress)
+    return _run_batch("simulate_many", runs, one, progress, threads)
 
 
 #: The keyword options of :func:`flows.simulate` other than ``reduced`` (the rest of a

@@ -65,6 +65,16 @@ def test_simulate_many_zips_axes_and_equals_single_calls():
     assert batch[0].cause != batch[1].cause  # alpha 0.1 collapses, 0.5 reaches t_max
 
 
+def test_simulate_many_in_threads_equals_single_calls():
+    alphas = [0.5, 1.0, 0.7]
+    options = dict(t_max=1.0, n_points=5, backend="numpy")
+    batch = simulate_many(MU, "l2-sam", 2, alphas, rho=1.0, threads=2, **options)
+    for traj, alpha in zip(batch, alphas, strict=True):
+        assert_same(traj, simulate(MU, "l2-sam", 2, alpha, rho=1.0, **options))
+    with pytest.raises(ValueError, match="threads"):
+        simulate_many(MU, "l2-sam", 2, alphas, rho=1.0, threads=0)
+
+
 def test_iterate_many_product_agrees_with_single_calls_compiled():
     pytest.importorskip("numba")
     data, alphas, rhos = regression(), [0.05, 0.3], [0.0, 0.1, 0.2]  # rho 0: gd's group

@@ -92,7 +92,9 @@ def run_many(theta, last, record_every, problem, hp, kept, kept_beta, kept_loss,
         _check_finite(beta, ok)
         u = _arguments(features, beta, offsets)
         _check_arguments(u, loss_id, loss_limit, ok)
-        _accept(ok, candidate, step, w, buffer)
+        _keep_stopped(ok, candidate, step, w, buffer)
+        w, candidate = candidate, w
+        buffer, step = step, buffer
         _retire(ok, status, w, buffer)
         if k % record_every == 0 or k == last:
             recorded += 1
@@ -377,12 +379,11 @@ def _step_into(w, buffer, g, loo, scale, eta, momentum, weight_decay, started, s
 
 
 @njit(cache=True, inline="always")
-def _accept(ok, candidate, step, w, buffer):
-    """The candidate iterate and direction of every run still in the batch."""
-    layers, d, runs = w.shape
-    for layer in range(layers):
-        for j in range(d):
-            for r in range(runs):
-                if ok[r]:
-                    w[layer, j, r] = candidate[layer, j, r]
-                    buffer[layer, j, r] = step[layer, j, r]
+def _keep_stopped(ok, candidate, step, w, buffer):
+    """The iterate and direction of each run a check stopped in place of its candidates, so
+    that the candidates become every run's next iterate and direction (by a swap of the
+    arrays, not a copy)."""
+    for r in range(ok.size):
+        if not ok[r]:
+            candidate[:, :, r] = w[:, :, r]
+            step[:, :, r] = buffer[:, :, r]
