@@ -371,9 +371,12 @@ def iterate_many(
     list of DiscreteRun
         One per run, in the order of :func:`batch_runs`, each the single :func:`flows.iterate`
         call's: with its ``status``, ``message``, recorded steps, ``backend`` and seed, and
-        its arrays bit for bit, except for the runs that the batched compiled loop
-        (:mod:`flows.compiled._many_kernels`) takes, whose iterates, ``beta``, losses and
-        momentum buffer agree with the single call's to rounding (module docstring).
+        its arrays bit for bit, except for the runs stepped together with others (the
+        deterministic runs of :mod:`flows.compiled._many_kernels`, the minibatch and noisy
+        runs of :mod:`flows.many_steps`), whose iterates, ``beta``, losses and momentum buffer
+        agree with the single call's to rounding (module docstring); a stochastic run keeps
+        its seed and draws (a ``seed`` generator shared by the runs gives them the roots a
+        loop of single calls would draw, in order).
 
     Raises
     ------
