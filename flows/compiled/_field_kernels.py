@@ -104,14 +104,19 @@ def log_mean_loss(w, depth, features, offsets, loss_id):
     ``log l(u_i)``, as :class:`flows.integrator.events.LossFloor`; -inf at an exact
     interpolator of the squared loss)."""
     work = workspace(w.shape, features.shape[0])
-    beta, log_l = work[0], work[2]
-    products_into(w, depth, beta, work[1])
+    return log_mean_loss_into(w, depth, features, offsets, loss_id, work[0], work[1], work[2])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def log_mean_loss_into(w, depth, features, offsets, loss_id, beta, loo, log_l):
+    """:func:`log_mean_loss` with the buffers ``beta`` (d), ``loo`` (G, d) and ``log_l`` (n)."""
+    products_into(w, depth, beta, loo)
     top = margin_terms_into(beta, features, offsets, loss_id, False, log_l)
     if not np.isfinite(top):
         return top
     total = 0.0
-    for v in log_l:
-        total += np.exp(v - top)
+    for i in range(log_l.size):
+        total += np.exp(log_l[i] - top)
     return top + np.log(total) - np.log(log_l.size)
 
 
@@ -333,7 +338,7 @@ def summary(w, depth, multiplicity, features, offsets, loss_id, pattern, use_pat
     return ok, work[6].copy(), work[5].copy(), log_norm
 
 
-@uncounted()
+@uncounted(forceinline=True)
 def summary_into(w, depth, multiplicity, features, offsets, loss_id, pattern, use_pattern, work):
     """:func:`summary` into ``work`` (sign ``work[5]``, unit ``work[6]``); returns
     ``(ok, log norm)`` (not ok where ``grad L = 0``, e.g. at an exact interpolator)."""
@@ -450,7 +455,7 @@ def in_float_range(point, depth, log_chart, limit):
     return sizes_in_float_range(largest, smallest, depth, limit, log_chart)
 
 
-@uncounted()
+@uncounted(forceinline=True)
 def chart_velocity_into(
     w, point, held, depth, features, offsets, loss_id, original_clock, log_chart, delta, limit,
     work, out,

@@ -55,11 +55,11 @@ ERROR_EXPONENT = -1.0 / 8.0
 def field(y, problem):
     """``d(z, tau)/ds`` at the flat state ``y`` (ok flag first)."""
     out = np.empty(y.size)
-    ok = field_into(y, problem, kernels.workspace(problem[0], problem[6].shape[0]), out)
+    ok = field_called_into(y, problem, kernels.workspace(problem[0], problem[6].shape[0]), out)
     return ok, out
 
 
-@kernels.uncounted(error_model="numpy")
+@kernels.uncounted(forceinline=True, error_model="numpy")
 def field_into(y, problem, work, out):
     """:func:`field` into ``out`` with the buffers ``work`` (:func:`kernels.workspace`)."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
@@ -78,6 +78,13 @@ def field_into(y, problem, work, out):
     return kernels.chart_velocity_into(work[7], work[8], held, depth, features, offsets,
                                        loss_id, original, log_chart, delta, limit, work,
                                        out)  # fmt: skip
+
+
+@kernels.uncounted(error_model="numpy")
+def field_called_into(y, problem, work, out):
+    """:func:`field_into` called, not inlined: the evaluations outside the steps' loop (each
+    inlined copy of the field costs seconds of compile time)."""
+    return field_into(y, problem, work, out)
 
 
 @kernels.uncounted(error_model="numpy")
@@ -120,9 +127,21 @@ def event_values(y, problem, watch):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def event_values_into(y, problem, watch, work, evaluated):
-    """The watched events' functions (all watched downwards; ``inf`` where not watched), with
-    the buffers ``work``; ``evaluated``: ``work`` holds :func:`field_into` at ``y`` (its ``w``,
-    ``F``, and for GD the forward pass at ``w``), which the events then take from it:
+    """:func:`events_into` into an array of its own, after :func:`field_into` at ``y`` unless
+    ``evaluated``."""
+    out = np.empty(7)
+    if not evaluated:
+        evaluated = field_called_into(y, problem, work, np.empty(y.size))
+    events_into(y, problem, watch, work, evaluated, out)
+    return out
+
+
+@kernels.uncounted(error_model="numpy")
+def events_into(y, problem, watch, work, evaluated, out):
+    """The watched events' functions into ``out`` (7; all watched downwards, ``inf`` where not
+    watched), with the buffers ``work``; ``evaluated``: ``work`` holds :func:`field_into` at
+    ``y`` (its ``w``, ``F``, and for GD the forward pass at ``w``), which the events then take
+    from it (not evaluated: outside the float path, where the blow-up function is ``-inf``):
 
     0, 1. ``max log|w| - threshold`` (collapse, near zero) where ``watch[0][k]`` is finite;
     2. the scale-free gradient size ``log S - watch[0][2]`` (stationary, see
@@ -142,11 +161,12 @@ def event_values_into(y, problem, watch, work, evaluated):
     thresholds, parameter_signs, direction_signs, direction_offsets = watch
     z = y[:-1].reshape(shape)
     top = -np.inf  # max log|w|: log|delta sinh z| increases with |z| (one sinh, not one each)
-    for value in z.ravel():
-        top = max(top, value if log_chart else abs(value))
+    for layer in range(shape[0]):
+        for j in range(shape[1]):
+            top = max(top, z[layer, j] if log_chart else abs(z[layer, j]))
     if not log_chart:
         top = np.log(abs(delta * np.sinh(top)))
-    out = np.full(7, np.inf)
+    out[:] = np.inf
     for k in range(2):
         if np.isfinite(thresholds[k]):
             out[k] = top - thresholds[k]
@@ -158,18 +178,21 @@ def event_values_into(y, problem, watch, work, evaluated):
     for j in range(shape[1]):
         watch_directions = watch_directions or direction_signs[j] != 0
     if np.isfinite(thresholds[3]):  # first: the forward pass below overwrites work
-        out[5] = thresholds[3] - _largest_growth_rate(y, problem, work, evaluated)
+        out[5] = thresholds[3] - _largest_growth_rate(problem, work, evaluated)
     w = work[7]
     if not evaluated:
         kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w)
     if np.isfinite(thresholds[4]):
-        out[6] = kernels.log_mean_loss(w, depth, features, offsets, loss_id) - thresholds[4]
+        log_loss = kernels.log_mean_loss_into(
+            w, depth, features, offsets, loss_id, work[10], work[11], work[2]
+        )
+        out[6] = log_loss - thresholds[4]
     if np.isfinite(thresholds[2]) or watch_directions:
         if not (evaluated and algorithm_id == 0 and not per_example):
             kernels.forward_into(w, depth, features, offsets, loss_id, work)
         direction, loo = work[3], work[1]
         if np.isfinite(thresholds[2]):
-            sizes = _example_sizes(work[12], problem[16])
+            sizes = _example_sizes_into(work[12], problem[16], work[10])
             if loss_id == kernels.SQUARED:
                 out[2] = _log_largest_ratio(direction, loo, sizes) - thresholds[2]
             else:
@@ -183,18 +206,16 @@ def event_values_into(y, problem, watch, work, evaluated):
         for j in range(shape[1]):
             if direction_signs[j] != 0 and direction[j] != 0:
                 out[4] = min(out[4], direction_signs[j] * direction[j] + direction_offsets[j])
-    return out
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def _example_sizes(p, abs_features):
-    """``H_j = sum_i |p_i| |z_ij|`` from the example weights ``p`` (``work[12]`` of
-    :func:`kernels.forward_into`, made ``|p|`` in place) and the ``|z_ij|``
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _example_sizes_into(p, abs_features, sizes):
+    """``H_j = sum_i |p_i| |z_ij|`` into ``sizes`` (returned) from the example weights ``p``
+    (``work[12]`` of :func:`kernels.forward_into`, made ``|p|`` in place) and the ``|z_ij|``
     (:class:`flows.integrator.threshold_events.Stationary`); 0 where every ``p_i`` is (an exact
     interpolator of the squared loss)."""
     for i in range(p.size):
         p[i] = abs(p[i])
-    sizes = np.empty(abs_features.shape[1])
     kernels.weighted_rows_into(p, abs_features, sizes)
     return sizes
 
@@ -214,17 +235,15 @@ def _log_largest_ratio(direction, loo, sizes):
     return np.log(top)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def _largest_growth_rate(y, problem, work, evaluated):
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _largest_growth_rate(problem, work, evaluated):
     """``max log(|F| / |w|)`` over the entries that grow (``F w > 0``) beyond ``|w| > 1``, with
-    ``F = G(w') prod_{k != l} w'`` the velocity at the perturbed point; ``-inf`` if none (or
-    outside the float path, where the field hands back anyway).
-
-    Through :func:`field_into` (compiled once for the loop; unless ``evaluated``, when ``work``
-    holds it at ``y`` already), which leaves ``w`` and ``F`` in ``work[7]`` and ``work[9]``."""
+    ``F = G(w') prod_{k != l} w'`` the velocity at the perturbed point, from the ``w`` and ``F``
+    that :func:`field_into` leaves in ``work[7]`` and ``work[9]`` (``evaluated``); ``-inf`` if
+    none, or if not evaluated (outside the float path, where the field hands back anyway)."""
     shape = problem[0]
     top = -np.inf
-    if not evaluated and not field_into(y, problem, work, np.empty(y.size)):
+    if not evaluated:
         return top
     w = work[7]
     for layer in range(shape[0]):
@@ -368,28 +387,23 @@ def _dense_output_into(y, y_new, K, f_new, h, F_step, y_old):
 
 
 @kernels.uncounted(error_model="numpy")
-def _step_into(y, h, problem, work, K, stage, y_new):
-    """One DOP853 step of size ``h`` from ``y`` (``K[0]`` holding the field there): the stages
-    ``K[1:N_STAGES]``, the solution ``y_new`` (:func:`_solution_into`) and the field there
-    (``K[N_STAGES]``); ``(ok, evaluations)``, not ok at the first evaluation off the float path
-    (the evaluations up to it counted)."""
-    for s in range(1, N_STAGES):
-        _stage(y, K, s, h, stage)
-        if not field_into(stage, problem, work, K[s]):
-            return False, s
-    _solution_into(y, K, h, y_new)
-    return field_into(y_new, problem, work, K[N_STAGES]), N_STAGES
-
-
-@kernels.uncounted(error_model="numpy")
-def _dense_stages_into(y, h, problem, work, K, stage):
-    """The extra stages of DOP853's dense output (``K[N_STAGES + 1:]``) of the step of size
-    ``h`` from ``y``; ``(ok, evaluations)`` as :func:`_step_into`."""
-    for s in range(N_STAGES + 1, A.shape[0]):
-        _stage(y, K, s, h, stage)
-        if not field_into(stage, problem, work, K[s]):
-            return False, s - N_STAGES
-    return True, A.shape[0] - N_STAGES - 1
+def _stages_into(y, h, problem, work, K, first, last, stage, y_new):
+    """The stages ``first <= s < last`` of the DOP853 step of size ``h`` from ``y`` (``K[:first]``
+    known): the state of stage ``s`` (:func:`_stage`; for ``s = N_STAGES`` the solution
+    :func:`_solution_into`, into ``y_new``) and the field there, into ``K[s]``;
+    ``(ok, evaluations)``, not ok at the first evaluation off the float path (counted). One call
+    site of the (inlined) field for every stage: 1 to ``N_STAGES`` for the step, the rest for
+    the dense output."""
+    for s in range(first, last):
+        point = stage
+        if s == N_STAGES:
+            _solution_into(y, K, h, y_new)
+            point = y_new
+        else:
+            _stage(y, K, s, h, stage)
+        if not field_into(point, problem, work, K[s]):
+            return False, s - first + 1
+    return True, last - first
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -408,23 +422,25 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
     y_olds = np.empty((capacity, n))
     ts[0] = s0
     y = y0.copy()
-    ok, f = field(y, problem)
+    f = np.empty(n)
+    work = kernels.workspace(problem[0], problem[6].shape[0])
+    ok = field_called_into(y, problem, work, f)
     nfev = 1
     if not ok:
         return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev, 0.0
+    g_old, g_new = np.empty(7), np.empty(7)  # the events' functions at t and at the step's end
+    events_into(y, problem, watch, work, True, g_old)
     h_abs = first_step
     if first_step == 0:
         h_abs, ok = initial_step(y, f, s0, s_end, rtol, atol, problem)
         nfev += 1
         if not ok:
             return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev, 0.0
-    g_old = event_values(y, problem, watch)
     K = np.empty((A.shape[0], n))
     f_new = K[N_STAGES]
     stage = np.empty(n)
     y_new = np.empty(n)
     err5, err3 = np.empty(n), np.empty(n)
-    work = kernels.workspace(problem[0], problem[6].shape[0])
     t = s0
     steps = 0
     while t < s_end:
@@ -445,7 +461,7 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
             h_abs = abs(h)
             for i in range(n):
                 K[0, i] = f[i]
-            ok, used = _step_into(y, h, problem, work, K, stage, y_new)
+            ok, used = _stages_into(y, h, problem, work, K, 1, N_STAGES + 1, stage, y_new)
             nfev += used
             if not ok:  # a stage outside the float path: a smaller first step, or Python's loop
                 if steps > 0 or first_step != 0 or shrunk == RANGE_SHRINKS:
@@ -460,11 +476,11 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
                 break
             h_abs *= max(MIN_FACTOR, SAFETY * error_norm**ERROR_EXPONENT)
             rejected = True
-        g_new = event_values_into(y_new, problem, watch, work, True)
+        events_into(y_new, problem, watch, work, True, g_new)
         for k in range(g_new.size):
             if g_old[k] >= 0 and g_new[k] <= 0 and (g_old[k] != 0 or g_new[k] != 0):
                 return EVENT_AHEAD, steps, ts, F, y_olds, y, nfev, abs(h)
-        ok, used = _dense_stages_into(y, h, problem, work, K, stage)
+        ok, used = _stages_into(y, h, problem, work, K, N_STAGES + 1, A.shape[0], stage, y_new)
         nfev += used
         if not ok:
             return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
@@ -473,7 +489,7 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
             f[i] = f_new[i]
         steps += 1
         ts[steps] = t_new
-        t, y, y_new, g_old = t_new, y_new, y, g_new
+        t, y, y_new, g_old, g_new = t_new, y_new, y, g_new, g_old
         if nfev > budget:
             return BUDGET_SPENT, steps, ts, F, y_olds, y, nfev, h_abs
     return REACHED_END, steps, ts, F, y_olds, y, nfev, h_abs
