@@ -235,6 +235,12 @@ class _Progress:
     def __init__(self, name: str, total: int, stream: TextIO | None):
         self.name, self.total, self.stream = name, total, stream
         self.start = self.last = time.perf_counter()
+        self.count = 0
+
+    def more(self, runs: int) -> None:
+        """``runs`` more runs finished."""
+        self.count += runs
+        self.done(self.count)
 
     def done(self, k: int) -> None:
         """Run ``k`` (1-based) finished."""
@@ -396,21 +402,18 @@ def iterate_many(
     results: list[DiscreteRun | None] = [None] * len(runs)
     with _one_blas_thread():
         if given["start"] is None and given["batches"] is None:
+            stochastic = _Stochastic(data, algorithm, the_loss, base, steps, record_every,
+                                     given["sampling"], runs)  # fmt: skip
             batched = _Batched(data, algorithm, the_loss, base, given["backend"], steps,
                                record_every)  # fmt: skip
-            for i, result in batched.run(runs, tell).items():
-                results[i] = result
-            stochastic = _Stochastic(data, algorithm, the_loss, base, steps, record_every,
-                                     given["sampling"])  # fmt: skip
-            for i, result in stochastic.run(runs, tell).items():
-                results[i] = result
-        done = sum(r is not None for r in results)
+            for taken in (batched.run(runs, tell), stochastic.run(runs, tell)):
+                for i, result in taken.items():
+                    results[i] = result
         for i, run in enumerate(runs):
             if results[i] is None:
                 results[i] = iterate(data, algorithm, depth, run.alpha, **options,
                                      **run.given)  # fmt: skip
-                done += 1
-                tell.done(done)
+                tell.more(1)
     return [r for r in results if r is not None]
 
 
@@ -455,13 +458,14 @@ class _Batched:
                     done = self.one(compiled, runs[i], table[i])
                     if done is not None:
                         out[i] = done
-                    tell.done(len(out))
+                        tell.more(1)
                 continue
             per_chunk = max(1, min(CHUNK, MAX_RECORDED_FLOATS // self.floats(runs[0])))
             for start in range(0, len(taken), per_chunk):
                 chunk = taken[start : start + per_chunk]
-                out.update(self.chunk(compiled, [runs[i] for i in chunk], chunk, table))
-                tell.done(len(out))
+                results = self.chunk(compiled, [runs[i] for i in chunk], chunk, table)
+                out.update(results)
+                tell.more(len(results))
         return out
 
     def floats(self, run: _Run) -> int:
@@ -533,55 +537,63 @@ class _Stochastic:
     """The runs of an :func:`iterate_many` call with minibatches or noise, stepped together in
     groups of one algorithm and batch size (:class:`flows.many_steps.ManyFloatSteps`).
 
-    Every such run's root seed is drawn first, in the order of the runs (as a loop of single
-    calls draws them from a shared ``seed`` generator), and becomes its ``seed``: a run that a
-    check stops, or that the float steps do not take (a per-example algorithm, a scheduled
-    hyper-parameter), is the single call with that root."""
+    Every run's batches and noise are drawn from its seed first, in the order of the runs, as
+    the single call draws them (so a ``seed`` generator shared by the runs gives them the
+    roots a loop of single calls would draw; a ``ValueError`` names a bad option and the run);
+    each stochastic run's root becomes its ``seed``: a run that a check stops, or that the float
+    steps do not take (a per-example algorithm, a scheduled hyper-parameter), is the single
+    call with that root."""
 
     def __init__(self, data: Dataset, algorithm: str, loss: Any, base: BaseOptimizer,
-                 steps: int, record_every: int, sampling: str):  # fmt: skip
+                 steps: int, record_every: int, sampling: str, runs: list[_Run]):  # fmt: skip
         self.data, self.algorithm, self.loss, self.base = data, algorithm, loss, base
         self.steps, self.record_every, self.sampling = steps, record_every, sampling
         self.kept_steps = _kept_steps(steps, record_every)
-
-    def run(self, runs: list[_Run], tell: _Progress) -> dict[int, DiscreteRun]:
-        """The results of the runs it takes, by index (it also puts each stochastic run's
-        root seed into its ``given``)."""
-        groups: dict[tuple, list[tuple[int, FloatBatchSteps]]] = {}
+        self.groups: dict[tuple, list[tuple[int, FloatBatchSteps]]] = {}
         for i, run in enumerate(runs):
+            try:
+                chosen, noise, float_steps = self.float_steps(run)
+            except ValueError as error:
+                raise ValueError(f"run {i}: {error}") from None
             if not _stochastic(run):
                 continue
-            chosen, noise, steps = self.float_steps(run)
             run.given["seed"] = _root_of(chosen, noise)
             runs_as = effective_algorithm(self.algorithm, run.hyperparameters)
             algo = get_algorithm(runs_as)
-            if steps is None or algo.per_example:
+            if float_steps is None or algo.per_example:
                 continue
             if constant_values(run.hyperparameters, algo.names) is None:
                 continue
             if _not_representable(run.init.groups, self.data, self.loss):
                 continue
             size = None if chosen is None else chosen.size
-            groups.setdefault((runs_as, size), []).append((i, steps))
+            self.groups.setdefault((runs_as, size), []).append((i, float_steps))
+
+    def run(self, runs: list[_Run], tell: _Progress) -> dict[int, DiscreteRun]:
+        """The results of the runs it takes (those that took every step), by index."""
         out: dict[int, DiscreteRun] = {}
-        for (runs_as, _), members in groups.items():
+        for (runs_as, _), members in self.groups.items():
             names = get_algorithm(runs_as).names
             for start in range(0, len(members), CHUNK):
                 chunk = members[start : start + CHUNK]
-                out.update(self.chunk([runs[i] for i, _ in chunk], chunk, names))
-                tell.done(len(out))
+                results = self.chunk([runs[i] for i, _ in chunk], chunk, names)
+                out.update(results)
+                tell.more(len(results))
         return out
 
     def float_steps(
         self, run: _Run
     ) -> tuple[Minibatches | None, StepNoise | None, FloatBatchSteps | None]:
-        """The run's batches and noise, drawn from its seed as the single call draws them, and
-        its float steps (None where its loss has none)."""
+        """The run's batches and noise, drawn from its seed as the single call draws them (None
+        and None for a run without), and its float steps (None where it has neither or its
+        loss has none)."""
         o = run.options
         chosen = minibatches(self.data.n, o.get("batch_size"), o.get("seed"), self.sampling,
                              None, self.steps, 0)  # fmt: skip
         noise = step_noise(o.get("label_noise", 0.0), o.get("temperature", 0.0), o.get("seed"),
                            chosen, self.data)  # fmt: skip
+        if chosen is None and noise is None:
+            return None, None, None
         runs_as = get_algorithm(effective_algorithm(self.algorithm, run.hyperparameters))
         problem = Problem(self.data, runs_as, run.hyperparameters, self.loss,
                           run.init.multiplicity, CLOCKS["original"])  # fmt: skip

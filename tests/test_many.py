@@ -264,6 +264,20 @@ def test_an_axis_of_one_value_is_repeated():
     assert_same(batch[1], iterate(MU, "l2-sam", 2, 0.3, rho=0.2, steps=5, backend="numpy"))
 
 
+def test_a_bad_stochastic_option_is_refused_before_any_run_by_name():
+    with pytest.raises(ValueError, match="run 1: batch_size must be at most"):
+        iterate_many(regression(), "gd", 2, [0.1, 0.2], batch_size=[2, 9], steps=3)
+    with pytest.raises(ValueError, match="sampling"):
+        iterate_many(regression(), "gd", 2, [0.1, 0.2], sampling="bogus", steps=3)
+
+
+def test_progress_counts_every_path(capsys):
+    data = regression()
+    iterate_many(data, "gd", 2, [0.2, 0.3, 0.4], batch_size=[None, 2, None], eta=0.05,
+                 steps=3, seed=1, progress=True)  # fmt: skip
+    assert capsys.readouterr().err.splitlines()[-1].startswith("iterate_many: 3/3 runs")
+
+
 def test_progress_lines_on_stderr(capsys):
     iterate_many(MU, "gd", 2, [0.2, 0.3], steps=3, progress=True, backend="numpy")
     assert capsys.readouterr().err.splitlines()[-1].startswith("iterate_many: 2/2 runs")
