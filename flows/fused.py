@@ -353,6 +353,20 @@ class FusedField:
         p = e / total if loss.descent_sign is None else e * loss.descent_sign(u) / total
         return p @ self.features, float(top + np.log(total)) - self.log_n, loo
 
+    def float_point(
+        self, w: np.ndarray, pattern_signs: np.ndarray | None = None, time=0.0
+    ) -> np.ndarray | None:
+        """``theta' = theta + eps(theta)`` in floats at float parameters ``w`` (..., G, d), or
+        None unless every point and its perturbation are in the float range (the rows of
+        :meth:`log_c`'s float path: small parameters, whose share of the margins is below
+        rounding, do not count)."""
+        if not self.problem.algorithm.perturbs:
+            return w
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if not np.all(self._float_rows(np.log(np.abs(w)), small_matter=False)):
+                return None
+        return self._float_perturbed(w, pattern_signs, time)
+
     def _float_perturbed(
         self, w: np.ndarray, pattern_signs: np.ndarray | None, time=0.0, small_matter=False
     ) -> np.ndarray | None:

@@ -21,8 +21,8 @@ located by Newton's method from the secant's root),
 which is ``sigma_i P_i(x)`` for a residual without roots: the sum over those is one polynomial
 per step. A residual that changes sign twice between two adjacent nodes keeps the sign of the
 nodes there (its lobe, narrower than ``h / DEGREE``, is not split off). The residuals come from
-``w``, ``beta`` and ``A beta - o`` in floats where all are finite and the algorithm does not
-perturb, from the signed-log field elsewhere. Runs of other losses (``c`` smooth wherever the field
+``w``, the perturbed point, ``beta`` and ``A beta - o`` in floats where all are in range, from
+the signed-log field elsewhere. Runs of other losses (``c`` smooth wherever the field
 is), sliding modes (whose clock factor is the Filippov combination's) and per-example
 algorithms keep ``tau`` in the solver's state and error control.
 """
@@ -209,31 +209,33 @@ def _loss_arguments(
     problem: Problem, fused: FusedField, segment: Segment, first: int, stop: int
 ) -> np.ndarray:
     """The loss arguments ``u`` ((stop - first) DEGREE + 1, n) at the perturbed point at every
-    node of the steps ``first .. stop - 1``: in floats (``w`` from the chart,
-    ``beta = prod_g w_g^(L_g)``, ``u = A beta - o``) for an algorithm without perturbation
-    where every value is finite, else in signed-log form."""
+    node of the steps ``first .. stop - 1``: in floats (``w`` from the chart, the perturbed
+    point ``w' = w + eps`` (:meth:`~flows.fused.FusedField.float_point`),
+    ``beta = prod_g w'_g^(L_g)``, ``u = A beta - o``) where every value is in range, else in
+    signed-log form."""
     states = _node_states(segment, first, stop)
     z = states[:, :-1].reshape((len(states),) + problem.shape)
-    chart, held = segment.mode.chart, segment.mode.held
+    s = _node_times(segment.ts[first : stop + 1])
+    mode = segment.mode
+    chart, held = mode.chart, mode.held
     to_float = FLOAT_STATE.get(type(chart))
-    if to_float is not None and not problem.algorithm.perturbs:
+    if to_float is not None:
         with np.errstate(over="ignore", invalid="ignore"):
             w = to_float(chart, z)
             if np.any(held):
                 w = np.where(held, 0.0, w)
-            beta = np.ones((len(z), problem.shape[1]))
-            for group, power in enumerate(problem.multiplicity):
-                for _ in range(int(power)):
-                    beta *= w[:, group]
-            u = fused.loss_arguments(beta @ fused.features.T)
-        if np.all(np.isfinite(u)):
-            return u
+            point = fused.float_point(w, fused.pattern_signs(mode.pattern), s)
+            if point is not None:
+                beta = np.ones((len(z), problem.shape[1]))
+                for group, power in enumerate(problem.multiplicity):
+                    for _ in range(int(power)):
+                        beta *= point[:, group]
+                u = fused.loss_arguments(beta @ fused.features.T)
+                if np.all(np.isfinite(u)):
+                    return u
     theta = chart.state(z)
     theta = SignedLog(np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs))
-    s = _node_times(segment.ts[first : stop + 1])
-    point = fused.perturbed_point(
-        theta.sign, theta.log_abs, fused.pattern_signs(segment.mode.pattern), s
-    )
+    point = fused.perturbed_point(theta.sign, theta.log_abs, fused.pattern_signs(mode.pattern), s)
     return fused.loss_arguments(fused.margins(fused.product_of_layers(point.sign, point.log_abs)))
 
 
