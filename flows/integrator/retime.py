@@ -235,8 +235,9 @@ def _loss_arguments(
                     return u
     theta = chart.state(z)
     theta = SignedLog(np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs))
-    point = fused.perturbed_point(theta.sign, theta.log_abs, fused.pattern_signs(mode.pattern), s)
-    return fused.loss_arguments(fused.margins(fused.product_of_layers(point.sign, point.log_abs)))
+    shifted = fused.perturbed_point(theta.sign, theta.log_abs, fused.pattern_signs(mode.pattern), s)
+    beta_log = fused.product_of_layers(shifted.sign, shifted.log_abs)
+    return fused.loss_arguments(fused.margins(beta_log))
 
 
 def _pairs(first: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
