@@ -39,11 +39,38 @@ def uncounted(**options: Any) -> Any:
 SQUARED = 2
 
 
+#: Below :data:`EXP_UNDERFLOW` ``e^x`` rounds to 0, above :data:`EXP_OVERFLOW` to inf: libm's
+#: ``exp`` (the version numba calls) answers those through its error path (errno, the SVID
+#: handler: 7 ns a call against 4 ns), :func:`quiet_exp` without a call (in the log form of the
+#: example weights, most examples' ``e^(log|l'| - top)`` underflow once the margins spread).
+EXP_UNDERFLOW, EXP_OVERFLOW = -745.2, 709.8
+
+
+@njit(cache=True, nogil=True, inline="always")
+def quiet_exp(x: float) -> float:
+    """``e^x``, the same number as ``np.exp``: 0 below :data:`EXP_UNDERFLOW` and inf above
+    :data:`EXP_OVERFLOW` without calling libm (NaN stays NaN)."""
+    if x < EXP_UNDERFLOW:
+        return 0.0
+    if x > EXP_OVERFLOW:
+        return np.inf
+    return np.exp(x)
+
+
+#: From here on the logistic's ``log|l'(u)|`` is ``-u`` in floats (:func:`log_abs_derivative`).
+LOGISTIC_LINEAR = 37.0
+
+
 @njit(cache=True, nogil=True, inline="always")
 def log_abs_derivative(u: float, loss_id: int) -> float:
-    """``log|l'(u)|``: logistic ``-log(1 + e^u)``, exponential ``-u``, squared ``log|u|``."""
+    """``log|l'(u)|``: logistic ``-log(1 + e^u)``, exponential ``-u``, squared ``log|u|``.
+
+    The logistic's ``-(max(u, 0) + log1p(e^-|u|))`` is ``-u`` from :data:`LOGISTIC_LINEAR` on:
+    there ``log1p(e^-u) < e^-37`` is below half an ulp of ``u`` (the same number, no ``exp``)."""
     if loss_id == 0:
-        return -(max(u, 0.0) + np.log1p(np.exp(-abs(u))))
+        if u > LOGISTIC_LINEAR:
+            return -u
+        return -(max(u, 0.0) + np.log1p(quiet_exp(-abs(u))))
     if loss_id == SQUARED:
         return np.log(abs(u))
     return -u
@@ -68,10 +95,10 @@ def abs_derivative(u: float, loss_id: int) -> float:
     """``|l'(u)|``: logistic ``1 / (1 + e^u)``, exponential ``e^-u``, squared ``|u|`` (the
     exponentials of :func:`log_abs_derivative`)."""
     if loss_id == 0:
-        return 1.0 / (1.0 + np.exp(u))
+        return 1.0 / (1.0 + quiet_exp(u))
     if loss_id == SQUARED:
         return abs(u)
-    return np.exp(-u)
+    return quiet_exp(-u)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -79,7 +106,7 @@ def log_derivative_slope(u: float, loss_id: int) -> float:
     """``d log|l'(u)| / du``: logistic ``-sigmoid(u)``, exponential ``-1``, squared ``1 / u``
     (``+-inf`` at ``+-0``, as :func:`flows.model._reciprocal`)."""
     if loss_id == 0:
-        return -np.exp(-(max(-u, 0.0) + np.log1p(np.exp(-abs(u)))))
+        return -quiet_exp(-(max(-u, 0.0) + np.log1p(quiet_exp(-abs(u)))))
     if loss_id == SQUARED:
         return 1.0 / u if u != 0 else np.copysign(np.inf, u)
     return -1.0
@@ -92,7 +119,7 @@ def log_value(u: float, loss_id: int) -> float:
     if loss_id == 0:
         if u > 35.0:
             return -u
-        return np.log(max(-u, 0.0) + np.log1p(np.exp(-abs(u))))
+        return np.log(max(-u, 0.0) + np.log1p(quiet_exp(-abs(u))))
     if loss_id == SQUARED:
         return 2.0 * np.log(abs(u)) - LOG2
     return -u
@@ -116,7 +143,7 @@ def log_mean_loss_into(w, depth, features, offsets, loss_id, beta, loo, log_l):
         return top
     total = 0.0
     for i in range(log_l.size):
-        total += np.exp(log_l[i] - top)
+        total += quiet_exp(log_l[i] - top)
     return top + np.log(total) - np.log(log_l.size)
 
 
@@ -259,7 +286,7 @@ def weights_into(u, features, loss_id, size, p, direction):
             direction[:] = 0.0
             return -np.inf
         for i in range(n):
-            size[i] = np.exp(size[i] - top)
+            size[i] = quiet_exp(size[i] - top)
     total = 0.0
     for i in range(n):
         total += size[i]
@@ -300,7 +327,7 @@ def parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
     for layer in range(groups):
         for j in range(d):
             if log_chart:
-                w[layer, j] = chart_sign[layer, j] * np.exp(z[layer, j])
+                w[layer, j] = chart_sign[layer, j] * quiet_exp(z[layer, j])
             else:
                 w[layer, j] = delta * sinh(z[layer, j])
     return in_float_range(w, depth, log_chart, limit)
@@ -324,7 +351,7 @@ def sinh(z: float) -> float:
         for k in range(8, -1, -1):
             total = total * square + SINH_TAYLOR[k]
         return z * total
-    e = np.exp(size)
+    e = quiet_exp(size)
     return np.copysign(0.5 * (e - 1.0 / e), z)
 
 
@@ -525,7 +552,7 @@ def per_example_field_into(w, depth, multiplicity, features, offsets, loss_id, a
         u = -offsets[i]
         for j in range(d):
             u += features[i, j] * beta[j]
-        weight = descent_sign(u, loss_id) * np.exp(log_abs_derivative(u, loss_id))
+        weight = descent_sign(u, loss_id) * quiet_exp(log_abs_derivative(u, loss_id))
         norm2 = 0.0
         for layer in range(groups):
             for j in range(d):
@@ -544,7 +571,7 @@ def per_example_field_into(w, depth, multiplicity, features, offsets, loss_id, a
         u = -offsets[i]
         for j in range(d):
             u += features[i, j] * example_beta[j]
-        size = np.exp(log_abs_derivative(u, loss_id))
+        size = quiet_exp(log_abs_derivative(u, loss_id))
         total += size
         weight = descent_sign(u, loss_id) * size
         for layer in range(groups):
