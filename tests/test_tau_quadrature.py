@@ -22,6 +22,12 @@ from scipy.special import expit
 
 import flows.integrator.retime as retime_module
 from flows import Dataset, simulate
+from flows.algorithms import get_algorithm, resolve_hyperparameters
+from flows.charts import LogChart
+from flows.clocks import get_clock
+from flows.field import Problem
+from flows.fused import FusedField
+from flows.model import LOSSES
 
 N, D, T_MAX, RHO = 20, 40, 30.0, 0.05
 
@@ -155,3 +161,30 @@ def test_tau_in_blocks_of_steps_equals_one_block(monkeypatch: pytest.MonkeyPatch
     assert blocks.status == one.status == 0 and blocks.nfev == one.nfev
     np.testing.assert_allclose(blocks.tau, one.tau, rtol=1e-13, atol=0)
     np.testing.assert_array_equal(blocks.log_abs_beta, one.log_abs_beta)
+
+
+@pytest.mark.parametrize("algorithm", ["gd", "l2-sam", "usam"])
+@pytest.mark.parametrize("mult", [[2], [1, 1], [3]])
+def test_float_point_equals_the_signed_log_perturbed_point(algorithm: str, mult) -> None:
+    """The nodes' perturbed points in floats (``FusedField.float_point``) equal the signed-log
+    field's ``perturbed_point`` at a batch of points from 1e-2 to 1e1, each at its own clock
+    time, to 1e-12 of the largest entry; past the float range a perturbing algorithm has no
+    float point (GD's point is the parameters themselves)."""
+    data = regression_data()
+    shape = (len(mult), D)
+    problem = Problem(data, get_algorithm(algorithm),
+                      resolve_hyperparameters(algorithm, dict(rho=0.2)), LOSSES["squared"],
+                      np.array(mult), get_clock("original"), LogChart(np.ones(shape)))  # fmt: skip
+    fused = FusedField(problem)
+    rng = np.random.default_rng(5)
+    log_abs = rng.uniform(-4.0, 2.0, (4,) + shape)
+    sign = np.where(rng.random((4,) + shape) < 0.5, -1.0, 1.0)
+    times = np.array([0.0, 1.0, 2.0, 3.0])
+    point = fused.float_point(sign * np.exp(log_abs), None, times)
+    want = fused.perturbed_point(sign, log_abs, None, times)
+    assert point is not None
+    expected = want.sign * np.exp(want.log_abs)
+    np.testing.assert_allclose(point, expected, rtol=0, atol=1e-12 * np.max(np.abs(expected)))
+    huge = sign * np.exp(log_abs + 200.0 / sum(mult))  # |beta| ~ e^200: outside FLOAT_RANGE
+    unperturbed = fused.float_point(huge, None, times)
+    assert unperturbed is huge if algorithm == "gd" else unperturbed is None
