@@ -11,7 +11,8 @@ segment by segment as the run records them, by
 
 on each step ``[s_0, s_0 + h]`` (``s = s_0 + h (x + 1) / 2``), ``p_i`` the interpolant of
 degree :data:`DEGREE` of ``u_i`` at the Chebyshev–Lobatto nodes of the step (the residuals are
-smooth along the path; one matrix product for every node of a segment). With ``P_i`` the
+smooth along the path; one matrix product for the nodes of each block of steps, a block's
+node states within :data:`BLOCK_FLOATS`). With ``P_i`` the
 antiderivative of ``p_i`` from ``-1``, ``sigma_i`` the sign of ``u_i`` at ``x = -1`` and
 ``r`` the roots of ``p_i`` (one between each pair of adjacent nodes where ``u_i`` changes sign,
 located by Newton's method from the secant's root),
