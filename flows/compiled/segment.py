@@ -128,6 +128,7 @@ def _watch(
     offsets = np.zeros(data.d)
     if mode.sign_pattern is not None:
         parameter_signs = mode.sign_pattern.ravel().astype(float)
+    if mode.sign_pattern is not None and data.n > 1:  # segment_events: none on one example
         crossing = next(
             (
                 e
