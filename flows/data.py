@@ -3,6 +3,7 @@ classification (``y_i`` in {-1, +1}, the default) or regression (``y_i`` any rea
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -307,3 +308,18 @@ def sign_constrained_separable(data: Dataset, signs) -> bool:
         (0.0, None) if v > 0 else (None, 0.0) if v < 0 else (None, None) for v in s
     ]
     return _separating_lp(data.signed_features, bounds)
+
+
+#: ``|z_ij|`` of each data set it was asked for, weakly keyed (freed with the data set, whose
+#: arrays are read-only): the runs on one data set make it once (n 10,000, d 1000: 27 ms, and
+#: 80 MB each time otherwise).
+_ABS_SIGNED_FEATURES: weakref.WeakKeyDictionary[Dataset, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def abs_signed_features(data: Dataset) -> np.ndarray:
+    """``|z_ij|`` (n, d) of ``data``'s :attr:`Dataset.signed_features`, C-contiguous, made once
+    per data set (the scale-free sizes of the stationary-point test, at every segment's start,
+    and the compiled loop's). Not to be written to."""
+    if data not in _ABS_SIGNED_FEATURES:
+        _ABS_SIGNED_FEATURES[data] = np.ascontiguousarray(np.abs(data.signed_features))
+    return _ABS_SIGNED_FEATURES[data]

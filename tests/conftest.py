@@ -40,7 +40,7 @@ settings.register_profile("samflows", deadline=None)
 settings.load_profile("samflows")
 
 #: The groups of :mod:`flows.compiled.warm`, split into two processes of similar compile time.
-WARM_PROCESSES = (("segment",), ("sliding", "discrete"))
+WARM_PROCESSES = (("segment",), ("sliding", "discrete", "many"))
 #: Environment variable naming the directory where each compiling process leaves a file when it
 #: has exited (the xdist workers inherit it).
 WARM_DONE = "SAMFLOWS_TEST_WARM_DONE"

@@ -194,20 +194,22 @@ def test_logistic_loss_equals_logaddexp():
 
 def test_abs_features_once_per_data_set():
     """The ``|z_ij|`` of the stationary event are made once per data set and shared by the
-    runs on it (:data:`flows.compiled.field.ABS_FEATURES`), and freed with the data set."""
+    runs on it, compiled or not (:func:`flows.data.abs_signed_features`), and freed with the
+    data set."""
     import gc
+    import weakref
 
-    from flows.compiled import field
+    from flows.data import abs_signed_features
 
     X = np.random.default_rng(8).standard_normal((20, 30))
     data = Dataset(X, X[:, 0], task="regression")
-    runs = [simulate(data, "gd", 2, 0.1, t_max=1.0, backend="numba") for _ in range(2)]
+    runs = [simulate(data, "gd", 2, 0.1, t_max=1.0, backend=b) for b in ("numba", "numpy")]
     assert runs[0].status == runs[1].status == 0
-    np.testing.assert_array_equal(field.ABS_FEATURES[data], np.abs(X))
-    kept = field.ABS_FEATURES[data]
+    kept = abs_signed_features(data)
+    np.testing.assert_array_equal(kept, np.abs(X))
     simulate(data, "gd", 2, 0.1, t_max=1.0, backend="numba")
-    assert field.ABS_FEATURES[data] is kept
-    size = len(field.ABS_FEATURES)
+    assert abs_signed_features(data) is kept
+    freed = weakref.ref(kept)
     del data, kept, runs
     gc.collect()
-    assert len(field.ABS_FEATURES) == size - 1
+    assert freed() is None

@@ -20,22 +20,16 @@ numba compiles on first use (all kernels, with the compiled loop of :mod:`flows.
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from ..algorithms import GradientSummary
 from ..charts import LogChart
-from ..data import Dataset
+from ..data import abs_signed_features
 from ..field import Problem
 from ..fused import FLOAT_RANGE, FusedField, log_magnitudes
 from ..schedules import constant_values
 from ..signedlog import SignedLog
 from . import announce_compiles, require
-
-#: ``|z_ij|`` of each data set a compiled run has used, weakly keyed (freed with the data set,
-#: whose arrays are read-only): runs on the same data make it once (n 10,000, d 1000: 27 ms).
-ABS_FEATURES: weakref.WeakKeyDictionary[Dataset, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 class CompiledField(FusedField):
@@ -71,12 +65,9 @@ class CompiledField(FusedField):
     @property
     def abs_features(self) -> np.ndarray:
         """``|z_ij|`` (n, d) for the stationary event of the compiled loop: made on first use,
-        once per data set (:data:`ABS_FEATURES`)."""
+        once per data set (:func:`flows.data.abs_signed_features`)."""
         if self._abs_features is None:
-            data = self.problem.data
-            if data not in ABS_FEATURES:
-                ABS_FEATURES[data] = np.abs(self.features_c)
-            self._abs_features = ABS_FEATURES[data]
+            self._abs_features = abs_signed_features(self.problem.data)
         return self._abs_features
 
     def _float_evaluate(

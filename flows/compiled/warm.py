@@ -71,11 +71,24 @@ def _discrete_group() -> None:
             backend="numba")  # fmt: skip
 
 
+def _many_group() -> None:
+    """``iterate_many``'s kernels: deterministic runs stepped together, and seeded minibatch
+    draws."""
+    from ..data import single_example
+    from ..many import iterate_many
+
+    data = single_example([1.0, 2.0])
+    iterate_many(data, "l2-sam", 2, [0.4, 0.5], rho=0.1, eta=0.1, steps=3, backend="numba")
+    iterate_many(data, "l2-sam", 2, 0.4, rho=0.1, eta=0.1, steps=3, batch_size=1, seed=[0, 1],
+                 backend="numba")  # fmt: skip
+
+
 #: The groups of kernels, each compiled by one small call.
 GROUPS: dict[str, Callable[[], None]] = {
     "segment": _segment_group,
     "sliding": _sliding_group,
     "discrete": _discrete_group,
+    "many": _many_group,
 }
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..charts import AsinhChart, LogChart
+from ..data import abs_signed_features
 from ..results import Cause, FlowEvent
 from ..signedlog import log_norm2
 from .events import (
@@ -166,7 +167,7 @@ class Stationary(SegmentEvent):
                     fused.loss_arguments(features @ (w[0] * loo[0]))
                 )
                 p = np.exp(log_p - np.max(log_p))
-                sizes = (p / np.sum(p)) @ np.abs(features)
+                sizes = (p / np.sum(p)) @ abs_signed_features(problem.data)
                 top = float(np.sum(weights * (sizes * loo) ** 2))
                 gradient = float(np.sum(weights * (direction * loo) ** 2))
             if np.isfinite(top) and np.isfinite(gradient):  # else the margins left the floats
@@ -176,7 +177,7 @@ class Stationary(SegmentEvent):
         direction_, _, loo_ = fused.evaluate(theta.sign, theta.log_abs)
         p_, _ = fused.weights(fused.product_of_layers(theta.sign, theta.log_abs))
         with np.errstate(divide="ignore"):
-            log_sizes = np.log(np.abs(np.asarray(p_)) @ np.abs(features))
+            log_sizes = np.log(np.abs(np.asarray(p_)) @ abs_signed_features(problem.data))
         top = log_norm2(log_sizes[None, :] + loo_.log_abs, weights)
         if top == -np.inf:
             return -log_tol
@@ -191,7 +192,7 @@ class Stationary(SegmentEvent):
         weights = np.ones(features.shape[0]) if p is None else np.abs(np.asarray(p))
         movable = np.any(loo.sign != 0, axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            log_sizes = np.log(weights @ np.abs(features))
+            log_sizes = np.log(weights @ abs_signed_features(self.problem.data))
             ratios = np.where(
                 movable & (log_sizes > -np.inf), direction.log_abs - log_sizes, -np.inf
             )
