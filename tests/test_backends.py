@@ -354,7 +354,13 @@ def test_compiled_exponent_equals_numpy_log_c(name, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "name", ["l2-sam L3 blow-up", "gd L4 blow-up", "l2-sam L3 blobs", "1-usam L3 blow-up"]
+    "name",
+    [
+        pytest.param("l2-sam L3 blow-up", marks=pytest.mark.slow),
+        "gd L4 blow-up",
+        "l2-sam L3 blobs",
+        pytest.param("1-usam L3 blow-up", marks=pytest.mark.slow),
+    ],
 )
 def test_compiled_blowup_event_equals_python_event(name, monkeypatch):
     """The compiled loop's blow-up function (``event_values``, entry 5) equals

@@ -111,7 +111,7 @@ def wide_separable(draw):
     return X, np.sign(margins)
 
 
-@settings(CONTRACT, max_examples=5)
+@settings(CONTRACT, max_examples=3)
 @given(wide_separable(), st.integers(3, 5), st.integers(0, 40), st.data())
 def test_kkt_points_keep_their_budget(sample, depth, cap, data):
     """``kkt_points`` with ``max_kkt_vertices = cap``: at most ``cap`` enumerated vertices
