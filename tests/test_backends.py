@@ -321,7 +321,13 @@ def test_log_chart_equals_asinh_chart(algorithm, alpha, depth):
     assert finite_gap(auto.log_abs_beta[early], asinh.log_abs_beta[early]) <= 1e-6
 
 
-@pytest.mark.parametrize("name", sorted(n for n in COMPILED_LOOP if "original" not in n))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.slow if n in SLOW_CASES else ())
+        for n in sorted(n for n in COMPILED_LOOP if "original" not in n)
+    ],
+)
 def test_compiled_exponent_equals_numpy_log_c(name, monkeypatch):
     """``K = -log c`` of the original-time quadrature, compiled on the DOP853 dense output
     (:func:`flows.compiled.segment.exponent`), equals the numpy field's ``log c`` on the same path

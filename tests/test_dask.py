@@ -131,6 +131,7 @@ def test_quick_figure_on_dask_matches_process_pool(cluster, tmp_path, capsys):
     assert " 0 runs computed" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_run_tasks_on_dask_equals_serial(executor, tmp_path):
     """``run_tasks`` with the executor: every result computed once and stored here, the same
     arrays as a serial run."""
