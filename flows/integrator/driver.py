@@ -577,19 +577,21 @@ def _chattering_message(surfaces: list[str], log: list) -> str:
 
 def _steps_stall(run: Run) -> bool:
     """Every :data:`~flows.integrator.stiffness.STIFFNESS_CHECK_NFEV` evaluations, end a run
-    whose explicit method advanced less than
-    :data:`~flows.integrator.stiffness.EXPLICIT_STALL` ``* max(1, s)`` since the last such
-    check (a stiff run has its own check, :func:`_allowance_spent`); whether it ended."""
+    that advanced less than :data:`~flows.integrator.stiffness.EXPLICIT_STALL` ``* max(1, s)``
+    since the last such check, whatever its method: segments that each end at an event (a run
+    sliding on switching surfaces) never spend an allowance, so the stiff method's own check
+    (:func:`_allowance_spent`) does not see them; whether it ended."""
     if run.nfev - run.progress[0] < stiffness.STIFFNESS_CHECK_NFEV:
         return False
     advanced = run.s - run.progress[1]
     run.progress = (run.nfev, run.s)
-    if run.stiff or advanced >= stiffness.EXPLICIT_STALL * max(1.0, abs(run.s)):
+    if advanced >= stiffness.EXPLICIT_STALL * max(1.0, abs(run.s)):
         return False
     run.stop(
         Cause.SOLVER_FAILED,
         f"the steps stall at {_when(run, run.s)}: the solver advanced by {advanced:.3g} over "
-        f"its last {stiffness.STIFFNESS_CHECK_NFEV} evaluations, the field not stiff"
+        f"its last {stiffness.STIFFNESS_CHECK_NFEV} evaluations, "
+        f"{'with the stiff method' if run.stiff else 'the field not stiff'}"
         f"{_sliding_note(run.mode)}; the path up to there is returned",
     )
     return True
