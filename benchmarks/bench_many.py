@@ -48,6 +48,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads its BLA
 
 import numpy as np  # noqa: E402
 from sections import write_section  # noqa: E402
+from timing import best_alternating  # noqa: E402
 
 from flows import (  # noqa: E402
     Dataset,
@@ -253,14 +254,9 @@ def measure(repeat: int) -> list[Row]:
     iterate(single_example([1, 2]), "l2-sam", rho=1.0, steps=2, backend="numba")
     rows = []
     for case in cases():
-        best_loop = best_batch = np.inf
-        for _ in range(repeat):
-            start = time.perf_counter()
-            singles = case.loop()
-            best_loop = min(best_loop, time.perf_counter() - start)
-            start = time.perf_counter()
-            batched = case.batch()
-            best_batch = min(best_batch, time.perf_counter() - start)
+        (best_loop, best_batch), (singles, batched) = best_alternating(
+            repeat, case.loop, case.batch
+        )
         compared = [compare(a, b) for a, b in zip(batched, singles, strict=True)]
         numpy_loop = np.nan
         if case.numpy_loop is not None:

@@ -25,7 +25,6 @@ import argparse
 import datetime
 import os
 import platform
-import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -33,6 +32,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads its BLA
 
 import numpy as np  # noqa: E402
 from sections import write_section  # noqa: E402
+from timing import best_alternating  # noqa: E402
 
 from flows import Dataset, iterate, simulate_sde  # noqa: E402
 
@@ -271,14 +271,7 @@ def measure(repeat: int) -> list[tuple[str, float, float, float | None]]:
     """``(case, iterate seconds, loop seconds, agreement)`` per case, best of ``repeat``."""
     rows = []
     for case in cases():
-        best_ours = best_plain = np.inf
-        for _ in range(repeat):
-            start = time.perf_counter()
-            ours = case.ours()
-            best_ours = min(best_ours, time.perf_counter() - start)
-            start = time.perf_counter()
-            plain = case.plain()
-            best_plain = min(best_plain, time.perf_counter() - start)
+        (best_ours, best_plain), (ours, plain) = best_alternating(repeat, case.ours, case.plain)
         agree = None
         if isinstance(plain, np.ndarray):
             agree = float(np.max(np.abs(ours - plain)) / np.max(np.abs(plain)))
