@@ -74,6 +74,7 @@ from .discrete import (
 from .field import Problem
 from .initialization import Initialization, check_depth, initialization
 from .integrator.driver import simulate
+from .many_flows import batched_flows
 from .many_steps import ManyFloatSteps
 from .minibatch import Minibatches, StepNoise, minibatches, step_noise
 from .model import get_loss, loss_for
@@ -260,17 +261,29 @@ class _Progress:
 
 
 def _run_batch(
-    name: str, runs: list[_Run], one: Callable[[_Run], Result], progress: bool, threads: int = 1
+    name: str,
+    runs: list[_Run],
+    one: Callable[[_Run], Result],
+    progress: bool,
+    threads: int = 1,
+    done: dict[int, Result] | None = None,
 ) -> list[Result]:
-    """``one(run)`` for every run, in order, with one BLAS thread, in a pool of ``threads``
-    threads (1: in this thread)."""
+    """``one(run)`` for every run not in ``done`` (results by index, already computed), in
+    order, with one BLAS thread, in a pool of ``threads`` threads (1: in this thread)."""
+    done = {} if done is None else done
     tell = _Progress(name, len(runs), sys.stderr if progress else None)
-    out = []
+    if done:
+        tell.more(len(done))
+    rest = [run for i, run in enumerate(runs) if i not in done]
     with _one_blas_thread(), ThreadPoolExecutor(threads) as pool:
-        done = map(one, runs) if threads == 1 else pool.map(one, runs)
-        for k, result in enumerate(done, start=1):
-            out.append(result)
-            tell.done(k)
+        results = iter(map(one, rest) if threads == 1 else pool.map(one, rest))
+        out = []
+        for i in range(len(runs)):
+            if i in done:
+                out.append(done[i])
+                continue
+            out.append(next(results))
+            tell.more(1)
     return out
 
 
@@ -327,7 +340,9 @@ def simulate_many(
     def one(run: _Run) -> Trajectory:
         return simulate(data, algorithm, depth, run.alpha, reduced=reduced, **options, **run.given)
 
-    return _run_batch("simulate_many", runs, one, progress, threads)
+    with _one_blas_thread():
+        batched = batched_flows(data, algorithm, depth, runs, options, reduced)
+    return _run_batch("simulate_many", runs, one, progress, threads, batched)
 
 
 #: The keyword options of :func:`flows.simulate` other than ``reduced`` (the rest of a

@@ -1,0 +1,406 @@
+"""The runs of :func:`flows.simulate_many` that one compiled call integrates together.
+
+A run goes through the batch where its single :func:`flows.simulate` call would be one
+segment of the compiled segment loop from the start to ``t_max``: a positive number as
+``alpha``, numbers as hyper-parameters, ``method='DOP853'``, the numba backend, and a
+segment that no event, check or hand-back ends early. Per group of runs that share the
+problem but for ``alpha`` and the hyper-parameters' values (one group per run for a
+sign-discontinuous algorithm, whose frozen patterns depend on the run), the driver's own
+:func:`~flows.integrator.driver._setup` builds one run's state; every run of the group takes
+its problem tuple, tolerances, budget, chart and mode, with its own initial state,
+hyper-parameters and watched thresholds (:func:`flows.compiled.segment._watch` at its radius).
+:func:`flows.compiled._many_flow_kernels.segments` integrates the group's runs in one call
+(the single call's segment kernel, run by run, the GIL released), and the output is assembled
+for all of them at once: the states on the grid from the same dense output, ``log_t_original``
+by the single call's quadrature with the pieces of every run refined together
+(:func:`log_original_times`: the same pieces, samples, rule and sums per run, so the same
+numbers), ``beta`` and the loss by the single call's formulas over the batch (the margins'
+matrix product run by run). A run that the batch does not take, or that it cannot finish as the
+single call would (a handed-back segment, an event, a budget or a cap of the quadrature met, a
+NaN), is left to the single call (:func:`batched_flows` returns the others).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from typing import Any
+
+import numpy as np
+
+from . import clocks
+from .algorithms import effective_algorithm, get_algorithm
+from .data import Dataset
+from .integrator import driver
+from .integrator.arguments import default_chart_scale, largest_radius, warn_if_signs_cannot_separate
+from .integrator.assemble import layers
+from .integrator.conservation import conservation_cut
+from .integrator.retime import applies as retime_applies
+from .integrator.retime import retime
+from .integrator.segments import Segment
+from .integrator.state import Run
+from .integrator.stiffness import STIFFNESS_CHECK_NFEV, tie_prone
+from .results import Cause, Trajectory
+from .schedules import constant_values
+from .signedlog import SignedLog
+
+#: A run whose watched event functions start within this of 0 is left to the single call (whose
+#: own check of them, in numpy, could decide either way within rounding).
+START_MARGIN = 1e-9
+
+#: The driver's tolerance of the original-time quadrature (:func:`flows.clocks.log_original_time`).
+QUADRATURE_TOL = 1e-9
+
+
+def batched_flows(
+    data: Dataset,
+    algorithm: str,
+    depth: int,
+    runs: list[Any],
+    options: dict[str, Any],
+    reduced: bool | None,
+) -> dict[int, Trajectory]:
+    """The trajectories of the runs the batch takes, by index (see the module docstring).
+
+    ``runs`` have ``alpha``, ``given`` (the hyper-parameters as given) and ``hyperparameters``
+    (resolved); ``options`` are the keyword options of :func:`flows.simulate` given to the batch.
+    """
+    settings = dict(driver.simulate.__kwdefaults__ or {}, **options, reduced=reduced)
+    if settings["method"] != "DOP853" or settings["chart"] == "conserved":
+        return {}
+    groups: dict[tuple, list[int]] = {}
+    for i, run in enumerate(runs):
+        key = _group_key(data, algorithm, depth, run, settings, i)
+        if key is not None:
+            groups.setdefault(key, []).append(i)
+    out: dict[int, Trajectory] = {}
+    for members in groups.values():
+        out.update(
+            _Group(data, algorithm, depth, [runs[i] for i in members], settings).run(members)
+        )
+    return out
+
+
+def _positive_number(alpha: Any) -> bool:
+    """Whether ``alpha`` is one positive finite real number."""
+    return (
+        isinstance(alpha, numbers.Real)
+        and not isinstance(alpha, (bool, np.bool_))
+        and 0.0 < float(alpha) < np.inf
+    )
+
+
+def _group_key(
+    data: Dataset, algorithm: str, depth: int, run: Any, settings: dict, index: int
+) -> tuple | None:
+    """The runs of one key share their problem but for the hyper-parameters' values and
+    ``alpha``; None for a run the batch does not take."""
+    if not _positive_number(run.alpha):
+        return None
+    name = effective_algorithm(algorithm, run.hyperparameters)
+    runs_as = get_algorithm(name)
+    if constant_values(run.hyperparameters, runs_as.names) is None:
+        return None
+    init = driver._initialization(run.alpha, depth, data.d, settings["reduced"])
+    scale = settings["chart_scale"]
+    delta = default_chart_scale(init.groups) if scale is None else scale
+    return (name, delta, index if runs_as.sign_discontinuous else None)
+
+
+class _Group:
+    """Runs that share their problem but for ``alpha`` and the hyper-parameters' values."""
+
+    def __init__(self, data: Dataset, algorithm: str, depth: int, runs: list[Any], settings):
+        self.data, self.algorithm, self.depth, self.runs = data, algorithm, depth, runs
+        self.settings = settings
+        first = runs[0]
+        self.model: Run = driver._setup(data, algorithm, depth, first.alpha, first.given, settings)
+        self.problem = self.model.problem
+        self.mode = self.model.mode
+        self.field = self.model.field_for(self.mode)
+
+    def compiled(self) -> bool:
+        """Whether the single call's compiled segment loop takes the group's first segment,
+        and (rescaled, with ``original_time``) its compiled exponent the quadrature's samples."""
+        model, mode = self.model, self.mode
+        loop = model.backend.segment_loop
+        if loop is None or model.kinks.size or mode.frozen:
+            return False
+        if not loop.applies(self.field, mode, "DOP853"):
+            return False
+        if not self.problem.clock.original and self.settings["original_time"]:
+            from .compiled.segment import EXPONENT_SIZE
+
+            too_large = self.field.features_c.size >= EXPONENT_SIZE
+            return model.backend.interval_rule is not None and not too_large
+        return True
+
+    def run(self, indices: list[int]) -> dict[int, Trajectory]:
+        """The trajectories of the runs it finishes as the single call would, by index."""
+        if not self.compiled():
+            return {}
+        from .compiled import _many_flow_kernels as kernels
+        from .compiled import segment as loop
+
+        model, problem, runs = self.model, self.problem, self.runs
+        algo = problem.algorithm
+        for run in runs[1:]:
+            warn_if_signs_cannot_separate(self.data, run.alpha, self.depth, self.algorithm)
+        reduced = self.settings["reduced"]
+        groups = np.array(
+            [driver._initialization(r.alpha, self.depth, self.data.d, reduced).groups for r in runs]
+        )
+        z0 = self.mode.chart.coordinates(SignedLog.from_float(groups))
+        y0 = np.concatenate([z0.reshape(len(runs), -1), np.zeros((len(runs), 1))], axis=1)
+        hp = np.array([constant_values(r.hyperparameters, algo.names) for r in runs])
+        hp = hp.reshape(len(runs), len(algo.names))
+        watches = [self.watch(r, y) for r, y in zip(runs, y0, strict=True)]
+        rtol, atol = model.tolerances(self.mode)
+        budget = model.budget
+        if tie_prone(problem):
+            budget = max(1, min(budget, STIFFNESS_CHECK_NFEV))
+        budget = min(budget, 2**62)
+        capacity = max(
+            16, min(loop.CAPACITY, loop.STACK_BYTES // (8 * kernels.loop.POWER * y0.shape[1]))
+        )
+        grid = self.grid()
+        thresholds, parameter_signs, direction_signs, offsets = (
+            np.array([w[k] for w in watches]) for k in range(4)
+        )
+        status, steps, nfev, starts, ts, h, F, y_old, states = kernels.segments(
+            y0, model.s_end, rtol, atol, budget, loop._problem_tuple(self.field, self.mode), hp,
+            thresholds, parameter_signs, direction_signs, offsets, capacity, START_MARGIN, grid,
+        )  # fmt: skip
+        done = np.flatnonzero(status == 0)
+        if done.size == 0:
+            return {}
+        shape = (done.size, grid.size) + problem.shape
+        z = states[done, :, :-1].reshape(shape)
+        theta = self.mode.chart.state(z)
+        sign, log_abs = np.ascontiguousarray(theta.sign), np.ascontiguousarray(theta.log_abs)
+        tau: list[np.ndarray] = list(np.ascontiguousarray(states[done, :, -1]))
+        ts_of = [ts[starts[r] + r : starts[r + 1] + r + 1] for r in done]
+        log_t, notes = self.log_t(done, grid, ts_of, starts, ts, h, F, y_old, hp)
+        if retime_applies(problem):
+            tau = self.retimed(done, ts_of, starts, h, F, y_old, hp, grid)
+        fused = self.field
+        beta = fused.product_of_layers(sign, log_abs)
+        loss = np.empty((done.size, grid.size))
+        for k in range(done.size):
+            margins = fused.margins(SignedLog(beta.sign[k], beta.log_abs[k]))
+            with np.errstate(over="ignore"):
+                loss[k] = np.mean(problem.loss.value(fused.loss_arguments(margins)), axis=-1)
+        out = {}
+        for k, r in enumerate(done):
+            if notes[k] is None:
+                continue
+            theta_k = SignedLog(sign[k], log_abs[k])
+            if not algo.perturbs and len(problem.multiplicity) > 1:
+                if conservation_cut(theta_k, model.rtol) is not None:
+                    continue
+            out[indices[r]] = self.trajectory(
+                runs[r], grid, tau[k], log_t[k], theta_k, SignedLog(beta.sign[k], beta.log_abs[k]),
+                loss[k], int(nfev[r]), notes[k],
+            )  # fmt: skip
+        return out
+
+    def watch(self, run: Any, y: np.ndarray) -> tuple:
+        """What the compiled loop watches in ``run`` from ``y`` (:func:`flows.compiled.segment._watch`
+        at the run's radius)."""
+        from .compiled import segment
+
+        model = self.model
+        if run is not self.runs[0]:
+            algo = self.problem.algorithm
+            radius = largest_radius(algo, run.hyperparameters, model.s_end)
+        else:
+            radius = model.radius
+        return segment._watch(self.field, self.mode, radius, model.near_zero_switch, y,
+                              model.loss_floor)  # fmt: skip
+
+    def grid(self) -> np.ndarray:
+        """The output grid of a run that reached ``t_max`` (:func:`flows.integrator.assemble.assemble`)."""
+        t_max = float(self.settings["t_max"])
+        return np.linspace(0.0, t_max, int(self.settings["n_points"]))
+
+    def log_t(self, done, grid, ts_of, starts, ts, h, F, y_old, hp) -> tuple[np.ndarray, list]:
+        """``log_t_original`` of the runs ``done`` on ``grid`` (as :func:`assemble`), and per
+        run the note its message takes ('' or the quadrature's cap; None: a NaN exponent, the
+        run is the single call's)."""
+        count = done.size
+        if self.problem.clock.original:
+            with np.errstate(divide="ignore"):
+                return np.broadcast_to(np.log(grid), (count, grid.size)), [""] * count
+        if not self.settings["original_time"]:
+            return np.full((count, grid.size), np.nan), [""] * count
+        from .compiled import _many_flow_kernels as kernels
+        from .compiled import segment
+
+        problem_tuple = segment._problem_tuple(self.field, self.mode)
+        nan = np.zeros(count, dtype=bool)
+
+        def K(s: np.ndarray, which: np.ndarray) -> np.ndarray:
+            values = kernels.exponents(
+                np.ascontiguousarray(s, dtype=float), done[which], starts, ts, h, F, y_old,
+                problem_tuple, hp,
+            )  # fmt: skip
+            bad = np.isnan(values)
+            if bad.any():
+                nan[np.unique(which[bad])] = True
+            return values
+
+        make_rule = self.model.backend.interval_rule
+        assert make_rule is not None  # checked by compiled()
+        log_t, samples, capped = log_original_times(grid, ts_of, K, make_rule())
+        notes: list[str | None] = []
+        for k in range(count):
+            if nan[k]:
+                notes.append(None)
+            elif capped[k]:
+                notes.append(
+                    f"; log_t_original is approximate: its quadrature stopped refining at "
+                    f"{samples[k]} samples of the clock factor (flows.clocks.MAX_SAMPLES), short "
+                    "of its 1e-9 tolerance"
+                )
+            else:
+                notes.append("")
+        return log_t, notes
+
+    def retimed(self, done, ts_of, starts, h, F, y_old, hp, grid) -> list:
+        """``tau`` on ``grid`` of the runs ``done`` whose ``tau`` the single call computes by
+        quadrature along the steps (:func:`flows.integrator.retime.retime`)."""
+        from .compiled import _segment_kernels
+
+        out = []
+        for k, r in enumerate(done):
+            rows = slice(starts[r], starts[r + 1])
+            t_r = ts_of[k]
+            stack = (t_r[:-1], h[rows], F[rows], y_old[rows])
+            seg = Segment(self.mode.copy(), t_r, [], stack, dense=_segment_kernels.dense_values)
+            problem = dataclasses.replace(
+                self.problem, hyperparameters=self.runs[r].hyperparameters
+            )
+            start = float(seg.tau(seg.ts[:1])[0])
+            seg.clock = retime(problem, seg, start)
+            out.append(np.ascontiguousarray(seg.clock.at(grid)))
+        return out
+
+    def trajectory(self, run, grid, tau, log_t, theta, beta, loss, nfev, note) -> Trajectory:
+        """The single call's :class:`Trajectory` of a run that reached ``t_max`` in one compiled
+        segment (:func:`flows.integrator.assemble.assemble`)."""
+        problem = self.problem
+        mult = problem.multiplicity
+        return Trajectory(
+            t=grid,
+            tau=tau,
+            log_t_original=log_t,
+            log_abs_theta=layers(theta.log_abs, mult),
+            sign_theta=layers(theta.sign, mult),
+            log_abs_beta=beta.log_abs,
+            sign_beta=beta.sign,
+            loss=loss,
+            status=Cause.REACHED_END.status,
+            message="reached t_max" + note,
+            cause=Cause.REACHED_END,
+            backend=self.model.backend.name,
+            segment_loops=("compiled DOP853",),
+            algorithm=self.algorithm,
+            depth=int(mult.sum()),
+            clock="original" if problem.clock.original else "rescaled",
+            hyperparameters=dict(run.hyperparameters),
+            events=(),
+            nfev=nfev,
+            reduced=len(mult) == 1 and int(mult[0]) > 1,
+            sliding_time=0.0,
+            sliding_surfaces=0,
+        )
+
+
+def log_original_times(
+    grid: np.ndarray, steps: list[np.ndarray], K: Any, rule: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`flows.clocks.log_original_time` of many runs of one segment each (``steps[r]``:
+    run ``r``'s step boundaries), their pieces refined together: ``K(s, run)`` evaluates the
+    exponent of run ``run[q]`` at ``s[q]``. Each run's pieces, samples, rule, caps and sums are
+    those of its own call (the rule and the samples act piece by piece; a run's pieces keep
+    their order; the caps are counted per run). Returns ``log t`` (runs, len(grid)), and per run
+    the samples of ``K`` taken and whether a cap ended its refinement."""
+    count = len(steps)
+    edges = []
+    for ts in steps:
+        inner = ts[(ts > grid[0]) & (ts < grid[-1])]
+        edges.append(np.unique(np.concatenate([grid, inner])))
+    parts = [clocks._first_level(e[:-1], e[1:], [ts]) for e, ts in zip(edges, steps, strict=True)]
+    pieces = np.array([e.size - 1 for e in edges])
+    intervals = np.array([p[0].size for p in parts])
+    times_per = np.array([p[3].size for p in parts])
+    piece_start = np.concatenate([[0], np.cumsum(pieces)])
+    interval_start = np.concatenate([[0], np.cumsum(intervals)])
+    time_start = np.concatenate([[0], np.cumsum(times_per)])
+    a = np.concatenate([e[:-1] for e in edges])
+    b = np.concatenate([e[1:] for e in edges])
+    lo = np.concatenate([p[0] for p in parts])
+    hi = np.concatenate([p[1] for p in parts])
+    which = np.concatenate([p[2] + interval_start[r] for r, p in enumerate(parts)])
+    times = np.concatenate([p[3] for p in parts])
+    index = np.concatenate([p[5] + time_start[r] for r, p in enumerate(parts)])
+    owner_run = np.repeat(np.arange(count), pieces)
+    k = K(times, np.repeat(np.arange(count), times_per))[index]
+    samples = times_per.copy()
+    allowed = samples + np.maximum(clocks.MAX_SAMPLES, clocks.REFINE_FACTOR * times_per)
+    capped = np.zeros(count, dtype=bool)
+    total = np.full(a.size, -np.inf)
+    owner = np.arange(a.size)
+    run_of = owner_run
+    for level in range(clocks.MAX_LEVELS + 1):
+        open_runs = np.bincount(run_of, minlength=count)
+        if level > 0:
+            nodes = lo[:, None] + clocks._NODES[None, :] * (hi - lo)[:, None]
+            k = K(nodes.ravel(), np.repeat(run_of, clocks._NODES.size)).reshape(nodes.shape)
+            samples += open_runs * clocks._NODES.size
+        active = open_runs > 0
+        capped_now = samples >= allowed
+        last = (level == clocks.MAX_LEVELS) | (open_runs > clocks.MAX_PIECES) | capped_now
+        value, done, narrow, w_lo, w_hi = _rule_by_last(rule, lo, hi, k, last[run_of], which, a, b)
+        if level == 0:
+            total = np.where(done, value, -np.inf)
+        else:
+            np.logaddexp.at(total, owner[done], value[done])
+        capped |= capped_now & active
+        if done.all():
+            break
+        whole = (a == lo[which]) & (b == hi[which])
+        split = ~done & ~narrow & whole
+        keep = ~done & ~split
+        mid = 0.5 * (a[split] + b[split])
+        a, b, owner, run_of = (
+            np.concatenate([np.where(narrow, w_lo, a)[keep], a[split], mid]),
+            np.concatenate([np.where(narrow, w_hi, b)[keep], mid, b[split]]),
+            np.concatenate([owner[keep], owner[split], owner[split]]),
+            np.concatenate([run_of[keep], run_of[split], run_of[split]]),
+        )
+        lo, hi, which = a, b, np.arange(a.size)
+    out = np.full((count, grid.size), np.inf)
+    out[:, 0] = -np.inf
+    for r in range(count):
+        logs = total[piece_start[r] : piece_start[r + 1]]
+        at_edges = np.logaddexp.accumulate(np.concatenate([[-np.inf], logs]))
+        at_edges[at_edges > clocks.LOG_T_LIMIT] = np.inf
+        out[r, 1:] = at_edges[np.searchsorted(edges[r], grid[1:])]
+    return out, samples, capped
+
+
+def _rule_by_last(rule, lo, hi, k, last, which, a, b) -> tuple[np.ndarray, ...]:
+    """``rule`` on the pieces, each with its own ``last`` (one call per value that occurs: the
+    rule acts piece by piece)."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        if last.all() or not last.any():
+            return rule(lo, hi, k, QUADRATURE_TOL, bool(last[0]), which, a, b)
+        results = [np.empty(a.size), np.empty(a.size, bool), np.empty(a.size, bool),
+                   np.empty(a.size), np.empty(a.size)]  # fmt: skip
+        for flag in (False, True):
+            rows = np.flatnonzero(last == flag)
+            part = rule(lo, hi, k, QUADRATURE_TOL, flag, which[rows], a[rows], b[rows])
+            for full, piece in zip(results, part, strict=True):
+                full[rows] = piece
+        return tuple(results)

@@ -1,0 +1,155 @@
+"""``simulate_many``'s batched compiled path (:mod:`flows.many_flows`) against the single call:
+every run the batch takes equals the single ``simulate`` call field by field, arrays bit for bit
+(the same kernels on the same numbers); the runs it leaves (collapse, blow-up, a held event,
+numpy's backend, a schedule, a vector init) are the single call's. Each case asserts which runs
+the batch took, so that a batch that took none would fail."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import flows.many as many
+from flows import Dataset, simulate, simulate_many, single_example
+from flows.datasets import gaussian_blobs
+from flows.schedules import cosine
+
+pytest.importorskip("numba")
+
+MU = single_example([1.0, 2.0, 3.0])
+BLOBS = gaussian_blobs()
+
+
+def regression() -> Dataset:
+    """A small regression: 8 examples, 6 features, a sparse teacher."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((8, 6))
+    return Dataset(X, X[:, :2].sum(axis=1), task="regression")
+
+
+def assert_same(batched, single) -> None:
+    """Every field of two trajectories equal, arrays bit for bit (NaN where NaN)."""
+    for field in dataclasses.fields(single):
+        a, b = getattr(batched, field.name), getattr(single, field.name)
+        if isinstance(b, np.ndarray):
+            assert a.dtype == b.dtype and a.shape == b.shape, field.name
+            assert np.array_equal(a, b, equal_nan=b.dtype.kind == "f"), field.name
+        else:
+            assert a == b, field.name
+
+
+@pytest.fixture
+def single_calls(monkeypatch):
+    """The ``alpha`` of every run that ``simulate_many`` leaves to the single call."""
+    calls: list = []
+    original = many.simulate
+
+    def counted(data, algorithm, depth, alpha, **options):
+        calls.append(alpha)
+        return original(data, algorithm, depth, alpha, **options)
+
+    monkeypatch.setattr(many, "simulate", counted)
+    return calls
+
+
+def check(data, algorithm, depth, alphas, calls, left, **settings) -> list:
+    """``simulate_many`` over ``alphas`` (and any list in ``settings``, zipped) equals the single
+    calls, and leaves exactly the runs ``left`` (indices) to the single call."""
+    batched = simulate_many(data, algorithm, depth, alphas, backend="numba", **settings)
+    assert calls == [alphas[i] for i in left]
+    singles = []
+    for i, alpha in enumerate(alphas):
+        own = {k: (v[i] if isinstance(v, list) else v) for k, v in settings.items()}
+        singles.append(simulate(data, algorithm, depth, alpha, backend="numba", **own))
+    for a, b in zip(batched, singles, strict=True):
+        assert_same(a, b)
+    return singles
+
+
+def test_paper_example_batched_and_collapsing_runs_fall_back(single_calls):
+    singles = check(MU, "l2-sam", 2, [0.1, 0.5, 1.0, 2.0], single_calls, [0], rho=1.0, t_max=5.0,
+                    n_points=21)  # fmt: skip
+    assert [s.message for s in singles[1:]] == ["reached t_max"] * 3
+    assert singles[0].events[0].kind == "collapse"
+    assert all(s.segment_loops == ("compiled DOP853",) for s in singles[1:])
+    assert np.all(np.isfinite(singles[1].log_t_original[1:]))
+
+
+@pytest.mark.parametrize(
+    "algorithm, settings",
+    [
+        ("gd", {}),
+        ("usam", {"rho": [0.1, 0.5]}),
+        ("le-sam", {"sigma": 0.1, "rho_max": 1.0}),
+        ("linf-sam", {"rho": 0.3}),
+        ("l2-sam", {"rho": [0.3, 0.0]}),  # rho = 0 runs as gd
+    ],
+)
+def test_algorithms_on_several_examples(single_calls, algorithm, settings):
+    check(BLOBS, algorithm, 2, [0.5, 1.0], single_calls, [], t_max=2.0, n_points=11, **settings)
+
+
+def test_original_clock_in_classification(single_calls):
+    singles = check(BLOBS, "l2-sam", 2, [0.5, 1.0], single_calls, [], rho=0.3, t_max=2.0,
+                    n_points=11, clock="original")  # fmt: skip
+    assert singles[0].clock == "original"
+
+
+@pytest.mark.parametrize("algorithm, depth", [("gd", 2), ("l2-sam", 3)])
+def test_regression_with_tau_by_quadrature(single_calls, algorithm, depth):
+    singles = check(regression(), algorithm, depth, [0.1, 1.0], single_calls, [], rho=0.1,
+                    t_max=2.0, n_points=11)  # fmt: skip
+    assert singles[0].clock == "original" and np.all(np.diff(singles[0].tau) > 0)
+
+
+def test_full_system_gd_checks_its_conservation_law(single_calls):
+    check(BLOBS, "gd", 2, [0.5, 1.0], single_calls, [], t_max=2.0, n_points=11, reduced=False)
+
+
+def test_blow_ups_at_depth_3_fall_back_and_the_others_are_batched(single_calls):
+    singles = check(single_example([1.0, 2.0]), "l2-sam", 3, [0.05, 0.3, 2.0], single_calls, [2],
+                    rho=0.5, t_max=1.0, n_points=11)  # fmt: skip
+    assert singles[2].status == 1 and [s.status for s in singles[:2]] == [0, 0]
+
+
+def test_budget_spent_falls_back(single_calls):
+    singles = check(MU, "l2-sam", 2, [1.0, 2.0], single_calls, [0, 1], rho=1.0, max_nfev=30)
+    assert all(s.status == -1 for s in singles)
+
+
+def test_an_event_at_the_start_falls_back(single_calls):
+    # a loss floor between the initial losses: it holds where the second run starts, and the
+    # first does not reach it by t_max
+    loss_at = [simulate(MU, "l2-sam", 2, a, rho=1.0, t_max=0.01, n_points=2).loss
+               for a in (0.5, 1.0)]  # fmt: skip
+    floor = 0.5 * (loss_at[0][0] + loss_at[1][0])
+    assert loss_at[0][-1] > floor
+    singles = check(MU, "l2-sam", 2, [0.5, 1.0], single_calls, [1], rho=1.0, t_max=0.01,
+                    n_points=11, loss_floor=floor)  # fmt: skip
+    assert singles[1].events[0].kind == "loss floor" and singles[0].message == "reached t_max"
+
+
+def test_runs_the_batch_does_not_take_are_single_calls(single_calls):
+    vector = [1.0, 0.5, 2.0]
+    schedule = cosine(1.0, 2.0)
+    check(MU, "l2-sam", 2, [vector, 1.0], single_calls, [0], rho=1.0, t_max=2.0, n_points=11)
+    single_calls.clear()
+    check(MU, "l2-sam", 2, [0.5, 1.0], single_calls, [0, 1], rho=schedule, t_max=2.0, n_points=11)
+    single_calls.clear()
+    check(MU, "l2-sam", 2, [0.5, 1.0], single_calls, [0, 1], rho=1.0, t_max=2.0, n_points=11,
+          method="RK45")  # fmt: skip
+
+
+def test_numpys_backend_is_the_single_call():
+    batched = simulate_many(MU, "l2-sam", 2, [0.5, 1.0], rho=1.0, t_max=1.0, n_points=5,
+                            backend="numpy")  # fmt: skip
+    for alpha, run in zip([0.5, 1.0], batched, strict=True):
+        assert_same(run, simulate(MU, "l2-sam", 2, alpha, rho=1.0, t_max=1.0, n_points=5,
+                                  backend="numpy"))  # fmt: skip
+
+
+def test_a_bad_option_is_refused_as_the_single_call_refuses_it():
+    with pytest.raises(ValueError, match="t_max"):
+        simulate_many(MU, "l2-sam", 2, [0.5, 1.0], rho=1.0, t_max=-1.0, backend="numba")
