@@ -9,7 +9,8 @@ Run on demand (not a pytest test)::
 
 Cases (100 runs each): the paper's single example mu = (1, ..., 5), l2-SAM at depth 2, rho = 1,
 every other setting at its default, alpha log-spaced (in [0.05, 2]: the runs below alpha ~ 0.3
-collapse; and in [0.4, 2], none collapses); ``iterate`` l2-SAM on a small regression (n = 20,
+collapse, and are the single call's in the batch too; and in [0.4, 2], none collapses); the same
+at alpha = 1 with rho over [0.1, 1]; ``iterate`` l2-SAM on a small regression (n = 20,
 d = 30, eta = 0.05, every iterate recorded): rho = 0.05 and alpha log-spaced in [0.05, 1] for
 10, 100 and 1000 steps; alpha = 0.3 and rho over [0, 0.2] (rho = 0 runs as gd) for 100 steps;
 alpha = 0.3, rho = 0.05 and minibatches of 5 (``batch_size=5``) over the seeds 0, ..., 99 for
@@ -21,7 +22,9 @@ take (every ``numba`` function of ``flows.compiled._*_kernels`` that Python call
 wrapper; the rest is the Python driver, scipy's steps and numpy, which hold the GIL), the bound
 it sets on running the runs in threads on the machine's cores (at best the kernels of different
 runs overlap completely, and the batch takes ``max(Python, loop / cores)``), and the time of
-``simulate_many(..., threads=cores)``.
+``simulate_many(..., threads=cores)``; and the seconds the compiled kernels take inside the
+batch (the same timer): the batch runs the single calls' kernels on the same numbers (its
+results are bit for bit theirs), so ``loop / kernels`` bounds its ratio on one thread.
 
 The last columns compare each batched result with its single call: whether every field but the
 arrays is equal (status, message, steps, backend, seed, ...), and the largest difference of
@@ -103,6 +106,15 @@ def cases() -> list[Case]:
                 ),  # fmt: skip
             )
         )
+    rhos = list(np.linspace(0.1, 1.0, RUNS))
+    out.append(
+        Case(
+            "simulate l2-SAM, one example, L = 2, alpha = 1, rho in [0.1, 1]",
+            lambda: [simulate(mu, "l2-sam", 2, 1.0, rho=r) for r in rhos],
+            lambda: simulate_many(mu, "l2-sam", 2, 1.0, rho=rhos),
+            threaded=lambda: simulate_many(mu, "l2-sam", 2, 1.0, rho=rhos, threads=CORES),
+        )
+    )
     alphas = list(np.geomspace(0.05, 1.0, RUNS))
     for steps in (10, 100, 1000):
         kw = dict(rho=0.05, eta=0.05, steps=steps)
@@ -140,7 +152,7 @@ def cases() -> list[Case]:
 
 
 KERNEL_MODULES = ("_field_kernels", "_segment_kernels", "_sliding_kernels",
-                  "_quadrature_kernels", "_discrete_kernels")  # fmt: skip
+                  "_quadrature_kernels", "_discrete_kernels", "_many_flow_kernels")  # fmt: skip
 
 
 def seconds(call: Callable[[], Any]) -> float:
@@ -214,6 +226,8 @@ class Row(NamedTuple):
     threads: float
     timed_pass: float
     kernels: float
+    batch_pass: float
+    batch_kernels: float
 
 
 def compare(a, b) -> tuple[bool, float]:
@@ -261,13 +275,15 @@ def measure(repeat: int) -> list[Row]:
         numpy_loop = np.nan
         if case.numpy_loop is not None:
             numpy_loop = largest_difference(case.numpy_loop(), singles)
-        threads = timed_pass = kernels = np.nan
+        threads = timed_pass = kernels = batch_pass = batch_kernels = np.nan
         if case.threaded is not None:
             threads = min(seconds(case.threaded) for _ in range(repeat))
             timed_pass, kernels = min(kernel_seconds(case.loop) for _ in range(repeat))
+            batch_pass, batch_kernels = min(kernel_seconds(case.batch) for _ in range(repeat))
         rows.append(
             Row(case.name, best_loop, best_batch, all(c[0] for c in compared),
-                max(c[1] for c in compared), numpy_loop, threads, timed_pass, kernels)
+                max(c[1] for c in compared), numpy_loop, threads, timed_pass, kernels,
+                batch_pass, batch_kernels)
         )  # fmt: skip
     return rows
 
@@ -302,7 +318,10 @@ def table(rows: list[Row], repeat: int, draws: float) -> str:
             f"{row.timed_pass:.3f} s timed kernel by kernel ({share:.0%}), Python {python:.3f} "
             f"s: threads on {CORES} cores can make the batch at most "
             f"{1 / max(1 - share, 1 / CORES):.2f}x the loop; simulate_many(threads={CORES}) "
-            f"took {row.threads:.3f} s ({row.loop / row.threads:.2f}x)."
+            f"took {row.threads:.3f} s ({row.loop / row.threads:.2f}x). In the batch the "
+            f"kernels take {row.batch_kernels:.3f} s of {row.batch_pass:.3f} s timed kernel by "
+            f"kernel: on one thread the batch can be at most {row.loop / row.batch_kernels:.2f}x "
+            "the loop."
         )
     seeds = rows[-1]
     lines += [

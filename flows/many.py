@@ -16,7 +16,13 @@ options of :data:`RUN_OPTIONS` (``seed=[0, 1, ...]``, ``label_noise``, ``tempera
 Every run's arguments are checked before the first run starts (a ``ValueError`` names the
 parameter and the run, ``alpha[3]``), and the batch computes with one BLAS thread (as the sweep
 does: on a shared machine a thread pool per small product costs more than the product).
-:func:`simulate_many` runs each flow through :func:`flows.simulate`.
+:func:`simulate_many` integrates the runs whose single call would be one segment of the compiled
+segment loop from 0 to ``t_max`` (a positive number as ``alpha``, numbers as hyper-parameters,
+``method='DOP853'``, the numba backend, no event on the way) together
+(:mod:`flows.many_flows`: the single call's segment kernel run by run in one compiled call,
+the output assembled for all of them at once); every other run, and every run the batch hands
+back (an event, a collapse, a blow-up, a spent budget, an event that holds where it starts), is
+the single :func:`flows.simulate` call, from scratch.
 
 :func:`iterate_many` steps the deterministic runs that the single call would run in its
 compiled loop (an algorithm that perturbs the full gradient, constant step size and
@@ -32,8 +38,11 @@ batches compiled where they match numpy's: :mod:`flows.seeded_draws`). Every oth
 schedule, ``start`` or ``batches``, numpy's backend for a deterministic run) is the single
 call.
 
-Equal means: a run of the single call is that call's result, field by field and bit for bit,
-and so is a run of a per-example algorithm; a run stepped together with others (in the batched
+Equal means, for :func:`simulate_many`: every run, batched or not, is the single call's result
+field by field, arrays bit for bit (a batched run takes the same steps with the same kernels on
+the same numbers, and its output is assembled by the same formulas in the same order:
+``tests/test_many_flows.py``). For :func:`iterate_many`: a run of the single call is that
+call's result, field by field and bit for bit, and so is a run of a per-example algorithm; a run stepped together with others (in the batched
 compiled loop or in numpy) has the single call's ``status``, ``message``, recorded ``steps``,
 ``t``, ``backend`` and options, and its ``theta``, ``beta``, ``loss`` and ``buffer`` agree with
 the single call's to rounding (``tests/test_many.py`` holds them to 1e-12 relative on runs
@@ -323,7 +332,9 @@ def simulate_many(
     list of Trajectory
         One per run, in the order of :func:`batch_runs`, each equal field by field and bit for
         bit to the single :func:`flows.simulate` call with that run's arguments: its own
-        ``status``, ``message`` and events.
+        ``status``, ``message`` and events. The runs that one compiled segment takes to
+        ``t_max`` are integrated together (module docstring), the others each by the single
+        call (in ``threads`` threads).
 
     Raises
     ------

@@ -118,6 +118,7 @@ class _Group:
         self.problem = self.model.problem
         self.mode = self.model.mode
         self.field = self.model.field_for(self.mode)
+        self.watched: dict[float, tuple] = {}
 
     def compiled(self) -> bool:
         """Whether the single call's compiled segment loop takes the group's first segment,
@@ -206,17 +207,20 @@ class _Group:
 
     def watch(self, run: Any, y: np.ndarray) -> tuple:
         """What the compiled loop watches in ``run`` from ``y`` (:func:`flows.compiled.segment._watch`
-        at the run's radius)."""
+        at the run's radius; one per radius where no frozen pattern makes it depend on ``y``)."""
         from .compiled import segment
 
         model = self.model
-        if run is not self.runs[0]:
-            algo = self.problem.algorithm
-            radius = largest_radius(algo, run.hyperparameters, model.s_end)
-        else:
+        if run is self.runs[0]:
             radius = model.radius
-        return segment._watch(self.field, self.mode, radius, model.near_zero_switch, y,
-                              model.loss_floor)  # fmt: skip
+        else:
+            radius = largest_radius(self.problem.algorithm, run.hyperparameters, model.s_end)
+        if self.mode.sign_pattern is None and radius in self.watched:
+            return self.watched[radius]
+        watch = segment._watch(self.field, self.mode, radius, model.near_zero_switch, y,
+                               model.loss_floor)  # fmt: skip
+        self.watched[radius] = watch
+        return watch
 
     def grid(self) -> np.ndarray:
         """The output grid of a run that reached ``t_max`` (:func:`flows.integrator.assemble.assemble`)."""
