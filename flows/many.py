@@ -275,16 +275,17 @@ def _run_batch(
     one: Callable[[_Run], Result],
     progress: bool,
     threads: int = 1,
-    done: dict[int, Result] | None = None,
+    together: Callable[[], dict[int, Result]] | None = None,
 ) -> list[Result]:
-    """``one(run)`` for every run not in ``done`` (results by index, already computed), in
-    order, with one BLAS thread, in a pool of ``threads`` threads (1: in this thread)."""
-    done = {} if done is None else done
+    """The runs' results in order, with one BLAS thread: those ``together()`` computes (by
+    index), then ``one(run)`` for each other run, in a pool of ``threads`` threads (1: in this
+    thread)."""
     tell = _Progress(name, len(runs), sys.stderr if progress else None)
-    if done:
-        tell.more(len(done))
-    rest = [run for i, run in enumerate(runs) if i not in done]
     with _one_blas_thread(), ThreadPoolExecutor(threads) as pool:
+        done = {} if together is None else together()
+        if done:
+            tell.more(len(done))
+        rest = [run for i, run in enumerate(runs) if i not in done]
         results = iter(map(one, rest) if threads == 1 else pool.map(one, rest))
         out = []
         for i in range(len(runs)):
@@ -351,9 +352,10 @@ def simulate_many(
     def one(run: _Run) -> Trajectory:
         return simulate(data, algorithm, depth, run.alpha, reduced=reduced, **options, **run.given)
 
-    with _one_blas_thread():
-        batched = batched_flows(data, algorithm, depth, runs, options, reduced)
-    return _run_batch("simulate_many", runs, one, progress, threads, batched)
+    def together() -> dict[int, Trajectory]:
+        return batched_flows(data, algorithm, depth, runs, options, reduced)
+
+    return _run_batch("simulate_many", runs, one, progress, threads, together)
 
 
 #: The keyword options of :func:`flows.simulate` other than ``reduced`` (the rest of a

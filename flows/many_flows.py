@@ -186,11 +186,9 @@ class _Group:
             tau = self.retimed(done, ts_of, starts, h, F, y_old, hp, grid)
         fused = self.field
         beta = fused.product_of_layers(sign, log_abs)
-        loss = np.empty((done.size, grid.size))
-        for k in range(done.size):
-            margins = fused.margins(SignedLog(beta.sign[k], beta.log_abs[k]))
-            with np.errstate(over="ignore"):
-                loss[k] = np.mean(problem.loss.value(fused.loss_arguments(margins)), axis=-1)
+        margins = fused.margins(beta)  # matmul's loop calls BLAS on each run's (T, d) slice
+        with np.errstate(over="ignore"):
+            loss = np.mean(problem.loss.value(fused.loss_arguments(margins)), axis=-1)
         out = {}
         for k, r in enumerate(done):
             if notes[k] is None:
@@ -330,24 +328,29 @@ def log_original_times(
     their order; the caps are counted per run). Returns ``log t`` (runs, len(grid)), and per run
     the samples of ``K`` taken and whether a cap ended its refinement."""
     count = len(steps)
-    edges = []
+    edges, which_of = [], []
     for ts in steps:
         inner = ts[(ts > grid[0]) & (ts < grid[-1])]
-        edges.append(np.unique(np.concatenate([grid, inner])))
-    parts = [clocks._first_level(e[:-1], e[1:], [ts]) for e, ts in zip(edges, steps, strict=True)]
+        e = np.unique(np.concatenate([grid, inner]))
+        edges.append(e)
+        which_of.append(np.searchsorted(ts[:-1], 0.5 * (e[:-1] + e[1:]), side="right") - 1)
     pieces = np.array([e.size - 1 for e in edges])
-    intervals = np.array([p[0].size for p in parts])
-    times_per = np.array([p[3].size for p in parts])
+    intervals = np.array([ts.size - 1 for ts in steps])
+    times_per = clocks._NODES.size * intervals - intervals + 1
     piece_start = np.concatenate([[0], np.cumsum(pieces)])
     interval_start = np.concatenate([[0], np.cumsum(intervals)])
-    time_start = np.concatenate([[0], np.cumsum(times_per)])
     a = np.concatenate([e[:-1] for e in edges])
     b = np.concatenate([e[1:] for e in edges])
-    lo = np.concatenate([p[0] for p in parts])
-    hi = np.concatenate([p[1] for p in parts])
-    which = np.concatenate([p[2] + interval_start[r] for r, p in enumerate(parts)])
-    times = np.concatenate([p[3] for p in parts])
-    index = np.concatenate([p[5] + time_start[r] for r, p in enumerate(parts)])
+    lo = np.concatenate([ts[:-1] for ts in steps])
+    hi = np.concatenate([ts[1:] for ts in steps])
+    which = np.concatenate(which_of) + np.repeat(interval_start[:-1], pieces)
+    interval_run = np.repeat(np.arange(count), intervals)
+    # _first_level of one stretch per run: the nodes of each step, adjacent steps sharing one
+    inner_nodes = clocks._NODES.size - 1
+    first = inner_nodes * np.arange(lo.size) + interval_run
+    index = first[:, None] + np.arange(clocks._NODES.size)
+    times = np.empty(int(times_per.sum()))
+    times[index] = lo[:, None] + clocks._NODES * (hi - lo)[:, None]
     owner_run = np.repeat(np.arange(count), pieces)
     k = K(times, np.repeat(np.arange(count), times_per))[index]
     samples = times_per.copy()
