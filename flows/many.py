@@ -57,7 +57,7 @@ import itertools
 import sys
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, NamedTuple, TextIO, TypeVar
 
 import numpy as np
@@ -275,14 +275,14 @@ def _run_batch(
     one: Callable[[_Run], Result],
     progress: bool,
     threads: int = 1,
-    together: Callable[[], dict[int, Result]] | None = None,
+    together: Callable[[Executor | None], dict[int, Result]] | None = None,
 ) -> list[Result]:
-    """The runs' results in order, with one BLAS thread: those ``together()`` computes (by
-    index), then ``one(run)`` for each other run, in a pool of ``threads`` threads (1: in this
-    thread)."""
+    """The runs' results in order, with one BLAS thread: those ``together(pool)`` computes (by
+    index; ``pool`` the pool of ``threads`` threads, None for one), then ``one(run)`` for each
+    other run, in that pool (one thread: in this thread)."""
     tell = _Progress(name, len(runs), sys.stderr if progress else None)
     with _one_blas_thread(), ThreadPoolExecutor(threads) as pool:
-        done = {} if together is None else together()
+        done = {} if together is None else together(pool if threads > 1 else None)
         if done:
             tell.more(len(done))
         rest = [run for i, run in enumerate(runs) if i not in done]
@@ -320,10 +320,11 @@ def simulate_many(
         lengths, an axis of one value repeated), True takes every combination, ``alpha``
         slowest.
     progress : a line on stderr every second or so: runs done, elapsed and remaining time.
-    threads : the runs in a pool of this many threads (1: one after the other). The compiled
-        kernels release the GIL, the Python driver holds it: a batch gains where the kernels
-        take most of a run's time and cores are free (``benchmarks/results.md``, section "Many
-        runs in one call", measures both).
+    threads : the runs in a pool of this many threads (1: one after the other): the runs
+        integrated together in that many parts at once, the single calls in the pool. The
+        compiled kernels release the GIL, the Python driver holds it: a batch gains where the
+        kernels take most of a run's time and cores are free (``benchmarks/results.md``,
+        section "Many runs in one call", measures both).
     **settings : the keyword options of :func:`flows.simulate` (``t_max``, ``clock``,
         ``n_points``, ``rtol``, ``backend``, ...), shared by every run, and the algorithm's
         hyper-parameters, each a shared value or a batch axis (``rho=[0.5, 1.0]``).
@@ -352,8 +353,8 @@ def simulate_many(
     def one(run: _Run) -> Trajectory:
         return simulate(data, algorithm, depth, run.alpha, reduced=reduced, **options, **run.given)
 
-    def together() -> dict[int, Trajectory]:
-        return batched_flows(data, algorithm, depth, runs, options, reduced)
+    def together(pool: Executor | None) -> dict[int, Trajectory]:
+        return batched_flows(data, algorithm, depth, runs, options, reduced, pool, threads)
 
     return _run_batch("simulate_many", runs, one, progress, threads, together)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from . import clocks
 from .algorithms import effective_algorithm, get_algorithm
 from .data import Dataset
 from .integrator import driver
-from .integrator.arguments import default_chart_scale, largest_radius, warn_if_signs_cannot_separate
+from .integrator.arguments import SMALL_INIT, largest_radius, warn_if_signs_cannot_separate
 from .integrator.assemble import layers
 from .integrator.conservation import conservation_cut
 from .integrator.retime import applies as retime_applies
@@ -59,25 +60,39 @@ def batched_flows(
     runs: list[Any],
     options: dict[str, Any],
     reduced: bool | None,
+    pool: Executor | None = None,
+    parts: int = 1,
 ) -> dict[int, Trajectory]:
     """The trajectories of the runs the batch takes, by index (see the module docstring).
 
-    ``runs`` have ``alpha``, ``given`` (the hyper-parameters as given) and ``hyperparameters``
-    (resolved); ``options`` are the keyword options of :func:`flows.simulate` given to the batch.
+    ``runs`` have ``alpha``, ``given`` (the hyper-parameters as given), ``hyperparameters``
+    (resolved; runs of equal values may share one dict) and ``init`` (the initialization); ``options`` are the keyword options of :func:`flows.simulate` given to the batch.
+    With a ``pool`` of threads, the compiled calls take the runs (and the quadrature's samples)
+    in ``parts`` parts at once (each run's numbers the same).
     """
     settings = dict(driver.simulate.__kwdefaults__ or {}, **options, reduced=reduced)
     if settings["method"] != "DOP853" or settings["chart"] == "conserved":
         return {}
     groups: dict[tuple, list[int]] = {}
+    kinds: dict[int, tuple[str, bool] | None] = {}  # by the id of a run's resolved dict
     for i, run in enumerate(runs):
-        key = _group_key(data, algorithm, depth, run, settings, i)
-        if key is not None:
-            groups.setdefault(key, []).append(i)
+        if not _positive_number(run.alpha):
+            continue
+        key = id(run.hyperparameters)  # runs of equal hyper-parameters share one dict
+        if key not in kinds:
+            kinds[key] = _kind(algorithm, run.hyperparameters)
+        kind = kinds[key]
+        if kind is None:
+            continue
+        name, own = kind
+        delta = (
+            _chart_scale(run.alpha) if settings["chart_scale"] is None else settings["chart_scale"]
+        )
+        groups.setdefault((name, delta, i if own else None), []).append(i)
     out: dict[int, Trajectory] = {}
     for members in groups.values():
-        out.update(
-            _Group(data, algorithm, depth, [runs[i] for i in members], settings).run(members)
-        )
+        group = _Group(data, algorithm, depth, [runs[i] for i in members], settings, pool, parts)
+        out.update(group.run(members))
     return out
 
 
@@ -90,35 +105,38 @@ def _positive_number(alpha: Any) -> bool:
     )
 
 
-def _group_key(
-    data: Dataset, algorithm: str, depth: int, run: Any, settings: dict, index: int
-) -> tuple | None:
-    """The runs of one key share their problem but for the hyper-parameters' values and
-    ``alpha``; None for a run the batch does not take."""
-    if not _positive_number(run.alpha):
-        return None
-    name = effective_algorithm(algorithm, run.hyperparameters)
+def _kind(algorithm: str, hp: dict) -> tuple[str, bool] | None:
+    """The algorithm a run of hyper-parameters ``hp`` runs as, and whether its runs need a group
+    each (a sign-discontinuous algorithm: frozen patterns of the run's own); None where the
+    batch does not take it (a hyper-parameter that follows a schedule)."""
+    name = effective_algorithm(algorithm, hp)
     runs_as = get_algorithm(name)
-    if constant_values(run.hyperparameters, runs_as.names) is None:
+    if constant_values(hp, runs_as.names) is None:
         return None
-    init = driver._initialization(run.alpha, depth, data.d, settings["reduced"])
-    scale = settings["chart_scale"]
-    delta = default_chart_scale(init.groups) if scale is None else scale
-    return (name, delta, index if runs_as.sign_discontinuous else None)
+    return name, runs_as.sign_discontinuous
+
+
+def _chart_scale(alpha: Any) -> float:
+    """:func:`flows.integrator.arguments.default_chart_scale` of an init of every entry
+    ``alpha`` (positive): ``alpha`` below :data:`~flows.integrator.arguments.SMALL_INIT`, else
+    1."""
+    return float(alpha) if float(alpha) < SMALL_INIT else 1.0
 
 
 class _Group:
     """Runs that share their problem but for ``alpha`` and the hyper-parameters' values."""
 
-    def __init__(self, data: Dataset, algorithm: str, depth: int, runs: list[Any], settings):
+    def __init__(self, data: Dataset, algorithm: str, depth: int, runs: list[Any], settings,
+                 pool: Executor | None = None, parts: int = 1):  # fmt: skip
         self.data, self.algorithm, self.depth, self.runs = data, algorithm, depth, runs
-        self.settings = settings
+        self.settings, self.pool, self.parts = settings, pool, parts if pool is not None else 1
         first = runs[0]
         self.model: Run = driver._setup(data, algorithm, depth, first.alpha, first.given, settings)
         self.problem = self.model.problem
         self.mode = self.model.mode
         self.field = self.model.field_for(self.mode)
         self.watched: dict[float, tuple] = {}
+        self.radii: dict[int, float] = {}
 
     def compiled(self) -> bool:
         """Whether the single call's compiled segment loop takes the group's first segment,
@@ -147,13 +165,14 @@ class _Group:
         algo = problem.algorithm
         for run in runs[1:]:
             warn_if_signs_cannot_separate(self.data, run.alpha, self.depth, self.algorithm)
-        reduced = self.settings["reduced"]
-        groups = np.array(
-            [driver._initialization(r.alpha, self.depth, self.data.d, reduced).groups for r in runs]
-        )
+        groups = np.array([r.init.groups for r in runs])
         z0 = self.mode.chart.coordinates(SignedLog.from_float(groups))
         y0 = np.concatenate([z0.reshape(len(runs), -1), np.zeros((len(runs), 1))], axis=1)
-        hp = np.array([constant_values(r.hyperparameters, algo.names) for r in runs])
+        values: dict[int, np.ndarray | None] = {}
+        for r in runs:
+            if id(r.hyperparameters) not in values:
+                values[id(r.hyperparameters)] = constant_values(r.hyperparameters, algo.names)
+        hp = np.array([values[id(r.hyperparameters)] for r in runs])
         hp = hp.reshape(len(runs), len(algo.names))
         watches = [self.watch(r, y) for r, y in zip(runs, y0, strict=True)]
         rtol, atol = model.tolerances(self.mode)
@@ -168,10 +187,18 @@ class _Group:
         thresholds, parameter_signs, direction_signs, offsets = (
             np.array([w[k] for w in watches]) for k in range(4)
         )
-        status, steps, nfev, starts, ts, h, F, y_old, states = kernels.segments(
-            y0, model.s_end, rtol, atol, budget, loop._problem_tuple(self.field, self.mode), hp,
-            thresholds, parameter_signs, direction_signs, offsets, capacity, START_MARGIN, grid,
-        )  # fmt: skip
+        problem_tuple = loop._problem_tuple(self.field, self.mode)
+
+        def segments(rows: np.ndarray) -> tuple:
+            return kernels.segments(
+                y0[rows], model.s_end, rtol, atol, budget, problem_tuple, hp[rows],
+                thresholds[rows], parameter_signs[rows], direction_signs[rows], offsets[rows],
+                capacity, START_MARGIN, grid,
+            )  # fmt: skip
+
+        status, steps, nfev, starts, ts, h, F, y_old, states = _joined(
+            self.in_parts(segments, len(runs))
+        )
         done = np.flatnonzero(status == 0)
         if done.size == 0:
             return {}
@@ -203,16 +230,25 @@ class _Group:
             )  # fmt: skip
         return out
 
+    def in_parts(self, compute: Any, size: int) -> list:
+        """``compute(rows)`` on :attr:`parts` consecutive parts of ``range(size)`` (at once in
+        the pool), in order."""
+        rows = [r for r in np.array_split(np.arange(size), self.parts) if r.size] or [np.arange(0)]
+        if self.pool is None or len(rows) == 1:
+            return [compute(r) for r in rows]
+        return list(self.pool.map(compute, rows))
+
     def watch(self, run: Any, y: np.ndarray) -> tuple:
         """What the compiled loop watches in ``run`` from ``y`` (:func:`flows.compiled.segment._watch`
         at the run's radius; one per radius where no frozen pattern makes it depend on ``y``)."""
         from .compiled import segment
 
         model = self.model
-        if run is self.runs[0]:
-            radius = model.radius
-        else:
-            radius = largest_radius(self.problem.algorithm, run.hyperparameters, model.s_end)
+        key = id(run.hyperparameters)
+        if key not in self.radii:
+            self.radii[key] = largest_radius(self.problem.algorithm, run.hyperparameters,
+                                             model.s_end)  # fmt: skip
+        radius = self.radii[key]
         if self.mode.sign_pattern is None and radius in self.watched:
             return self.watched[radius]
         watch = segment._watch(self.field, self.mode, radius, model.near_zero_switch, y,
@@ -242,10 +278,13 @@ class _Group:
         nan = np.zeros(count, dtype=bool)
 
         def K(s: np.ndarray, which: np.ndarray) -> np.ndarray:
-            values = kernels.exponents(
-                np.ascontiguousarray(s, dtype=float), done[which], starts, ts, h, F, y_old,
-                problem_tuple, hp,
-            )  # fmt: skip
+            s, run = np.ascontiguousarray(s, dtype=float), done[which]
+
+            def part(rows: np.ndarray) -> np.ndarray:
+                return kernels.exponents(s[rows], run[rows], starts, ts, h, F, y_old,
+                                         problem_tuple, hp)  # fmt: skip
+
+            values = np.concatenate(self.in_parts(part, s.size))
             bad = np.isnan(values)
             if bad.any():
                 nan[np.unique(which[bad])] = True
@@ -316,6 +355,27 @@ class _Group:
             sliding_time=0.0,
             sliding_surfaces=0,
         )
+
+
+def _joined(parts: list[tuple]) -> tuple:
+    """The results of :func:`flows.compiled._many_flow_kernels.segments` on consecutive parts
+    of the runs, as one call on all of them would return them (up to the unused rows)."""
+    if len(parts) == 1:
+        return parts[0]
+    status, steps, nfev, starts, ts, h, F, y_old, states = zip(*parts, strict=True)
+    used = [int(s[-1]) for s in starts]
+    offsets = np.concatenate([[0], np.cumsum(used)])
+    return (
+        np.concatenate(status),
+        np.concatenate(steps),
+        np.concatenate(nfev),
+        np.concatenate([[0]] + [s[1:] + o for s, o in zip(starts, offsets, strict=False)]),
+        np.concatenate([t[: u + s.size] for t, u, s in zip(ts, used, status, strict=True)]),
+        np.concatenate([x[:u] for x, u in zip(h, used, strict=True)]),
+        np.concatenate([x[:u] for x, u in zip(F, used, strict=True)]),
+        np.concatenate([x[:u] for x, u in zip(y_old, used, strict=True)]),
+        np.concatenate(states),
+    )
 
 
 def log_original_times(

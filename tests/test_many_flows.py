@@ -62,6 +62,7 @@ def check(data, algorithm, depth, alphas, calls, left, **settings) -> list:
     singles = []
     for i, alpha in enumerate(alphas):
         own = {k: (v[i] if isinstance(v, list) else v) for k, v in settings.items()}
+        own.pop("threads", None)
         singles.append(simulate(data, algorithm, depth, alpha, backend="numba", **own))
     for a, b in zip(batched, singles, strict=True):
         assert_same(a, b)
@@ -153,3 +154,8 @@ def test_numpys_backend_is_the_single_call():
 def test_a_bad_option_is_refused_as_the_single_call_refuses_it():
     with pytest.raises(ValueError, match="t_max"):
         simulate_many(MU, "l2-sam", 2, [0.5, 1.0], rho=1.0, t_max=-1.0, backend="numba")
+
+
+def test_runs_integrated_in_parts_in_threads_equal_single_calls(single_calls):
+    check(MU, "l2-sam", 2, [0.1, 0.6, 0.8, 1.0, 1.5], single_calls, [0], rho=1.0, t_max=3.0,
+          n_points=21, threads=2)  # fmt: skip
