@@ -22,9 +22,11 @@ take (every ``numba`` function of ``flows.compiled._*_kernels`` that Python call
 wrapper; the rest is the Python driver, scipy's steps and numpy, which hold the GIL), the bound
 it sets on running the runs in threads on the machine's cores (at best the kernels of different
 runs overlap completely, and the batch takes ``max(Python, loop / cores)``), and the time of
-``simulate_many(..., threads=cores)``; and the seconds the compiled kernels take inside the
-batch (the same timer): the batch runs the single calls' kernels on the same numbers (its
-results are bit for bit theirs), so ``loop / kernels`` bounds its ratio on one thread.
+``simulate_many(..., threads=cores)`` (the batch in that many parts at once); the seconds the
+compiled kernels take inside the batch (the same timer): the batch runs the single calls'
+kernels on the same numbers (its results are bit for bit theirs), so ``loop / kernels`` bounds
+its ratio on one thread; and the runs the batch leaves to the single call (a collapse, an
+event) with the seconds their single calls take alone, another bound.
 
 The last columns compare each batched result with its single call: whether every field but the
 arrays is equal (status, message, steps, backend, seed, ...), and the largest difference of
@@ -228,6 +230,8 @@ class Row(NamedTuple):
     kernels: float
     batch_pass: float
     batch_kernels: float
+    left: int
+    left_alone: float
 
 
 def compare(a, b) -> tuple[bool, float]:
@@ -259,6 +263,27 @@ def largest_difference(runs, singles) -> float:
     return max(compare(a, b)[1] for a, b in zip(runs, singles, strict=True))
 
 
+def left_to_single_calls(batch: Callable[[], list], repeat: int) -> tuple[int, float]:
+    """The runs a ``simulate_many`` batch leaves to the single call, and the seconds those
+    single calls take alone (best of ``repeat``): a floor of the batch."""
+    import flows.many as many
+
+    calls: list = []
+    single = many.simulate
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append((args, kwargs))
+        return single(*args, **kwargs)
+
+    many.simulate = spy
+    try:
+        batch()
+    finally:
+        many.simulate = single
+    return len(calls), min(seconds(lambda: [single(*a, **k) for a, k in calls])
+                           for _ in range(repeat))  # fmt: skip
+
+
 def measure(repeat: int) -> list[Row]:
     """A :class:`Row` per case, each time the best of ``repeat`` (loop and batch taking turns;
     the thread pool and the kernels' timer after them)."""
@@ -275,17 +300,29 @@ def measure(repeat: int) -> list[Row]:
         numpy_loop = np.nan
         if case.numpy_loop is not None:
             numpy_loop = largest_difference(case.numpy_loop(), singles)
-        threads = timed_pass = kernels = batch_pass = batch_kernels = np.nan
+        threads = timed_pass = kernels = batch_pass = batch_kernels = left_alone = np.nan
+        left = 0
         if case.threaded is not None:
+            left, left_alone = left_to_single_calls(case.batch, repeat)
             threads = min(seconds(case.threaded) for _ in range(repeat))
             timed_pass, kernels = min(kernel_seconds(case.loop) for _ in range(repeat))
             batch_pass, batch_kernels = min(kernel_seconds(case.batch) for _ in range(repeat))
         rows.append(
             Row(case.name, best_loop, best_batch, all(c[0] for c in compared),
                 max(c[1] for c in compared), numpy_loop, threads, timed_pass, kernels,
-                batch_pass, batch_kernels)
+                batch_pass, batch_kernels, left, left_alone)
         )  # fmt: skip
     return rows
+
+
+def left_note(row: Row) -> str:
+    """What the runs a batch leaves to the single call cost."""
+    if row.left == 0:
+        return "It leaves no run to the single call."
+    return (
+        f"It leaves {row.left} runs to the single call, which take {row.left_alone:.3f} s "
+        f"alone (at most {row.loop / row.left_alone:.2f}x)."
+    )
 
 
 def table(rows: list[Row], repeat: int, draws: float) -> str:
@@ -314,14 +351,14 @@ def table(rows: list[Row], repeat: int, draws: float) -> str:
         python = row.timed_pass - row.kernels
         share = row.kernels / row.timed_pass
         lines.append(
-            f"{row.name}: the compiled kernels take {row.kernels:.3f} s of a loop of "
-            f"{row.timed_pass:.3f} s timed kernel by kernel ({share:.0%}), Python {python:.3f} "
-            f"s: threads on {CORES} cores can make the batch at most "
-            f"{1 / max(1 - share, 1 / CORES):.2f}x the loop; simulate_many(threads={CORES}) "
-            f"took {row.threads:.3f} s ({row.loop / row.threads:.2f}x). In the batch the "
-            f"kernels take {row.batch_kernels:.3f} s of {row.batch_pass:.3f} s timed kernel by "
-            f"kernel: on one thread the batch can be at most {row.loop / row.batch_kernels:.2f}x "
-            "the loop."
+            f"{row.name}: in the loop the compiled kernels take {row.kernels:.3f} s of "
+            f"{row.timed_pass:.3f} s timed kernel by kernel ({share:.0%}), Python {python:.3f} s "
+            f"(a pool of single calls in threads on {CORES} cores: at most "
+            f"{1 / max(1 - share, 1 / CORES):.2f}x the loop). In the batch they take "
+            f"{row.batch_kernels:.3f} s of {row.batch_pass:.3f} s: on one thread it can be at "
+            f"most {row.loop / row.batch_kernels:.2f}x the loop. {left_note(row)} "
+            f"simulate_many(threads={CORES}) took {row.threads:.3f} s "
+            f"({row.loop / row.threads:.2f}x)."
         )
     seeds = rows[-1]
     lines += [

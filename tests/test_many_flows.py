@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import flows.many as many
+import flows.many_flows as many_flows
 from flows import Dataset, simulate, simulate_many, single_example
 from flows.datasets import gaussian_blobs
 from flows.schedules import cosine
@@ -159,3 +160,9 @@ def test_a_bad_option_is_refused_as_the_single_call_refuses_it():
 def test_runs_integrated_in_parts_in_threads_equal_single_calls(single_calls):
     check(MU, "l2-sam", 2, [0.1, 0.6, 0.8, 1.0, 1.5], single_calls, [0], rho=1.0, t_max=3.0,
           n_points=21, threads=2)  # fmt: skip
+
+
+def test_a_batch_larger_than_its_memory_bound_runs_in_chunks(single_calls, monkeypatch):
+    monkeypatch.setattr(many_flows, "STATE_ENTRIES", 14)  # two runs (7 entries at most) a time
+    check(MU, "l2-sam", 2, [0.6, 0.8, 1.0, 1.5, 2.0], single_calls, [], rho=1.0, t_max=2.0,
+          n_points=11)  # fmt: skip
