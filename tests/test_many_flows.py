@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+import flows.compiled.segment as compiled_segment
 import flows.many as many
 import flows.many_flows as many_flows
 from flows import Dataset, simulate, simulate_many, single_example
@@ -166,3 +167,15 @@ def test_a_batch_larger_than_its_memory_bound_runs_in_chunks(single_calls, monke
     monkeypatch.setattr(many_flows, "STATE_ENTRIES", 14)  # two runs (7 entries at most) a time
     check(MU, "l2-sam", 2, [0.6, 0.8, 1.0, 1.5, 2.0], single_calls, [], rho=1.0, t_max=2.0,
           n_points=11)  # fmt: skip
+
+
+def test_a_segment_past_the_compiled_calls_capacity_falls_back(single_calls, monkeypatch):
+    monkeypatch.setattr(compiled_segment, "CAPACITY", 16)  # the single call's too
+    singles = check(MU, "l2-sam", 2, [0.6, 0.8], single_calls, [0, 1], rho=1.0, t_max=10.0,
+                    n_points=11)  # fmt: skip
+    assert all(s.message == "reached t_max" for s in singles)
+
+
+@pytest.mark.parametrize("settings", [{"original_time": False}, {"n_points": 2}, {"rtol": 1e-6}])
+def test_output_options(single_calls, settings):
+    check(MU, "l2-sam", 2, [0.8, 1.0], single_calls, [], rho=1.0, t_max=2.0, **settings)
