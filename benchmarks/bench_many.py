@@ -263,9 +263,9 @@ def largest_difference(runs, singles) -> float:
     return max(compare(a, b)[1] for a, b in zip(runs, singles, strict=True))
 
 
-def left_to_single_calls(batch: Callable[[], list], repeat: int) -> tuple[int, float]:
-    """The runs a ``simulate_many`` batch leaves to the single call, and the seconds those
-    single calls take alone (best of ``repeat``): a floor of the batch."""
+def left_to_single_calls(batch: Callable[[], list]) -> tuple[int, Callable[[], list]]:
+    """How many single calls a ``simulate_many`` batch leaves to :func:`flows.simulate` (a
+    collapse, an event), and one call that makes them again: a floor of the batch."""
     import flows.many as many
 
     calls: list = []
@@ -280,35 +280,37 @@ def left_to_single_calls(batch: Callable[[], list], repeat: int) -> tuple[int, f
         batch()
     finally:
         many.simulate = single
-    return len(calls), min(seconds(lambda: [single(*a, **k) for a, k in calls])
-                           for _ in range(repeat))  # fmt: skip
+    return len(calls), lambda: [single(*a, **k) for a, k in calls]
 
 
 def measure(repeat: int) -> list[Row]:
-    """A :class:`Row` per case, each time the best of ``repeat`` (loop and batch taking turns;
-    the thread pool and the kernels' timer after them)."""
+    """A :class:`Row` per case, each time the best of ``repeat`` (loop, batch, and for
+    ``simulate`` the batch in threads and the single calls the batch leaves, taking turns; the
+    kernels' timer after them)."""
     simulate(
         single_example([1, 2]), "l2-sam", rho=1.0, backend="numba"
     )  # compile in the foreground
     iterate(single_example([1, 2]), "l2-sam", rho=1.0, steps=2, backend="numba")
     rows = []
     for case in cases():
-        (best_loop, best_batch), (singles, batched) = best_alternating(
-            repeat, case.loop, case.batch
-        )
+        calls = [case.loop, case.batch]
+        left = 0
+        if case.threaded is not None:
+            left, again = left_to_single_calls(case.batch)
+            calls += [case.threaded, again]
+        best, results = best_alternating(repeat, *calls)
+        singles, batched = results[0], results[1]
         compared = [compare(a, b) for a, b in zip(batched, singles, strict=True)]
         numpy_loop = np.nan
         if case.numpy_loop is not None:
             numpy_loop = largest_difference(case.numpy_loop(), singles)
         threads = timed_pass = kernels = batch_pass = batch_kernels = left_alone = np.nan
-        left = 0
         if case.threaded is not None:
-            left, left_alone = left_to_single_calls(case.batch, repeat)
-            threads = min(seconds(case.threaded) for _ in range(repeat))
+            threads, left_alone = best[2], best[3]
             timed_pass, kernels = min(kernel_seconds(case.loop) for _ in range(repeat))
             batch_pass, batch_kernels = min(kernel_seconds(case.batch) for _ in range(repeat))
         rows.append(
-            Row(case.name, best_loop, best_batch, all(c[0] for c in compared),
+            Row(case.name, best[0], best[1], all(c[0] for c in compared),
                 max(c[1] for c in compared), numpy_loop, threads, timed_pass, kernels,
                 batch_pass, batch_kernels, left, left_alone)
         )  # fmt: skip
