@@ -277,7 +277,7 @@ class _Group:
         count = done.size
         if self.problem.clock.original:
             with np.errstate(divide="ignore"):
-                return np.broadcast_to(np.log(grid), (count, grid.size)), [""] * count
+                return np.repeat(np.log(grid)[None], count, axis=0), [""] * count
         if not self.settings["original_time"]:
             return np.full((count, grid.size), np.nan), [""] * count
         from .compiled import _many_flow_kernels as kernels
@@ -341,7 +341,7 @@ class _Group:
         problem = self.problem
         mult = problem.multiplicity
         return Trajectory(
-            t=grid,
+            t=grid.copy(),
             tau=tau,
             log_t_original=log_t,
             log_abs_theta=layers(theta.log_abs, mult),

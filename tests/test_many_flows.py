@@ -179,3 +179,12 @@ def test_a_segment_past_the_compiled_calls_capacity_falls_back(single_calls, mon
 @pytest.mark.parametrize("settings", [{"original_time": False}, {"n_points": 2}, {"rtol": 1e-6}])
 def test_output_options(single_calls, settings):
     check(MU, "l2-sam", 2, [0.8, 1.0], single_calls, [], rho=1.0, t_max=2.0, **settings)
+
+
+def test_batched_runs_own_their_arrays(single_calls):
+    runs = simulate_many(BLOBS, "l2-sam", 2, [0.5, 1.0], rho=0.3, t_max=1.0, n_points=5,
+                         clock="original", backend="numba")  # fmt: skip
+    assert single_calls == []
+    for name in ("t", "tau", "log_t_original", "loss", "log_abs_beta"):
+        getattr(runs[0], name)[...] = -7.0
+        assert not np.any(getattr(runs[1], name) == -7.0), name
