@@ -43,13 +43,25 @@ def with_hyperparameters(problem, hp):
 @njit(cache=True, nogil=True)
 def _grown(buffer, size):
     """``buffer`` with room for ``size`` rows along its first axis (a copy twice as long where it
-    has fewer)."""
+    has fewer; C-contiguous, copied entry by entry: a slice assignment would compile numba's
+    broadcasting checks, seconds each)."""
     if buffer.shape[0] >= size:
         return buffer
     shape = (max(size, 2 * buffer.shape[0]),) + buffer.shape[1:]
     out = np.empty(shape)
-    out[: buffer.shape[0]] = buffer
+    _copy_rows(buffer, 0, buffer.shape[0], out, 0)
     return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _copy_rows(source, first, count, target, at):
+    """Rows ``first:first + count`` of ``source`` into rows ``at:at + count`` of ``target``
+    (C-contiguous arrays of the same row shape), entry by entry."""
+    row = source.size // max(1, source.shape[0])
+    flat_source = source.reshape(source.size)
+    flat_target = target.reshape(target.size)
+    for i in range(count * row):
+        flat_target[at * row + i] = flat_source[first * row + i]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -112,10 +124,11 @@ def segments(y0, s_end, rtol, atol, budget, problem, hp, thresholds, parameter_s
         y_old = _grown(y_old, last)
         ts = _grown(ts, last + runs)
         h = _grown(h, last)
-        F[first:last] = F_r[:k]
-        y_old[first:last] = y_old_r[:k]
-        ts[first + r : last + r + 1] = t_r[: k + 1]
-        h[first:last] = t_r[1 : k + 1] - t_r[:k]
+        _copy_rows(F_r, 0, k, F, first)
+        _copy_rows(y_old_r, 0, k, y_old, first)
+        _copy_rows(t_r, 0, k + 1, ts, first + r)
+        for i in range(k):
+            h[first + i] = t_r[i + 1] - t_r[i]
         starts[r + 1] = last
         for q in range(grid.size):
             loop._dense_into(grid[q], t_r[:k], h[first:last], F_r[:k], y_old_r[:k], states[r, q])
