@@ -188,3 +188,18 @@ def test_batched_runs_own_their_arrays(single_calls):
     for name in ("t", "tau", "log_t_original", "loss", "log_abs_beta"):
         getattr(runs[0], name)[...] = -7.0
         assert not np.any(getattr(runs[1], name) == -7.0), name
+
+
+@pytest.mark.parametrize(
+    "depth, settings",
+    [
+        (1, {}),
+        (2, {"chart": "asinh"}),
+        (2, {"chart": "asinh", "chart_scale": 0.5}),
+        (3, {"loss": "exponential", "t_max": 0.5}),
+        (2, {"reduced": False, "rho": [0.2, 0.4]}),
+    ],
+)
+def test_charts_losses_and_depths(single_calls, depth, settings):
+    settings = {"rho": 0.3, "t_max": 1.0, **settings}
+    check(BLOBS, "l2-sam", depth, [0.5, 1.0], single_calls, [], n_points=11, **settings)
