@@ -15,9 +15,12 @@ for all of them at once: the states on the grid from the same dense output, ``lo
 by the single call's quadrature with the pieces of every run refined together
 (:func:`log_original_times`: the same pieces, samples, rule and sums per run, so the same
 numbers), ``beta`` and the loss by the single call's formulas over the batch (the margins'
-matrix product run by run). A run that the batch does not take, or that it cannot finish as the
-single call would (a handed-back segment, an event, a budget or a cap of the quadrature met, a
-NaN), is left to the single call (:func:`batched_flows` returns the others).
+matrix product BLAS's on each run's slice, as numpy's matmul loops). A run that the batch does
+not take, or that it cannot finish as the single call would (a handed-back segment, an event, a
+budget or a cap of the quadrature met, a NaN), is left to the single call (:func:`batched_flows`
+returns the others). The runs go in chunks of at most :data:`STATE_ENTRIES` state entries (their
+dense output is held until assembled), and with ``threads > 1`` in that many chunks at once:
+the kernels of one release the GIL while another runs its Python.
 """
 
 from __future__ import annotations
@@ -73,8 +76,8 @@ def batched_flows(
 
     ``runs`` have ``alpha``, ``given`` (the hyper-parameters as given), ``hyperparameters``
     (resolved; runs of equal values may share one dict) and ``init`` (the initialization); ``options`` are the keyword options of :func:`flows.simulate` given to the batch.
-    With a ``pool`` of threads, the compiled calls take the runs (and the quadrature's samples)
-    in ``parts`` parts at once (each run's numbers the same).
+    With a ``pool`` of threads, the runs go in ``parts`` chunks at once (the compiled kernels of
+    one overlap the Python of another; each run's numbers the same).
     """
     settings = dict(driver.simulate.__kwdefaults__ or {}, **options, reduced=reduced)
     if settings["method"] != "DOP853" or settings["chart"] == "conserved":
@@ -95,13 +98,21 @@ def batched_flows(
             _chart_scale(run.alpha) if settings["chart_scale"] is None else settings["chart_scale"]
         )
         groups.setdefault((name, delta, i if own else None), []).append(i)
-    out: dict[int, Trajectory] = {}
     size = max(1, STATE_ENTRIES // (depth * data.d + 1))
+    parts = parts if pool is not None else 1
+    chunks = []
     for members in groups.values():
-        for start in range(0, len(members), size):
-            chunk = members[start : start + size]
-            group = _Group(data, algorithm, depth, [runs[i] for i in chunk], settings, pool, parts)
-            out.update(group.run(chunk))
+        size_here = min(size, -(-len(members) // parts))
+        chunks += [
+            members[start : start + size_here] for start in range(0, len(members), size_here)
+        ]
+
+    def integrate(chunk: list[int]) -> dict[int, Trajectory]:
+        return _Group(data, algorithm, depth, [runs[i] for i in chunk], settings).run(chunk)
+
+    out: dict[int, Trajectory] = {}
+    for done in map(integrate, chunks) if pool is None else pool.map(integrate, chunks):
+        out.update(done)
     return out
 
 
@@ -135,10 +146,9 @@ def _chart_scale(alpha: Any) -> float:
 class _Group:
     """Runs that share their problem but for ``alpha`` and the hyper-parameters' values."""
 
-    def __init__(self, data: Dataset, algorithm: str, depth: int, runs: list[Any], settings,
-                 pool: Executor | None = None, parts: int = 1):  # fmt: skip
+    def __init__(self, data: Dataset, algorithm: str, depth: int, runs: list[Any], settings):
         self.data, self.algorithm, self.depth, self.runs = data, algorithm, depth, runs
-        self.settings, self.pool, self.parts = settings, pool, parts if pool is not None else 1
+        self.settings = settings
         first = runs[0]
         self.model: Run = driver._setup(data, algorithm, depth, first.alpha, first.given, settings)
         self.problem = self.model.problem
@@ -198,16 +208,10 @@ class _Group:
         )
         problem_tuple = loop._problem_tuple(self.field, self.mode)
 
-        def segments(rows: np.ndarray) -> tuple:
-            return kernels.segments(
-                y0[rows], model.s_end, rtol, atol, budget, problem_tuple, hp[rows],
-                thresholds[rows], parameter_signs[rows], direction_signs[rows], offsets[rows],
-                capacity, START_MARGIN, grid,
-            )  # fmt: skip
-
-        status, steps, nfev, starts, ts, h, F, y_old, states = _joined(
-            self.in_parts(segments, len(runs))
-        )
+        status, steps, nfev, starts, ts, h, F, y_old, states = kernels.segments(
+            y0, model.s_end, rtol, atol, budget, problem_tuple, hp, thresholds, parameter_signs,
+            direction_signs, offsets, capacity, START_MARGIN, grid,
+        )  # fmt: skip
         done = np.flatnonzero(status == 0)
         if done.size == 0:
             return {}
@@ -238,14 +242,6 @@ class _Group:
                 loss[k], int(nfev[r]), notes[k],
             )  # fmt: skip
         return out
-
-    def in_parts(self, compute: Any, size: int) -> list:
-        """``compute(rows)`` on :attr:`parts` consecutive parts of ``range(size)`` (at once in
-        the pool), in order."""
-        rows = [r for r in np.array_split(np.arange(size), self.parts) if r.size] or [np.arange(0)]
-        if self.pool is None or len(rows) == 1:
-            return [compute(r) for r in rows]
-        return list(self.pool.map(compute, rows))
 
     def watch(self, run: Any, y: np.ndarray) -> tuple:
         """What the compiled loop watches in ``run`` from ``y`` (:func:`flows.compiled.segment._watch`
@@ -287,13 +283,8 @@ class _Group:
         nan = np.zeros(count, dtype=bool)
 
         def K(s: np.ndarray, which: np.ndarray) -> np.ndarray:
-            s, run = np.ascontiguousarray(s, dtype=float), done[which]
-
-            def part(rows: np.ndarray) -> np.ndarray:
-                return kernels.exponents(s[rows], run[rows], starts, ts, h, F, y_old,
-                                         problem_tuple, hp)  # fmt: skip
-
-            values = np.concatenate(self.in_parts(part, s.size))
+            values = kernels.exponents(np.ascontiguousarray(s, dtype=float), done[which], starts,
+                                       ts, h, F, y_old, problem_tuple, hp)  # fmt: skip
             bad = np.isnan(values)
             if bad.any():
                 nan[np.unique(which[bad])] = True
@@ -364,27 +355,6 @@ class _Group:
             sliding_time=0.0,
             sliding_surfaces=0,
         )
-
-
-def _joined(parts: list[tuple]) -> tuple:
-    """The results of :func:`flows.compiled._many_flow_kernels.segments` on consecutive parts
-    of the runs, as one call on all of them would return them (up to the unused rows)."""
-    if len(parts) == 1:
-        return parts[0]
-    status, steps, nfev, starts, ts, h, F, y_old, states = zip(*parts, strict=True)
-    used = [int(s[-1]) for s in starts]
-    offsets = np.concatenate([[0], np.cumsum(used)])
-    return (
-        np.concatenate(status),
-        np.concatenate(steps),
-        np.concatenate(nfev),
-        np.concatenate([[0]] + [s[1:] + o for s, o in zip(starts, offsets, strict=False)]),
-        np.concatenate([t[: u + s.size] for t, u, s in zip(ts, used, status, strict=True)]),
-        np.concatenate([x[:u] for x, u in zip(h, used, strict=True)]),
-        np.concatenate([x[:u] for x, u in zip(F, used, strict=True)]),
-        np.concatenate([x[:u] for x, u in zip(y_old, used, strict=True)]),
-        np.concatenate(states),
-    )
 
 
 def log_original_times(
