@@ -229,17 +229,21 @@ class _Group:
         margins = fused.margins(beta)  # matmul's loop calls BLAS on each run's (T, d) slice
         with np.errstate(over="ignore"):
             loss = np.mean(problem.loss.value(fused.loss_arguments(margins)), axis=-1)
+        mult = problem.multiplicity
+        rows = (done.size * grid.size,) + problem.shape
+        layered = (done.size, grid.size, int(mult.sum()), problem.shape[1])
+        sign_layers = layers(sign.reshape(rows), mult).reshape(layered)  # views, as layers'
+        log_layers = layers(log_abs.reshape(rows), mult).reshape(layered)
         out = {}
         for k, r in enumerate(done):
             if notes[k] is None:
                 continue
-            theta_k = SignedLog(sign[k], log_abs[k])
-            if not algo.perturbs and len(problem.multiplicity) > 1:
-                if conservation_cut(theta_k, model.rtol) is not None:
+            if not algo.perturbs and len(mult) > 1:
+                if conservation_cut(SignedLog(sign[k], log_abs[k]), model.rtol) is not None:
                     continue
             out[indices[r]] = self.trajectory(
-                runs[r], grid, tau[k], log_t[k], theta_k, SignedLog(beta.sign[k], beta.log_abs[k]),
-                loss[k], int(nfev[r]), notes[k],
+                runs[r], grid, tau[k], log_t[k], SignedLog(sign_layers[k], log_layers[k]),
+                SignedLog(beta.sign[k], beta.log_abs[k]), loss[k], int(nfev[r]), notes[k],
             )  # fmt: skip
         return out
 
@@ -328,15 +332,15 @@ class _Group:
 
     def trajectory(self, run, grid, tau, log_t, theta, beta, loss, nfev, note) -> Trajectory:
         """The single call's :class:`Trajectory` of a run that reached ``t_max`` in one compiled
-        segment (:func:`flows.integrator.assemble.assemble`)."""
+        segment (:func:`flows.integrator.assemble.assemble`; ``theta`` its layers)."""
         problem = self.problem
         mult = problem.multiplicity
         return Trajectory(
             t=grid.copy(),
             tau=tau,
             log_t_original=log_t,
-            log_abs_theta=layers(theta.log_abs, mult),
-            sign_theta=layers(theta.sign, mult),
+            log_abs_theta=theta.log_abs,
+            sign_theta=theta.sign,
             log_abs_beta=beta.log_abs,
             sign_beta=beta.sign,
             loss=loss,
