@@ -6,6 +6,7 @@ Run on demand (not a pytest test)::
     python benchmarks/bench_scale.py                      # n d = 1e2 .. 1e7, ~5 min
     python benchmarks/bench_scale.py --quick              # n d = 1e2 .. 1e5, < 1 min
     python benchmarks/bench_scale.py --write --plot docs/scale.png
+    python benchmarks/bench_scale.py --only memory --write   # peak memory against steps
 
 Cases, at depth L = 2 on a geometric grid of ``n d`` (and L = 3 at two sizes):
 
@@ -32,6 +33,14 @@ the floor's.
 on the same numpy gradient, ``dtheta/dt = -grad L(theta + eps)``, with the same 201 output
 times; ``T = 100 eta``. The table gives the largest relative difference of ``beta(T)``.
 
+**memory**: the peak resident memory (``ru_maxrss``) of a fresh process that runs one long
+``simulate`` at ``n d = 1e6`` (regression, GD, ``n`` 20, ``d`` 50000: 3.2 MB of dense output
+per step) to ``t_max = 100``, its steps set by ``max_nfev = 12 K``, against ``K``: with the
+defaults (the path sampled and released every :data:`flows.integrator.segments.HELD_BYTES` of
+dense output, ``K`` sampled in batches of :data:`flows.integrator.assemble.EXPONENT_BLOCK`),
+and with both set past any run (the whole path held and sampled at once). Each process also
+holds numpy, scipy, numba's kernels and the data (its ``K = 12`` row).
+
 The data's separability is certified by the teacher (every ``y_i <w, x_i> > 0``, ``w > 0``), in
 place of the linear programs of :class:`flows.Dataset` and of ``simulate``'s check that the
 init's orthant separates the data (HiGHS takes 5 s at n = 2000, d = 500 and more than five
@@ -52,7 +61,11 @@ os.environ.setdefault("SAMFLOWS_NO_BACKGROUND_COMPILE", "1")  # numba from the f
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
+import json  # noqa: E402
 import platform  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -70,6 +83,12 @@ import flows.integrator.arguments  # noqa: E402
 from flows import Dataset, iterate, simulate  # noqa: E402
 
 HEADING = "## Scale: time against n d (`python benchmarks/bench_scale.py --write`)"
+MEMORY_HEADING = (
+    "## Scale: peak memory against steps (`python benchmarks/bench_scale.py --only memory --write`)"
+)
+#: The long run of the memory part: (task, algorithm, n, d, t_max), and its step budgets.
+MEMORY_RUN = ("regression", "gd", 20, 50_000, 100.0)
+MEMORY_STEPS = (12, 50, 100, 200, 400)
 #: (n, d) per grid point: regression wide (n <= d), classification tall (n >= d).
 SHAPES = {
     "regression": [(10, 10), (20, 50), (50, 200), (100, 1000), (200, 5000), (500, 20000)],
@@ -370,18 +389,106 @@ def plot(rows: list[Row], path: Path) -> None:
     plt.close(fig)
 
 
+def memory_child(steps: int, whole: bool) -> dict:
+    """In this (fresh) process: the memory part's run with ``max_nfev = 12 steps`` (``whole``:
+    :data:`~flows.integrator.segments.HELD_BYTES` and
+    :data:`~flows.integrator.assemble.EXPONENT_BLOCK` past any run); its peak resident memory
+    (MB), evaluations, time and status."""
+    import flows.integrator.assemble
+    import flows.integrator.segments
+
+    if whole:
+        flows.integrator.segments.HELD_BYTES = 2**62
+        flows.integrator.assemble.EXPONENT_BLOCK = 2**62
+    task, algorithm, n, d, t_max = MEMORY_RUN
+    data = problem(task, n, d)
+    start = time.perf_counter()
+    traj = simulate(data, algorithm, 2, ALPHA, t_max=t_max, max_nfev=12 * steps,
+                    **ALGORITHMS[algorithm])  # fmt: skip
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+    return {"peak": peak, "nfev": traj.nfev, "seconds": seconds, "status": traj.status,
+            "t": float(traj.t[-1])}  # fmt: skip
+
+
+def measure_memory() -> list[dict]:
+    """:func:`memory_child` in a fresh process for each step budget of :data:`MEMORY_STEPS`,
+    defaults and whole path taking turns."""
+    rows = []
+    for steps in MEMORY_STEPS:
+        row: dict[str, Any] = {"steps": steps}
+        for whole in (False, True):
+            done = subprocess.run(
+                [sys.executable, __file__, "--memory-child", json.dumps([steps, whole])],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            row["whole" if whole else "default"] = json.loads(done.stdout.splitlines()[-1])
+        rows.append(row)
+        print(memory_table([row])[-1], flush=True)
+    return rows
+
+
+def memory_table(rows: list[dict]) -> list[str]:
+    """Markdown table of the memory part."""
+    lines = [
+        "| max_nfev / 12 | evaluations | t reached | peak MB, defaults | peak MB, whole path "
+        "| s, defaults | s, whole path |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        a, b = r["default"], r["whole"]
+        lines.append(
+            f"| {r['steps']} | {a['nfev']} | {a['t']:.3g} | {a['peak']:.0f} | {b['peak']:.0f} | "
+            f"{a['seconds']:.2f} | {b['seconds']:.2f} |"
+        )
+    return lines
+
+
+def memory_report(rows: list[dict], seconds: float) -> str:
+    """The memory section of ``results.md``."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    task, algorithm, n, d, t_max = MEMORY_RUN
+    lines = [
+        MEMORY_HEADING,
+        "",
+        f"- {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')}, "
+        f"{platform.platform()}, nproc {os.cpu_count()}, load {load:.2f}, "
+        f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, {seconds:.0f} s in all",
+        f"- {task}, {algorithm}, L = 2, n = {n}, d = {d}, alpha = {ALPHA}, t_max = {t_max:g}, "
+        "default rtol, 201 outputs; steps set by max_nfev (status -1 where it ends the run); "
+        "peak: ru_maxrss of a fresh process per run; whole path: HELD_BYTES and "
+        "EXPONENT_BLOCK past any run",
+        "",
+        *memory_table(rows),
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="n d up to 1e5 only")
     parser.add_argument("--write", action="store_true", help="put the tables into results.md")
     parser.add_argument("--plot", type=Path, help="write the log-log plot to this path")
     parser.add_argument("--repeats", type=int, default=3, help="calls per timing (best of)")
-    parser.add_argument("--only", choices=("steps", "flows"), help="one kind only")
+    parser.add_argument("--only", choices=("steps", "flows", "memory"), help="one kind only")
+    parser.add_argument("--memory-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.memory_child:
+        print(json.dumps(memory_child(*json.loads(args.memory_child))))
+        return
     # the teacher certifies separability, in place of the LPs (module docstring)
     flows.data.is_separable = certified_separable
     flows.integrator.arguments.sign_constrained_separable = certified_sign_separable
     start = time.perf_counter()
+    if args.only in (None, "memory"):
+        text = memory_report(measure_memory(), time.perf_counter() - start)
+        print(text)
+        if args.write:
+            write_section(text, MEMORY_HEADING)
+        if args.only == "memory":
+            return
+        start = time.perf_counter()
     warm_up()
     top = 1e5 if args.quick else 1e7
     rows = []

@@ -393,8 +393,10 @@ def log_original_time(
     tol: float = 1e-9,
     rule: Rule | None = None,
     report: QuadratureReport | None = None,
+    initial: float = -np.inf,
 ) -> np.ndarray:
-    """``log t(tau) = log int_0^tau exp(K)``, ``K = -log c``, at the increasing times ``grid``.
+    """``log t(tau) = log(t_0 + int_{grid[0]}^tau exp(K))``, ``K = -log c``, at the increasing
+    times ``grid``, from ``log t_0 = initial`` at ``grid[0]`` (default ``t_0 = 0``).
 
     ``steps``: the solver steps of each segment of the path (strictly increasing times, or a
     segment of zero length; together from ``grid[0]`` to ``grid[-1]``; within each step the
@@ -403,18 +405,20 @@ def log_original_time(
     steps; the pieces are integrated together by :func:`log_exp_integrals` (``K(s, ref)`` and
     ``rule`` as there) and accumulated in log space. Entries where ``log t`` exceeds
     :data:`LOG_T_LIMIT` are ``+inf`` (``t`` is then beyond ``exp(1e100)``). ``report`` as
-    there.
+    there. The sum starts from ``initial``: a path integrated in stretches, each from
+    ``log t`` where the one before it ends, is summed in the order of one call over the whole
+    path.
     """
     grid = np.asarray(grid, dtype=float)
     out = np.full(grid.shape, np.inf)
-    out[0] = -np.inf
+    out[0] = initial
     steps = [np.asarray(s, dtype=float) for s in steps]
     inner = np.concatenate([grid[:0], *steps])
     edges = np.unique(np.concatenate([grid, inner[(inner > grid[0]) & (inner < grid[-1])]]))
     if edges.size < 2:
         return out
     logs = log_exp_integrals(edges[:-1], edges[1:], K, tol, rule, steps, report)
-    at_edges = np.logaddexp.accumulate(np.concatenate([[-np.inf], logs]))
+    at_edges = np.logaddexp.accumulate(np.concatenate([[initial], logs]))
     at_edges[at_edges > LOG_T_LIMIT] = np.inf
     out[1:] = at_edges[np.searchsorted(edges, grid[1:])]
     return out

@@ -8,9 +8,9 @@ from __future__ import annotations
 import enum
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -136,6 +136,31 @@ def _loaded_hyperparameter(value: object) -> object:
     return from_spec(value) if isinstance(value, dict) else value
 
 
+class OnFirstRead:
+    """A field given as an array, or as a function of no arguments that computes it: the
+    function is called on the first read, and its array kept for every later read (and for
+    pickling and :meth:`Trajectory.to_arrays`)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> OnFirstRead: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> np.ndarray: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> Any:
+        if obj is None:  # no default value for the dataclass field
+            raise AttributeError(self.slot[1:])
+        value = obj.__dict__[self.slot]
+        if callable(value):
+            value = value()
+            obj.__dict__[self.slot] = value
+        return value
+
+    def __set__(self, obj: object, value: np.ndarray | Callable[[], np.ndarray]) -> None:
+        obj.__dict__[self.slot] = value
+
+
 def _text(array: np.ndarray) -> str:
     """The string held by a 0-d str array."""
     return str(array[()])
@@ -152,7 +177,8 @@ class Trajectory:
         (``+inf`` once the margins leave float64, since ``t ~ exp(margin)``).
     log_abs_theta, sign_theta : (T, L, d) parameters in signed-log form.
     log_abs_beta, sign_beta : (T, d) the predictor ``beta = prod_l w^(l)`` in signed-log form.
-    loss : (T,) the training loss at ``theta`` (0 when it underflows).
+    loss : (T,) the training loss at ``theta`` (0 when it underflows); computed on its first
+        read where the run hands over a function of no arguments in its place.
     status : 0 reached ``t_max`` (or the loss floor); 1 finite-time blow-up (at
         ``blowup_time``); -1 failure.
     message : what happened, in words.
@@ -175,13 +201,13 @@ class Trajectory:
     sign_theta: np.ndarray
     log_abs_beta: np.ndarray
     sign_beta: np.ndarray
-    loss: np.ndarray
     status: int
     message: str
     algorithm: str
     depth: int
     clock: str
     hyperparameters: dict
+    loss: OnFirstRead = OnFirstRead()  # required: OnFirstRead gives no default
     cause: Cause = Cause.REACHED_END
     backend: str = "numpy"
     segment_loops: tuple[str, ...] = ()
@@ -190,6 +216,11 @@ class Trajectory:
     reduced: bool = False
     sliding_time: float = 0.0
     sliding_surfaces: int = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields for pickling, ``loss`` computed (a function need not pickle)."""
+        self.loss  # noqa: B018 - computes and keeps the loss
+        return dict(self.__dict__)
 
     @property
     def success(self) -> bool:

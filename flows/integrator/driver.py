@@ -43,7 +43,7 @@ from .arguments import (
     largest_radius,
     warn_if_signs_cannot_separate,
 )
-from .assemble import assemble
+from .assemble import Output, assemble, ends
 from .conservation import MIRROR_ADVICE, split_layers
 from .filippov import FilippovField, TooManySurfaces
 from .segments import Mode, Path, Segment
@@ -198,7 +198,7 @@ def simulate(
             run.stop(Cause.UNDECIDED_JUNCTION, _undecided_message(undecided, run.log[-1].tau))
         elif chattering := chattering_surfaces(run.log):
             run.stop(Cause.UNDECIDED_JUNCTION, _chattering_message(chattering, run.log))
-    return assemble(run, float(t_max), n_points, original_time, algorithm)
+    return assemble(run, algorithm)
 
 
 def _conserved_run(
@@ -278,6 +278,10 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
     )
     z0 = the_chart.coordinates(SignedLog.from_float(init.groups))
     t_max = float(options["t_max"])
+    output = Output(
+        grid=np.linspace(0.0, t_max, options["n_points"]),
+        quadrature=bool(options["original_time"]) and not problem.clock.original,
+    )
     return Run(
         problem=problem,
         backend=choose_backend(options["backend"], problem),
@@ -289,6 +293,7 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
         budget=int(options["max_nfev"]),
         near_zero_switch=options["chart"] == "auto",
         path=Path(problem.shape),
+        output=output,
         radius=largest_radius(algo, hp, t_max),
         kinks=kinks_of(hp.values()),
         loss_floor=None if options["loss_floor"] is None else float(options["loss_floor"]),
@@ -366,12 +371,12 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     allowance = _allowance(run, method)
     loop = run.backend.segment_loop
     if loop is not None and loop.applies(fld, mode, method):
-        recorded = len(run.path.segments)
+        recorded = run.path.count
         done, run.s, run.y = loop.advance(
             fld, mode, run.y, run.s, run.next_stop(), (rtol, atol), allowance,
             run.radius, run.near_zero_switch, run.path.segments, run.loss_floor,
         )  # fmt: skip
-        if len(run.path.segments) > recorded:
+        if run.path.count > recorded:
             run.used(loop.name)
         run.nfev += done.nfev
         if done.budget_spent:
@@ -548,10 +553,9 @@ def _split_layers(run: Run) -> tuple[int, int] | None:
     """:func:`flows.integrator.conservation.split_layers` between the start and the end of the
     path of a GD run on the full system (None for other runs)."""
     problem = run.problem
-    if problem.algorithm.perturbs or len(problem.multiplicity) < 2 or not run.path.segments:
+    if problem.algorithm.perturbs or len(problem.multiplicity) < 2 or not run.path.count:
         return None
-    theta, _, _ = run.path.sample(np.array([0.0, run.path.end]))
-    return split_layers(theta, run.rtol)
+    return split_layers(ends(run), run.rtol)
 
 
 def _undecided_message(surfaces: list[str], tau: float) -> str:

@@ -2,9 +2,11 @@
 
 A :class:`Segment` covers ``[start, end]`` in the run's clock ``s``, in one *mode* (chart,
 entries held at 0, frozen sign pattern); within it the state ``(z, tau)`` is the solver's
-dense output, one polynomial per step. :class:`Path` samples states at any times, in
-signed-log form (so segments integrated in different charts are read the same way), one
-batch per segment.
+dense output, one polynomial per step. :class:`Path` holds the segments recorded since its
+last release (a run samples them on its output grid and releases them once they hold more
+than :data:`HELD_BYTES`: :func:`flows.integrator.assemble.flush`) and samples states at any
+times they cover, in signed-log form (so segments integrated in different charts are read the
+same way), one batch per segment.
 """
 
 from __future__ import annotations
@@ -231,17 +233,61 @@ def _horner(coefficients: np.ndarray, step: np.ndarray | None, x: np.ndarray) ->
     return y
 
 
+#: Dense output a :class:`Path` holds before the run samples and releases it (64 MB: 8 floats
+#: per state entry and step, DOP853's 7 coefficients and the step's start): with the compiled
+#: loop's largest call (:data:`flows.compiled.segment.STACK_BYTES`) the most a run keeps of its
+#: steps, whatever their number.
+HELD_BYTES = 2**26
+
+
+class Recorded(list[Segment]):
+    """The segments a :class:`Path` holds, in order; appending one records it on the path
+    (:meth:`Path.record`)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def append(self, segment: Segment) -> None:
+        """Hold ``segment`` and record it on the path."""
+        super().append(segment)
+        self.path.record(segment)
+
+
 @dataclass
 class Path:
-    """The segments of a run, in order."""
+    """The segments of a run, in order: those recorded since the last :meth:`release`
+    (``segments``; appending one calls ``listener`` with it), the time the last one ends
+    (``end``, 0 before the first), how many were recorded in all (``count``) and the dense
+    output held (``held_bytes``, estimated as 8 floats per state entry and step)."""
 
     shape: tuple[int, int]
-    segments: list[Segment] = field(default_factory=list)
+    segments: list[Segment] = field(init=False)
+    end: float = 0.0
+    count: int = 0
+    held_bytes: int = 0
+    listener: Callable[[Segment], None] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.segments = Recorded(self)
+
+    def record(self, segment: Segment) -> None:
+        """Account for ``segment``, appended to ``segments``, and tell the listener."""
+        self.count += 1
+        self.end = segment.end
+        self.held_bytes += 64 * (len(segment.ts) - 1) * (self.shape[0] * self.shape[1] + 1)
+        if self.listener is not None:
+            self.listener(segment)
 
     @property
-    def end(self) -> float:
-        """Last time covered (0 before the first segment)."""
-        return self.segments[-1].end if self.segments else 0.0
+    def full(self) -> bool:
+        """The held segments' dense output is past :data:`HELD_BYTES`."""
+        return self.held_bytes > HELD_BYTES
+
+    def release(self) -> None:
+        """Drop the held segments (their samples taken)."""
+        self.segments.clear()
+        self.held_bytes = 0
 
     def segment_of(self, s: np.ndarray) -> np.ndarray:
         """Index of the segment covering each time (the earlier one at a shared boundary)."""

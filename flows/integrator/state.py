@@ -10,6 +10,7 @@ from ..backends import Backend
 from ..field import Problem
 from ..results import Cause, FlowEvent
 from . import events as ev
+from .assemble import Output, flush
 from .filippov import FilippovField
 from .retime import applies, retime, retimed
 from .segments import Mode, Path, Segment
@@ -30,6 +31,7 @@ class Run:
     budget: int
     near_zero_switch: bool
     path: Path
+    output: Output
     radius: float
     kinks: np.ndarray
     loss_floor: float | None = None
@@ -43,14 +45,17 @@ class Run:
     next_stiffness_check: int = STIFFNESS_CHECK_NFEV
     stiff: bool = False
     checked_at: float = 0.0
-    clocked: int = 0  # segments whose tau retime() has seen
+    clocked: int = 0  # segments recorded when retime() last ran
+    tau_end: float | None = None  # tau where the last segment recorded ends (see recorded())
     progress: tuple[int, float] = (0, 0.0)  # (nfev, s) at the last check of the steps' advance
     start: Segment = field(init=False)
 
     def __post_init__(self) -> None:
         """Keep the initial point, as a segment of length 0 (an event at ``s = 0`` may change
-        ``y`` before any step: :func:`~flows.integrator.assemble.assemble` samples it there)."""
+        ``y`` before any step: :func:`~flows.integrator.assemble.assemble` samples it there),
+        and listen to the path."""
         self.start = Segment.frozen(self.mode.copy(), 0.0, 0.0, self.y, 0.0)
+        self.path.listener = self.recorded
 
     def next_stop(self) -> float:
         """Where the next segment must end at the latest: the next kink of a schedule, or
@@ -92,22 +97,29 @@ class Run:
         atols[-1] = tau_atol
         return rtol, atols
 
+    def recorded(self, segment: Segment) -> None:
+        """A segment was appended to the path: give it its
+        :class:`~flows.integrator.retime.StepClock` where its ``tau`` is computed by
+        quadrature, from the ``tau`` where the segment before it ends; then, where the path
+        holds more dense output than it keeps, take the output from it and release it
+        (:func:`flows.integrator.assemble.flush`)."""
+        if applies(self.problem):
+            if segment.end > segment.start and retimed(self.problem, segment.mode):
+                start = segment.tau(segment.ts[:1]) if self.tau_end is None else [self.tau_end]
+                segment.clock = retime(self.problem, segment, float(start[0]))
+            self.tau_end = float(segment.tau(segment.ts[-1:])[0])
+        if self.path.full:
+            flush(self)
+
     def retime(self) -> None:
-        """Give each segment recorded since the last call whose ``tau`` is computed by
-        quadrature its :class:`~flows.integrator.retime.StepClock`, in order, each from the
-        ``tau`` where the segment before it ends; the state's ``tau`` is the last one's end."""
-        segments = self.path.segments
-        if not applies(self.problem) or self.clocked == len(segments):
+        """After segments were recorded whose ``tau`` is computed by quadrature
+        (:meth:`recorded`), the state's ``tau`` is where the last one ends."""
+        if not applies(self.problem) or self.clocked == self.path.count:
             return
-        for i in range(self.clocked, len(segments)):
-            seg = segments[i]
-            if seg.end > seg.start and retimed(self.problem, seg.mode):
-                before = segments[i - 1] if i else seg
-                start = before.tau(before.ts[-1:] if i else seg.ts[:1])[0]
-                seg.clock = retime(self.problem, seg, float(start))
-        self.clocked = len(segments)
+        self.clocked = self.path.count
         if self.s == self.path.end:
-            self.y[-1] = float(segments[-1].tau(segments[-1].ts[-1:])[0])
+            assert self.tau_end is not None
+            self.y[-1] = self.tau_end
 
     def used(self, loop: str) -> None:
         """Record that the segment loop ``loop`` integrated part of the path."""
