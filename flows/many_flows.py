@@ -14,8 +14,8 @@ hyper-parameters and watched thresholds (:func:`flows.compiled.segment._watch` a
 for all of them at once: the states on the grid from the same dense output, ``log_t_original``
 by the single call's quadrature with the pieces of every run refined together
 (:func:`log_original_times`: the same pieces, samples, rule and sums per run, so the same
-numbers), ``beta`` and the loss by the single call's formulas over the batch (the margins'
-matrix product BLAS's on each run's slice, as numpy's matmul loops). A run that the batch does
+numbers), ``beta`` by the single call's formulas over the batch, the loss on its first read as
+the single call's (:class:`flows.integrator.assemble.Losses`). A run that the batch does
 not take, or that it cannot finish as the single call would (a handed-back segment, an event, a
 budget or a cap of the quadrature met, a NaN), is left to the single call (:func:`batched_flows`
 returns the others). The runs go in chunks of at most :data:`STATE_ENTRIES` state entries (their
@@ -37,13 +37,12 @@ from .algorithms import effective_algorithm, get_algorithm
 from .data import Dataset
 from .integrator import driver
 from .integrator.arguments import SMALL_INIT, largest_radius, warn_if_signs_cannot_separate
-from .integrator.assemble import layers
+from .integrator.assemble import Losses, layers
 from .integrator.conservation import conservation_cut
 from .integrator.retime import applies as retime_applies
 from .integrator.retime import retime
 from .integrator.segments import Segment
 from .integrator.state import Run
-from .integrator.stiffness import STIFFNESS_CHECK_NFEV, tie_prone
 from .results import Cause, Trajectory
 from .schedules import constant_values
 from .signedlog import SignedLog
@@ -195,10 +194,7 @@ class _Group:
         hp = hp.reshape(len(runs), len(algo.names))
         watches = [self.watch(r, y) for r, y in zip(runs, y0, strict=True)]
         rtol, atol = model.tolerances(self.mode)
-        budget = model.budget
-        if tie_prone(problem):
-            budget = max(1, min(budget, STIFFNESS_CHECK_NFEV))
-        budget = min(budget, 2**62)
+        budget = min(driver._allowance(model, "DOP853"), 2**62)  # the driver's first segment's
         capacity = max(
             16, min(loop.CAPACITY, loop.STACK_BYTES // (8 * kernels.loop.POWER * y0.shape[1]))
         )
@@ -224,11 +220,7 @@ class _Group:
         log_t, notes = self.log_t(done, grid, ts_of, starts, ts, h, F, y_old, hp)
         if retime_applies(problem):
             tau = self.retimed(done, ts_of, starts, h, F, y_old, hp, grid)
-        fused = self.field
-        beta = fused.product_of_layers(sign, log_abs)
-        margins = fused.margins(beta)  # matmul's loop calls BLAS on each run's (T, d) slice
-        with np.errstate(over="ignore"):
-            loss = np.mean(problem.loss.value(fused.loss_arguments(margins)), axis=-1)
+        beta = self.field.product_of_layers(sign, log_abs)
         mult = problem.multiplicity
         rows = (done.size * grid.size,) + problem.shape
         layered = (done.size, grid.size, int(mult.sum()), problem.shape[1])
@@ -243,7 +235,7 @@ class _Group:
                     continue
             out[indices[r]] = self.trajectory(
                 runs[r], grid, tau[k], log_t[k], SignedLog(sign_layers[k], log_layers[k]),
-                SignedLog(beta.sign[k], beta.log_abs[k]), loss[k], int(nfev[r]), notes[k],
+                SignedLog(beta.sign[k], beta.log_abs[k]), int(nfev[r]), notes[k],
             )  # fmt: skip
         return out
 
@@ -330,7 +322,7 @@ class _Group:
             out.append(np.ascontiguousarray(seg.clock.at(grid)))
         return out
 
-    def trajectory(self, run, grid, tau, log_t, theta, beta, loss, nfev, note) -> Trajectory:
+    def trajectory(self, run, grid, tau, log_t, theta, beta, nfev, note) -> Trajectory:
         """The single call's :class:`Trajectory` of a run that reached ``t_max`` in one compiled
         segment (:func:`flows.integrator.assemble.assemble`; ``theta`` its layers)."""
         problem = self.problem
@@ -343,7 +335,7 @@ class _Group:
             sign_theta=theta.sign,
             log_abs_beta=beta.log_abs,
             sign_beta=beta.sign,
-            loss=loss,
+            loss=Losses(self.field, problem.loss, beta),  # computed on first read, as assemble's
             status=Cause.REACHED_END.status,
             message="reached t_max" + note,
             cause=Cause.REACHED_END,
