@@ -35,11 +35,14 @@ times; ``T = 100 eta``. The table gives the largest relative difference of ``bet
 
 **memory**: the peak resident memory (``ru_maxrss``) of a fresh process that runs one long
 ``simulate`` at ``n d = 1e6`` (regression, GD, ``n`` 20, ``d`` 50000: 3.2 MB of dense output
-per step) to ``t_max = 100``, its steps set by ``max_nfev = 12 K``, against ``K``: with the
-defaults (the path sampled and released every :data:`flows.integrator.segments.HELD_BYTES` of
-dense output, ``K`` sampled in batches of :data:`flows.integrator.assemble.EXPONENT_BLOCK`),
-and with both set past any run (the whole path held and sampled at once). Each process also
-holds numpy, scipy, numba's kernels and the data (its ``K = 12`` row).
+per step) against its steps, set by ``t_max`` (limited by stability from ``t ~ 1`` on; 201
+outputs in every run): with the defaults (the path sampled and released every
+:data:`flows.integrator.segments.HELD_BYTES` of dense output, ``K`` sampled in batches of
+:data:`flows.integrator.assemble.EXPONENT_BLOCK`), and with both set past any run (the whole
+path held and sampled at once); and with the defaults but compiled calls of at most 32 MB
+of steps (:data:`flows.compiled.segment.STACK_BYTES`, 256 MB by default: one call's buffer is
+alive while the next call fills its own, so up to twice that on top of the path's share). Each
+process also holds numpy, scipy, numba's kernels, the data and the output.
 
 The data's separability is certified by the teacher (every ``y_i <w, x_i> > 0``, ``w > 0``), in
 place of the linear programs of :class:`flows.Dataset` and of ``simulate``'s check that the
@@ -86,9 +89,10 @@ HEADING = "## Scale: time against n d (`python benchmarks/bench_scale.py --write
 MEMORY_HEADING = (
     "## Scale: peak memory against steps (`python benchmarks/bench_scale.py --only memory --write`)"
 )
-#: The long run of the memory part: (task, algorithm, n, d, t_max), and its step budgets.
-MEMORY_RUN = ("regression", "gd", 20, 50_000, 100.0)
-MEMORY_STEPS = (12, 50, 100, 200, 400)
+#: The long run of the memory part: (task, algorithm, n, d), and its horizons.
+MEMORY_RUN = ("regression", "gd", 20, 50_000)
+MEMORY_T = (0.1, 2.5, 10.0, 40.0)
+MEMORY_HOW = ("defaults", "whole", "small calls")
 #: (n, d) per grid point: regression wide (n <= d), classification tall (n >= d).
 SHAPES = {
     "regression": [(10, 10), (20, 50), (50, 200), (100, 1000), (200, 5000), (500, 20000)],
@@ -389,22 +393,25 @@ def plot(rows: list[Row], path: Path) -> None:
     plt.close(fig)
 
 
-def memory_child(steps: int, whole: bool) -> dict:
-    """In this (fresh) process: the memory part's run with ``max_nfev = 12 steps`` (``whole``:
-    :data:`~flows.integrator.segments.HELD_BYTES` and
-    :data:`~flows.integrator.assemble.EXPONENT_BLOCK` past any run); its peak resident memory
-    (MB), evaluations, time and status."""
+def memory_child(t_max: float, how: str) -> dict:
+    """In this (fresh) process: the memory part's run to ``t_max`` (``how``: 'defaults';
+    'whole': :data:`~flows.integrator.segments.HELD_BYTES` and
+    :data:`~flows.integrator.assemble.EXPONENT_BLOCK` past any run; 'small calls':
+    :data:`flows.compiled.segment.STACK_BYTES` 32 MB); its peak resident memory (MB),
+    evaluations, time and status."""
+    import flows.compiled.segment
     import flows.integrator.assemble
     import flows.integrator.segments
 
-    if whole:
+    if how == "whole":
         flows.integrator.segments.HELD_BYTES = 2**62
         flows.integrator.assemble.EXPONENT_BLOCK = 2**62
-    task, algorithm, n, d, t_max = MEMORY_RUN
+    if how == "small calls":
+        flows.compiled.segment.STACK_BYTES = 2**25
+    task, algorithm, n, d = MEMORY_RUN
     data = problem(task, n, d)
     start = time.perf_counter()
-    traj = simulate(data, algorithm, 2, ALPHA, t_max=t_max, max_nfev=12 * steps,
-                    **ALGORITHMS[algorithm])  # fmt: skip
+    traj = simulate(data, algorithm, 2, ALPHA, t_max=t_max, **ALGORITHMS[algorithm])
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
     return {"peak": peak, "nfev": traj.nfev, "seconds": seconds, "status": traj.status,
@@ -412,17 +419,17 @@ def memory_child(steps: int, whole: bool) -> dict:
 
 
 def measure_memory() -> list[dict]:
-    """:func:`memory_child` in a fresh process for each step budget of :data:`MEMORY_STEPS`,
-    defaults and whole path taking turns."""
+    """:func:`memory_child` in a fresh process for each horizon of :data:`MEMORY_T`, defaults
+    and whole path taking turns."""
     rows = []
-    for steps in MEMORY_STEPS:
-        row: dict[str, Any] = {"steps": steps}
-        for whole in (False, True):
+    for t_max in MEMORY_T:
+        row: dict[str, Any] = {"t_max": t_max}
+        for how in MEMORY_HOW:
             done = subprocess.run(
-                [sys.executable, __file__, "--memory-child", json.dumps([steps, whole])],
+                [sys.executable, __file__, "--memory-child", json.dumps([t_max, how])],
                 capture_output=True, text=True, check=True,
             )  # fmt: skip
-            row["whole" if whole else "default"] = json.loads(done.stdout.splitlines()[-1])
+            row[how] = json.loads(done.stdout.splitlines()[-1])
         rows.append(row)
         print(memory_table([row])[-1], flush=True)
     return rows
@@ -431,14 +438,15 @@ def measure_memory() -> list[dict]:
 def memory_table(rows: list[dict]) -> list[str]:
     """Markdown table of the memory part."""
     lines = [
-        "| max_nfev / 12 | evaluations | t reached | peak MB, defaults | peak MB, whole path "
-        "| s, defaults | s, whole path |",
-        "|---|---|---|---|---|---|---|",
+        "| t_max | evaluations | steps (about) | peak MB, defaults | peak MB, whole path "
+        "| peak MB, calls of 32 MB | s, defaults | s, whole path |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        a, b = r["default"], r["whole"]
+        a, b, c = r["defaults"], r["whole"], r["small calls"]
         lines.append(
-            f"| {r['steps']} | {a['nfev']} | {a['t']:.3g} | {a['peak']:.0f} | {b['peak']:.0f} | "
+            f"| {r['t_max']:g} | {a['nfev']} | {a['nfev'] // 12} | {a['peak']:.0f} | "
+            f"{b['peak']:.0f} | {c['peak']:.0f} | "
             f"{a['seconds']:.2f} | {b['seconds']:.2f} |"
         )
     return lines
@@ -447,17 +455,17 @@ def memory_table(rows: list[dict]) -> list[str]:
 def memory_report(rows: list[dict], seconds: float) -> str:
     """The memory section of ``results.md``."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    task, algorithm, n, d, t_max = MEMORY_RUN
+    task, algorithm, n, d = MEMORY_RUN
     lines = [
         MEMORY_HEADING,
         "",
         f"- {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')}, "
         f"{platform.platform()}, nproc {os.cpu_count()}, load {load:.2f}, "
         f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, {seconds:.0f} s in all",
-        f"- {task}, {algorithm}, L = 2, n = {n}, d = {d}, alpha = {ALPHA}, t_max = {t_max:g}, "
-        "default rtol, 201 outputs; steps set by max_nfev (status -1 where it ends the run); "
-        "peak: ru_maxrss of a fresh process per run; whole path: HELD_BYTES and "
-        "EXPONENT_BLOCK past any run",
+        f"- {task}, {algorithm}, L = 2, n = {n}, d = {d} (3.2 MB of dense output per step), "
+        f"alpha = {ALPHA}, default rtol, 201 outputs, steps about evaluations / 12; peak: "
+        "ru_maxrss of a fresh process per run; whole path: HELD_BYTES and EXPONENT_BLOCK past "
+        "any run (the path held and sampled at once)",
         "",
         *memory_table(rows),
         "",
