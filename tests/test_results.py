@@ -10,6 +10,9 @@
 * A missing array is a ``ValueError`` naming it; a hyper-parameter that is an arbitrary
   callable is a ``ValueError`` naming it.
 * Every cause, on a run that ends with it (``flows.simulate``; ``flows.iterate`` for OVERFLOW).
+* ``loss`` is computed on its first read: the mean loss at ``beta``'s samples computed apart
+  (``problem.loss`` at the margins), the same array on every read, through ``pickle`` and the
+  arrays; a function given as ``loss`` is called once.
 * CSV: ``Trajectory.to_csv`` and ``DiscreteRun.to_csv`` write a header of the column names and
   the arrays, which ``np.loadtxt`` reads back bit for bit (``-inf`` and ``inf`` included);
   ``python -m flows.run --out x.csv`` writes the same file.
@@ -18,6 +21,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import numpy as np
 import pytest
@@ -265,6 +269,25 @@ def test_an_unknown_cause_is_an_error(runs):
     arrays = runs["collapse"].to_arrays() | {"cause": np.array("GAVE_UP")}
     with pytest.raises(ValueError, match="cause 'GAVE_UP'"):
         Trajectory.from_arrays(arrays)
+
+
+def test_loss_is_computed_on_first_read():
+    data = single_example([1.0, 2.0])
+    traj = simulate(data, "gd", 2, 0.5, t_max=2.0, n_points=9)
+    assert callable(traj.__dict__["_loss"])  # not computed yet
+    first = traj.loss
+    m = data.y[0] * (traj.beta @ data.X[0])  # the margin of the one example (up to ~600)
+    # l ~ exp(-m) in the tail: a rounding of m (1e-16 relative) moves it by ~ m 1e-16 relative
+    np.testing.assert_allclose(first, np.log1p(np.exp(-m)), rtol=1e-12 * max(1.0, m.max()), atol=0)
+    assert traj.loss is first and traj.__dict__["_loss"] is first
+    fresh = simulate(data, "gd", 2, 0.5, t_max=2.0, n_points=9)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(fresh)).loss, first)
+    fresh = simulate(data, "gd", 2, 0.5, t_max=2.0, n_points=9)
+    np.testing.assert_array_equal(fresh.to_arrays()["loss"], first)
+    calls = []
+    given = dataclasses.replace(traj, loss=lambda: calls.append(1) or np.zeros(3))
+    assert not calls
+    assert given.loss.tolist() == [0.0, 0.0, 0.0] and given.loss is given.loss and calls == [1]
 
 
 def test_an_arbitrary_callable_cannot_be_stored():
