@@ -2,9 +2,11 @@
 
 The driver reads top-down: validate the arguments, set up the run (problem, chart, initial
 state, mode), integrate segments (:func:`flows.integrator.solver.integrate_segment`) and apply the event
-that ends each one (:mod:`flows.integrator.events`: every event kind handles itself), then assemble the
-:class:`~flows.results.Trajectory` from the dense output (:mod:`flows.integrator.segments`) with the
-original time computed by a batched quadrature (:mod:`flows.clocks`).
+that ends each one (:mod:`flows.integrator.events`: every event kind handles itself), and
+assemble the :class:`~flows.results.Trajectory` from the dense output
+(:mod:`flows.integrator.segments`) with the original time computed by a batched quadrature
+(:mod:`flows.clocks`), a batch of segments at a time as the path is recorded
+(:mod:`flows.integrator.assemble`).
 
 The state is a chart (:mod:`flows.charts`) of every parameter group plus ``tau``. By default
 (``chart='auto'``) a balanced run of a continuous algorithm at depth L >= 2 is integrated in
