@@ -39,10 +39,10 @@ per step) against its steps, set by ``t_max`` (limited by stability from ``t ~ 1
 outputs in every run): with the defaults (the path sampled and released every
 :data:`flows.integrator.segments.HELD_BYTES` of dense output, ``K`` sampled in batches of
 :data:`flows.integrator.assemble.EXPONENT_BLOCK`), and with both set past any run (the whole
-path held and sampled at once); and with the defaults but compiled calls of at most 32 MB
-of steps (:data:`flows.compiled.segment.STACK_BYTES`, 256 MB by default: one call's buffer is
-alive while the next call fills its own, so up to twice that on top of the path's share). Each
-process also holds numpy, scipy, numba's kernels, the data and the output.
+path held and sampled at once); and with the defaults but compiled calls of up to 256 MB of
+steps (:data:`flows.compiled.segment.STACK_BYTES`, 32 MB by default: a call's buffer is
+alive until the path hands it to the output). Each process also holds numpy, scipy, numba's
+kernels, the data and the output.
 
 The data's separability is certified by the teacher (every ``y_i <w, x_i> > 0``, ``w > 0``), in
 place of the linear programs of :class:`flows.Dataset` and of ``simulate``'s check that the
@@ -92,7 +92,7 @@ MEMORY_HEADING = (
 #: The long run of the memory part: (task, algorithm, n, d), and its horizons.
 MEMORY_RUN = ("regression", "gd", 20, 50_000)
 MEMORY_T = (0.1, 2.5, 10.0, 40.0)
-MEMORY_HOW = ("defaults", "whole", "small calls")
+MEMORY_HOW = ("defaults", "whole", "large calls")
 #: (n, d) per grid point: regression wide (n <= d), classification tall (n >= d).
 SHAPES = {
     "regression": [(10, 10), (20, 50), (50, 200), (100, 1000), (200, 5000), (500, 20000)],
@@ -396,8 +396,8 @@ def plot(rows: list[Row], path: Path) -> None:
 def memory_child(t_max: float, how: str) -> dict:
     """In this (fresh) process: the memory part's run to ``t_max`` (``how``: 'defaults';
     'whole': :data:`~flows.integrator.segments.HELD_BYTES` and
-    :data:`~flows.integrator.assemble.EXPONENT_BLOCK` past any run; 'small calls':
-    :data:`flows.compiled.segment.STACK_BYTES` 32 MB); its peak resident memory (MB),
+    :data:`~flows.integrator.assemble.EXPONENT_BLOCK` past any run; 'large calls':
+    :data:`flows.compiled.segment.STACK_BYTES` 256 MB); its peak resident memory (MB),
     evaluations, time and status."""
     import flows.compiled.segment
     import flows.integrator.assemble
@@ -406,8 +406,8 @@ def memory_child(t_max: float, how: str) -> dict:
     if how == "whole":
         flows.integrator.segments.HELD_BYTES = 2**62
         flows.integrator.assemble.EXPONENT_BLOCK = 2**62
-    if how == "small calls":
-        flows.compiled.segment.STACK_BYTES = 2**25
+    if how == "large calls":
+        flows.compiled.segment.STACK_BYTES = 2**28
     task, algorithm, n, d = MEMORY_RUN
     data = problem(task, n, d)
     start = time.perf_counter()
@@ -439,11 +439,11 @@ def memory_table(rows: list[dict]) -> list[str]:
     """Markdown table of the memory part."""
     lines = [
         "| t_max | evaluations | steps (about) | peak MB, defaults | peak MB, whole path "
-        "| peak MB, calls of 32 MB | s, defaults | s, whole path |",
+        "| peak MB, calls of 256 MB | s, defaults | s, whole path |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        a, b, c = r["defaults"], r["whole"], r["small calls"]
+        a, b, c = r["defaults"], r["whole"], r["large calls"]
         lines.append(
             f"| {r['t_max']:g} | {a['nfev']} | {a['nfev'] // 12} | {a['peak']:.0f} | "
             f"{b['peak']:.0f} | {c['peak']:.0f} | "

@@ -33,8 +33,10 @@ from .field import CompiledField
 CAPACITY = 2048
 
 #: Bytes of dense output one compiled call allocates for its steps (7 coefficients per state
-#: entry and step): 2048 steps of a d = 1e6 state would ask for 115 GB.
-STACK_BYTES = 2**28
+#: entry and step): 2048 steps of a d = 1e6 state would ask for 115 GB. One call's buffer is
+#: alive at a time (the path hands full chunks to the output as it records them), so a long
+#: run's peak memory stays near this above the data and the output samples.
+STACK_BYTES = 2**25
 
 #: From this many entries of the features on, :func:`exponent` declines: numpy's batched
 #: ``log c`` (matrix-matrix products over the quadrature's nodes) is then faster than one
@@ -202,6 +204,8 @@ def advance(
             )
             s, y = float(ts[steps]), y_end.copy()
         if status == loop.BUDGET_SPENT and steps == capacity and nfev <= budget:
+            # this call's buffer goes before the next call allocates its own
+            del ts, F, y_old, stack
             continue
         finished = status == loop.REACHED_END
         first_step = float(h_next) if h_next > 0 else None
