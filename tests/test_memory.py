@@ -8,6 +8,9 @@ Claims:
   default (these small paths are held whole), on runs with the original-time quadrature and
   sliding segments, ``tau`` by quadrature over many compiled calls, a collapse at ``s = 0``, a
   blow-up and a conservation cut; ``K`` in batches of one time agrees to rounding (1e-13);
+* scipy's steps handed to the path in pieces of 16 (``RECORD_BYTES = 0``) give the trajectory
+  of the whole segments, bit for bit but for ``tau`` and ``log_t_original``, whose quadratures
+  sum per piece (1e-13), on the numpy backend's runs;
 * the held dense output stays within ``HELD_BYTES`` after each segment recorded;
 * (slow) the peak resident memory of a fresh process running a long flow at ``d = 2e4`` does
   grows by less than a quarter of the dense output of its added steps (four times the steps),
@@ -24,7 +27,7 @@ import numpy as np
 import pytest
 
 from flows import Dataset, simulate, single_example
-from flows.integrator import assemble, driver, segments
+from flows.integrator import assemble, driver, segments, solver
 from flows.results import Cause
 
 
@@ -97,6 +100,32 @@ def test_taking_the_output_per_segment_is_sampling_the_whole_path(name, monkeypa
     _assert_same(flushed, whole)
     monkeypatch.setattr(assemble, "EXPONENT_BLOCK", 1)  # K one time at a time
     _assert_same(_kept_run(monkeypatch, make)[0], whole, rtol=1e-13)
+
+
+#: Runs whose segments take many of scipy's steps on the numpy backend.
+SCIPY_RUNS = {
+    "l2-sam regression, tau by quadrature": lambda: simulate(
+        _regression(), "l2-sam", 2, 0.3, rho=0.05, t_max=50.0, n_points=31, backend="numpy"
+    ),
+    "l2-sam L3 blow-up": lambda: simulate(
+        single_example([1.0, 2.0, 3.0, 4.0, 5.0]), "l2-sam", 3, 0.4, rho=0.5, t_max=6.0,
+        n_points=31, backend="numpy",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SCIPY_RUNS))
+def test_scipy_steps_in_pieces_are_the_whole_segments(name, monkeypatch):
+    whole, kept = _kept_run(monkeypatch, SCIPY_RUNS[name])
+    monkeypatch.setattr(solver, "RECORD_BYTES", 0)  # pieces of 16 steps
+    pieces, kept_pieces = _kept_run(monkeypatch, SCIPY_RUNS[name])
+    assert kept_pieces.path.count >= kept.path.count + 2  # long segments went in pieces
+    x, y = pieces.to_arrays(), whole.to_arrays()
+    for key in x:
+        if key in ("tau", "log_t_original"):
+            np.testing.assert_allclose(x[key], y[key], rtol=1e-13, atol=0, err_msg=key)
+        else:
+            np.testing.assert_array_equal(x[key], y[key], err_msg=key)
 
 
 def test_the_path_holds_at_most_its_share(monkeypatch):

@@ -390,6 +390,10 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
     def rhs(s: float, state: np.ndarray) -> np.ndarray:
         return fld.chart_rhs(state[:-1], mode.held, pattern, s)
 
+    def record(ts: list[float], interpolants: list) -> None:
+        run.path.segments.append(Segment(mode, np.array(ts), interpolants))
+
+    recorded = run.path.count
     with np.errstate(all="ignore"):  # a non-finite step is rejected; a failure is reported below
         result = integrate_segment(
             rhs,
@@ -402,11 +406,13 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
             atol,
             allowance,
             first_step,
+            record,
         )
     run.nfev += result.nfev
     if len(result.ts) > 1:
+        record(result.ts, result.interpolants)
+    if run.path.count > recorded:
         run.used(f"scipy {method}")
-        run.path.segments.append(Segment(mode, np.array(result.ts), result.interpolants))
         run.s, run.y = result.ts[-1], result.y.copy()
     if result.status in ("failed", "budget") and _extrapolated_blowup(run, base):
         return None

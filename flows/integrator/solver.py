@@ -3,7 +3,9 @@
 This is ``scipy.integrate.solve_ivp`` reduced to what the engine needs, written out so that
 the engine keeps control between steps: a budget of field evaluations checked after every
 step (a run that exhausts it keeps every step it completed), and the dense output of each
-step kept for sampling and for the original-time quadrature. Events are located as
+step kept for sampling and for the original-time quadrature (handed on in pieces of at most
+:data:`RECORD_BYTES` as the segment goes, where the caller takes them: a long segment's steps
+need not all be held at once). Events are located as
 ``solve_ivp`` does: a sign change of ``g(s, y)`` over a step (respecting ``direction``),
 then ``brentq`` on the step's interpolant.
 """
@@ -21,6 +23,10 @@ from scipy.optimize import brentq
 METHODS = {"DOP853": DOP853, "RK45": RK45, "RK23": RK23, "Radau": Radau, "BDF": BDF, "LSODA": LSODA}
 
 EPS = np.finfo(float).eps
+
+#: Dense output a segment holds before it hands its steps to ``record`` (8 floats per state
+#: entry and step, as DOP853's interpolant; at least 16 steps a piece).
+RECORD_BYTES = 2**25
 
 
 @dataclass
@@ -125,6 +131,7 @@ def integrate_segment(
     atol: np.ndarray,
     budget: int,
     first_step: float | None = None,
+    record: Callable[[list[float], list], None] | None = None,
 ) -> SegmentResult:
     """Step from ``(s0, y0)`` towards ``s_end`` until a terminal event, the end or the budget.
 
@@ -137,6 +144,9 @@ def integrate_segment(
     budget : field evaluations allowed for this segment.
     first_step : the first step to try (None: the solver's own choice, or
         :func:`initial_step` for an explicit Runge-Kutta method where the two differ).
+    record : takes the steps ``(ts, interpolants)`` of each full piece of
+        :data:`RECORD_BYTES` as the segment goes (the result then holds the steps after the
+        last piece, ``ts[0]`` where it ends); None: the result holds every step.
     """
     cls = METHODS[method]
     spent = 0
@@ -150,6 +160,7 @@ def integrate_segment(
     first_step = None if first_step is None else min(first_step, s_end - s0)
     solver = cls(rhs, s0, y0, s_end, rtol=rtol, atol=atol, first_step=first_step)
     out = SegmentResult(ts=[s0], y=y0.copy())
+    piece = max(16, RECORD_BYTES // (64 * y0.size))
     direction = np.array([getattr(e, "direction", 0.0) for e in events])
     g_old = np.array([e(s0, y0) for e in events])
     while solver.status == "running":
@@ -173,6 +184,9 @@ def integrate_segment(
         out.interpolants.append(interpolant)
         out.y = solver.y.copy()
         g_old = g_new
+        if record is not None and len(out.interpolants) >= piece:
+            record(out.ts, out.interpolants)
+            out.ts, out.interpolants = [solver.t], []
         if out.nfev > budget:  # also at the segment's end: the next segment has none left
             out.status = "budget"
             return out
