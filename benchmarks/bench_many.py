@@ -154,7 +154,7 @@ def cases() -> list[Case]:
 
 
 KERNEL_MODULES = ("_field_kernels", "_segment_kernels", "_sliding_kernels",
-                  "_quadrature_kernels", "_discrete_kernels", "_many_flow_kernels")  # fmt: skip
+                  "_quadrature_kernels", "_discrete_kernels")  # fmt: skip
 
 
 def seconds(call: Callable[[], Any]) -> float:

@@ -19,8 +19,8 @@ does: on a shared machine a thread pool per small product costs more than the pr
 :func:`simulate_many` integrates the runs whose single call would be one segment of the compiled
 segment loop from 0 to ``t_max`` (a positive number as ``alpha``, numbers as hyper-parameters,
 ``method='DOP853'``, the numba backend, no event on the way) together
-(:mod:`flows.many_flows`: the single call's segment kernel run by run in one compiled call,
-the output assembled for all of them at once); every other run, and every run the batch hands
+(:mod:`flows.many_flows`: the single call's compiled segment kernel run by run, the output
+assembled for all of them at once); every other run, and every run the batch hands
 back (an event, a collapse, a blow-up, a spent budget, an event that holds where it starts), is
 the single :func:`flows.simulate` call, from scratch.
 

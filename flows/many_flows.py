@@ -1,4 +1,4 @@
-"""The runs of :func:`flows.simulate_many` that one compiled call integrates together.
+"""The runs of :func:`flows.simulate_many` that are integrated and assembled together.
 
 A run goes through the batch where its single :func:`flows.simulate` call would be one
 segment of the compiled segment loop from the start to ``t_max``: a positive number as
@@ -9,14 +9,18 @@ sign-discontinuous algorithm, whose frozen patterns depend on the run), the driv
 :func:`~flows.integrator.driver._setup` builds one run's state; every run of the group takes
 its problem tuple, tolerances, budget, chart and mode, with its own initial state,
 hyper-parameters and watched thresholds (:func:`flows.compiled.segment._watch` at its radius).
-:func:`flows.compiled._many_flow_kernels.segments` integrates the group's runs in one call
-(the single call's segment kernel, run by run, the GIL released), and the output is assembled
-for all of them at once: the states on the grid from the same dense output, ``log_t_original``
-by the single call's quadrature with the pieces of every run refined together
-(:func:`log_original_times`: the same pieces, samples, rule and sums per run, so the same
-numbers), ``beta`` by the single call's formulas over the batch, the loss on its first read as
-the single call's (:class:`flows.integrator.assemble.Losses`). A run that the batch does
-not take, or that it cannot finish as the single call would (a handed-back segment, an event, a
+A run where one of the driver's watched events holds already is the single call's (the
+driver's own check, :meth:`_Group.holding_at_start`). Every other run is one call of the single
+call's compiled segment kernel, :func:`flows.compiled._segment_kernels.segment`, with the
+arguments the single call gives it (the same steps and numbers; the batch compiles no kernel
+of its own), and the output is assembled for all of them at once: the states on the grid from
+the same dense output (:func:`~flows.compiled._segment_kernels.dense_values`),
+``log_t_original`` by the single call's quadrature with the pieces of every run refined
+together (:func:`log_original_times`: the same pieces, samples, rule and sums per run, so the
+same numbers; ``K`` by :func:`~flows.compiled._segment_kernels.exponents` on each run's
+steps), ``beta`` by the single call's formulas over the batch, the loss on its first read as
+the single call's (:class:`flows.integrator.assemble.Losses`). A run that the batch does not
+take, or that it cannot finish as the single call would (a handed-back segment, an event, a
 budget or a cap of the quadrature met, a NaN), is left to the single call (:func:`batched_flows`
 returns the others). The runs go in chunks of at most :data:`STATE_ENTRIES` state entries (their
 dense output is held until assembled), and with ``threads > 1`` in that many chunks at once:
@@ -28,28 +32,28 @@ from __future__ import annotations
 import dataclasses
 import numbers
 from concurrent.futures import Executor
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from . import clocks
 from .algorithms import effective_algorithm, get_algorithm
+from .charts import LogChart
 from .data import Dataset
 from .integrator import driver
 from .integrator.arguments import SMALL_INIT, largest_radius, warn_if_signs_cannot_separate
 from .integrator.assemble import Losses, layers
 from .integrator.conservation import conservation_cut
+from .integrator.events import SegmentEvent
 from .integrator.retime import applies as retime_applies
 from .integrator.retime import retime
 from .integrator.segments import Segment
 from .integrator.state import Run
+from .integrator.threshold_events import LossFloor, _log_size, _Smallness
+from .integrator.watched import segment_events
 from .results import Cause, Trajectory
 from .schedules import constant_values
 from .signedlog import SignedLog
-
-#: A run whose watched event functions start within this of 0 is left to the single call (whose
-#: own check of them, in numpy, could decide either way within rounding).
-START_MARGIN = 1e-9
 
 #: Runs integrated together hold their dense output until the batch is assembled: at most this
 #: many state entries' worth of runs at a time, ``depth * d + 1`` a run (a run of ``n``
@@ -176,7 +180,7 @@ class _Group:
         """The trajectories of the runs it finishes as the single call would, by index."""
         if not self.compiled():
             return {}
-        from .compiled import _many_flow_kernels as kernels
+        from .compiled import _segment_kernels as kernels
         from .compiled import segment as loop
 
         model, problem, runs = self.model, self.problem, self.runs
@@ -193,33 +197,28 @@ class _Group:
         hp = np.array([values[id(r.hyperparameters)] for r in runs])
         hp = hp.reshape(len(runs), len(algo.names))
         watches = [self.watch(r, y) for r, y in zip(runs, y0, strict=True)]
-        rtol, atol = model.tolerances(self.mode)
-        budget = min(driver._allowance(model, "DOP853"), 2**62)  # the driver's first segment's
-        capacity = max(
-            16, min(loop.CAPACITY, loop.STACK_BYTES // (8 * kernels.loop.POWER * y0.shape[1]))
-        )
-        grid = self.grid()
-        thresholds, parameter_signs, direction_signs, offsets = (
-            np.array([w[k] for w in watches]) for k in range(4)
-        )
+        starting = self.holding_at_start(y0)
         problem_tuple = loop._problem_tuple(self.field, self.mode)
-
-        status, steps, nfev, starts, ts, h, F, y_old, states = kernels.segments(
-            y0, model.s_end, rtol, atol, budget, problem_tuple, hp, thresholds, parameter_signs,
-            direction_signs, offsets, capacity, START_MARGIN, grid,
-        )  # fmt: skip
-        done = np.flatnonzero(status == 0)
-        if done.size == 0:
+        problems = [problem_tuple[:11] + (hp[r],) + problem_tuple[12:] for r in range(len(runs))]
+        finished: list[tuple[int, Steps]] = []
+        for r in np.flatnonzero(~starting):
+            steps = self.segment(y0[r], problems[r], watches[r])
+            if steps is not None:
+                finished.append((int(r), steps))
+        if not finished:
             return {}
+        done = np.array([r for r, _ in finished])
+        stacks = [steps for _, steps in finished]
+        grid = self.grid()
+        states = np.stack([kernels.dense_values(grid, *steps.stack) for steps in stacks])
         shape = (done.size, grid.size) + problem.shape
-        z = states[done, :, :-1].reshape(shape)
+        z = states[:, :, :-1].reshape(shape)
         theta = self.mode.chart.state(z)
         sign, log_abs = np.ascontiguousarray(theta.sign), np.ascontiguousarray(theta.log_abs)
-        tau: list[np.ndarray] = list(np.ascontiguousarray(states[done, :, -1]))
-        ts_of = [ts[starts[r] + r : starts[r + 1] + r + 1] for r in done]
-        log_t, notes = self.log_t(done, grid, ts_of, starts, ts, h, F, y_old, hp)
+        tau: list[np.ndarray] = list(np.ascontiguousarray(states[:, :, -1]))
+        log_t, notes = self.log_t(grid, stacks, [problems[r] for r in done])
         if retime_applies(problem):
-            tau = self.retimed(done, ts_of, starts, h, F, y_old, hp, grid)
+            tau = self.retimed(done, stacks, grid)
         beta = self.field.product_of_layers(sign, log_abs)
         mult = problem.multiplicity
         rows = (done.size * grid.size,) + problem.shape
@@ -235,9 +234,76 @@ class _Group:
                     continue
             out[indices[r]] = self.trajectory(
                 runs[r], grid, tau[k], log_t[k], SignedLog(sign_layers[k], log_layers[k]),
-                SignedLog(beta.sign[k], beta.log_abs[k]), int(nfev[r]), notes[k],
+                SignedLog(beta.sign[k], beta.log_abs[k]), stacks[k].nfev, notes[k],
             )  # fmt: skip
         return out
+
+    def segment(self, y0: np.ndarray, problem: tuple, watch: tuple) -> Steps | None:
+        """The steps of the single call's first compiled segment from ``(0, y0)``
+        (:func:`flows.compiled.segment.advance`'s call of
+        :func:`flows.compiled._segment_kernels.segment`, with the same arguments), or None where
+        it did not reach ``t_max`` in that one call."""
+        from .compiled import _segment_kernels as kernels
+        from .compiled import segment as loop
+
+        model = self.model
+        rtol, atol = model.tolerances(self.mode)
+        budget = min(driver._allowance(model, "DOP853"), 2**62)  # the driver's first segment's
+        capacity = max(16, min(loop.CAPACITY, loop.STACK_BYTES // (8 * kernels.POWER * y0.size)))
+        status, count, ts, F, y_old, _, nfev, _ = kernels.segment(
+            y0, 0.0, model.s_end, rtol, atol, budget, problem, watch, capacity, 0.0
+        )
+        if status != kernels.REACHED_END:
+            return None
+        F, y_old = F[:count], y_old[:count]
+        if 2 * count < capacity:  # a copy, not a mostly empty buffer (as advance)
+            F, y_old = F.copy(), y_old.copy()
+        t_old = ts[:count].copy()
+        return Steps(ts[: count + 1].copy(), (t_old, ts[1 : count + 1] - t_old, F, y_old),
+                     int(nfev))  # fmt: skip
+
+    def holding_at_start(self, y0: np.ndarray) -> np.ndarray:
+        """Per run (state ``y0[r]``), whether an event the single call's driver watches holds
+        where the run starts (:func:`flows.integrator.driver._integrate_segment`: its watched
+        events' ``already``; such a run is the single call's). The events are the driver's own
+        (:func:`flows.integrator.watched.segment_events` at the run's radius, the loss floor);
+        a smallness event (collapse, near zero: ``log max|w| < log(radius * fraction)``) is
+        checked for all runs at once, any other that can hold (stationary point, loss floor, a
+        direction at 0) run by run. The events are made once per radius, on the group's field
+        (their values read ``theta``, the gradient and the loss there, not the hyper-parameters)
+        at the first run's state (only the crossing of a sign-discontinuous algorithm reads it,
+        and such a run is a group of its own)."""
+        model = self.model
+        held = np.zeros(len(self.runs), dtype=bool)
+        by_radius: dict[float, list[int]] = {}
+        for r, run in enumerate(self.runs):
+            by_radius.setdefault(self.radii[id(run.hyperparameters)], []).append(r)
+        largest = None
+        for radius, members in by_radius.items():
+            events = segment_events(self.field, self.mode, int(self.problem.multiplicity.sum()),
+                                    radius, near_zero=model.near_zero_switch, y=y0[members[0]],
+                                    combination=model.backend.sliding)  # fmt: skip
+            if model.loss_floor is not None:
+                events.append(LossFloor(self.field, floor=model.loss_floor))
+            for event in events:
+                if isinstance(event, _Smallness):
+                    largest = self.log_largest(y0) if largest is None else largest
+                    below = largest[members] - _log_size(radius, event.fraction) < 0
+                    held[members] |= below
+                elif type(event).already is not SegmentEvent.already:  # one that can hold
+                    for r in members:
+                        held[r] = held[r] or event.already(y0[r])
+        return held
+
+    def log_largest(self, y0: np.ndarray) -> np.ndarray:
+        """``log max|w|`` of each run's state ``y0[r]``, as
+        :meth:`flows.integrator.threshold_events._Smallness.log_largest`: the largest coordinate
+        in the log chart, else from the parameters."""
+        chart = self.problem.chart
+        if isinstance(chart, LogChart):
+            return y0[:, :-1].max(axis=1)
+        theta = chart.state(y0[:, :-1].reshape((len(y0),) + self.problem.shape))
+        return theta.log_abs.reshape(len(y0), -1).max(axis=1)
 
     def watch(self, run: Any, y: np.ndarray) -> tuple:
         """What the compiled loop watches in ``run`` from ``y`` (:func:`flows.compiled.segment._watch`
@@ -262,33 +328,28 @@ class _Group:
         t_max = float(self.settings["t_max"])
         return np.linspace(0.0, t_max, int(self.settings["n_points"]))
 
-    def log_t(self, done, grid, ts_of, starts, ts, h, F, y_old, hp) -> tuple[np.ndarray, list]:
-        """``log_t_original`` of the runs ``done`` on ``grid`` (as :func:`assemble`), and per
-        run the note its message takes ('' or the quadrature's cap; None: a NaN exponent, the
-        run is the single call's)."""
-        count = done.size
+    def log_t(
+        self, grid: np.ndarray, stacks: list[Steps], problems: list[tuple]
+    ) -> tuple[np.ndarray, list]:
+        """``log_t_original`` on ``grid`` of the runs of steps ``stacks`` (problem tuples
+        ``problems``), as :func:`assemble`, and per run the note its message takes ('' or the
+        quadrature's cap; None: a NaN exponent, the run is the single call's)."""
+        count = len(stacks)
         if self.problem.clock.original:
             with np.errstate(divide="ignore"):
                 return np.repeat(np.log(grid)[None], count, axis=0), [""] * count
         if not self.settings["original_time"]:
             return np.full((count, grid.size), np.nan), [""] * count
-        from .compiled import _many_flow_kernels as kernels
-        from .compiled import segment
-
-        problem_tuple = segment._problem_tuple(self.field, self.mode)
         nan = np.zeros(count, dtype=bool)
 
         def K(s: np.ndarray, which: np.ndarray) -> np.ndarray:
-            values = kernels.exponents(np.ascontiguousarray(s, dtype=float), done[which], starts,
-                                       ts, h, F, y_old, problem_tuple, hp)  # fmt: skip
-            bad = np.isnan(values)
-            if bad.any():
-                nan[np.unique(which[bad])] = True
+            values = exponents(s, which, stacks, problems)
+            nan[np.unique(which[np.isnan(values)])] = True
             return values
 
         make_rule = self.model.backend.interval_rule
         assert make_rule is not None  # checked by compiled()
-        log_t, samples, capped = log_original_times(grid, ts_of, K, make_rule())
+        log_t, samples, capped = log_original_times(grid, [st.ts for st in stacks], K, make_rule())
         notes: list[str | None] = []
         for k in range(count):
             if nan[k]:
@@ -303,17 +364,14 @@ class _Group:
                 notes.append("")
         return log_t, notes
 
-    def retimed(self, done, ts_of, starts, h, F, y_old, hp, grid) -> list:
-        """``tau`` on ``grid`` of the runs ``done`` whose ``tau`` the single call computes by
-        quadrature along the steps (:func:`flows.integrator.retime.retime`)."""
-        from .compiled import _segment_kernels
+    def retimed(self, done: np.ndarray, stacks: list[Steps], grid: np.ndarray) -> list:
+        """``tau`` on ``grid`` of the runs ``done`` (steps ``stacks``) whose ``tau`` the single
+        call computes by quadrature along the steps (:func:`flows.integrator.retime.retime`)."""
+        from .compiled import _segment_kernels as kernels
 
         out = []
-        for k, r in enumerate(done):
-            rows = slice(starts[r], starts[r + 1])
-            t_r = ts_of[k]
-            stack = (t_r[:-1], h[rows], F[rows], y_old[rows])
-            seg = Segment(self.mode.copy(), t_r, [], stack, dense=_segment_kernels.dense_values)
+        for r, steps in zip(done, stacks, strict=True):
+            seg = Segment(self.mode.copy(), steps.ts, [], steps.stack, dense=kernels.dense_values)
             problem = dataclasses.replace(
                 self.problem, hyperparameters=self.runs[r].hyperparameters
             )
@@ -351,6 +409,35 @@ class _Group:
             sliding_time=0.0,
             sliding_surfaces=0,
         )
+
+
+class Steps(NamedTuple):
+    """A run's compiled segment from 0 to ``t_max``: its step boundaries ``ts``, the stack
+    ``(t_old, h, F, y_old)`` of its dense output (the single call's
+    :meth:`flows.integrator.segments.Segment.dop853_stack`) and its field evaluations."""
+
+    ts: np.ndarray
+    stack: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    nfev: int
+
+
+def exponents(
+    s: np.ndarray, which: np.ndarray, stacks: list[Steps], problems: list[tuple]
+) -> np.ndarray:
+    """``K = -log c`` of run ``which[q]`` at time ``s[q]`` (NaN where the float path does not
+    hold): the single call's :func:`flows.compiled._segment_kernels.exponents` on each run's
+    own dense output and problem tuple, one call per run for all its times (a point's value
+    does not depend on the others)."""
+    from .compiled import _segment_kernels as kernels
+
+    out = np.empty(s.size)
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(len(stacks) + 1))
+    for k, (steps, problem) in enumerate(zip(stacks, problems, strict=True)):
+        rows = order[bounds[k] : bounds[k + 1]]
+        if rows.size:
+            out[rows] = kernels.exponents(s[rows], *steps.stack, problem)
+    return out
 
 
 def log_original_times(

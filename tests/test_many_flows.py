@@ -56,6 +56,20 @@ def single_calls(monkeypatch):
     return calls
 
 
+@pytest.fixture
+def segments_started(monkeypatch):
+    """The initial states of the runs whose compiled segment the batch starts."""
+    started: list = []
+    original = many_flows._Group.segment
+
+    def counted(self, y0, problem, watch):
+        started.append(y0)
+        return original(self, y0, problem, watch)
+
+    monkeypatch.setattr(many_flows._Group, "segment", counted)
+    return started
+
+
 def check(data, algorithm, depth, alphas, calls, left, **settings) -> list:
     """``simulate_many`` over ``alphas`` (and any list in ``settings``, zipped) equals the single
     calls, and leaves exactly the runs ``left`` (indices) to the single call."""
@@ -122,7 +136,7 @@ def test_budget_spent_falls_back(single_calls):
     assert all(s.status == -1 for s in singles)
 
 
-def test_an_event_at_the_start_falls_back(single_calls):
+def test_an_event_at_the_start_falls_back(single_calls, segments_started):
     # a loss floor between the initial losses: it holds where the second run starts, and the
     # first does not reach it by t_max
     loss_at = [simulate(MU, "l2-sam", 2, a, rho=1.0, t_max=0.01, n_points=2).loss
@@ -132,6 +146,46 @@ def test_an_event_at_the_start_falls_back(single_calls):
     singles = check(MU, "l2-sam", 2, [0.5, 1.0], single_calls, [1], rho=1.0, t_max=0.01,
                     n_points=11, loss_floor=floor)  # fmt: skip
     assert singles[1].events[0].kind == "loss floor" and singles[0].message == "reached t_max"
+    assert len(segments_started) == 1
+
+
+def test_the_start_check_takes_each_runs_radius(single_calls, segments_started):
+    # alpha = 1e-14 is below the collapse threshold radius * 1e-12 of rho = 1 (radius 1), not
+    # that of rho = 1e-3: one group, two radii (no near-zero switch in the asinh chart)
+    singles = check(MU, "l2-sam", 2, [1e-14, 1e-14], single_calls, [0, 1], rho=[1.0, 1e-3],
+                    chart="asinh", chart_scale=1.0, t_max=1.0, n_points=11)  # fmt: skip
+    assert singles[0].events[0].tau == 0.0 and singles[1].events[0].tau > 0.0
+    assert len(segments_started) == 1
+
+
+@pytest.mark.parametrize(
+    "alpha, settings, collapsed",
+    [
+        (1e-20, {}, True),  # below radius * COLLAPSE_FRACTION (radius 1), log chart
+        (1e-20, {"chart": "asinh", "chart_scale": 1.0}, True),  # the same from theta
+        (1e-11, {}, False),  # below radius * NEAR_ZERO: the asinh chart from the start
+    ],
+)
+def test_runs_that_start_small_fall_back(single_calls, segments_started, alpha, settings,
+                                        collapsed):  # fmt: skip
+    singles = check(MU, "l2-sam", 2, [alpha, 1.0], single_calls, [0], rho=1.0, t_max=1.0,
+                    n_points=11, **settings)  # fmt: skip
+    assert len(segments_started) == 1  # the driver's check, not the segment, hands it back
+    first = singles[0].events[0]
+    assert first.kind == "collapse" and (first.tau == 0.0) == collapsed
+    assert singles[1].message == "reached t_max"
+
+
+def test_a_run_that_starts_at_a_stationary_point_falls_back(single_calls, segments_started):
+    # regression targets interpolated by beta = 0.5^2 (depth 2, balanced): the run from 0.5
+    # starts at grad L = 0 (to rounding), the one from 1 does not
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((8, 6))
+    data = Dataset(X, X @ np.full(6, 0.25), task="regression")
+    singles = check(data, "gd", 2, [0.5, 1.0], single_calls, [0], t_max=1.0, n_points=11)
+    assert len(segments_started) == 1
+    assert singles[0].events[0].kind == "stationary" and singles[0].events[0].tau == 0.0
+    assert singles[1].message == "reached t_max"
 
 
 def test_runs_the_batch_does_not_take_are_single_calls(single_calls):
