@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+import flows.clocks as clocks
 import flows.compiled.segment as compiled_segment
 import flows.many as many
 import flows.many_flows as many_flows
@@ -257,3 +258,38 @@ def test_batched_runs_own_their_arrays(single_calls):
 def test_charts_losses_and_depths(single_calls, depth, settings):
     settings = {"rho": 0.3, "t_max": 1.0, **settings}
     check(BLOBS, "l2-sam", depth, [0.5, 1.0], single_calls, [], n_points=11, **settings)
+
+
+def exponent_of_run(s: np.ndarray, ref: np.ndarray, run: np.ndarray) -> np.ndarray:
+    """A test exponent: run 0 linear with a jump of 1.5 between its stretches at t = 0.6, run 1
+    a kink at t = 0.77 (refined level after level); +, * and abs only, so a sample's value
+    does not depend on the batch it is taken in."""
+    first = 2.0 * s + np.where(ref > 0.6, 1.5, 0.0)
+    second = 5.0 - 40.0 * np.abs(s - 0.77)
+    return np.where(run == 0, first, second)
+
+
+@pytest.mark.parametrize("capped", [False, True])
+def test_batched_quadrature_is_each_runs_own_call(monkeypatch, capped):
+    if capped:  # refinements may take as many samples as the first level: run 1 meets it
+        monkeypatch.setattr(clocks, "MAX_SAMPLES", 0)
+        monkeypatch.setattr(clocks, "REFINE_FACTOR", 1)
+    grid = np.linspace(0.0, 2.0, 9)
+    steps = [
+        [np.linspace(0.0, 0.6, 4), np.array([0.6, 0.6]), np.linspace(0.6, 2.0, 6)],
+        [np.array([0.0, 0.1, 0.3, 0.7, 1.2, 2.0])],
+    ]
+    initial = np.array([-1.0, -np.inf])
+    log_t, samples, caps = many_flows.log_original_times(
+        grid, steps, exponent_of_run, clocks._interval_rule, initial=initial
+    )
+    for r in range(2):
+        report = clocks.QuadratureReport()
+        own = clocks.log_original_time(
+            grid, steps[r], lambda s, ref, r=r: exponent_of_run(s, ref, np.full(s.size, r)),
+            many_flows.QUADRATURE_TOL, clocks._interval_rule, report, initial[r],
+        )  # fmt: skip
+        assert np.array_equal(log_t[r], own)
+        assert (samples[r], caps[r]) == (report.samples, report.capped)
+    assert list(caps) == [False, capped]
+    assert log_t[0, 0] == -1.0 and np.all(np.diff(log_t[0]) > 0)
