@@ -268,32 +268,37 @@ class _Group:
         where the run starts (:func:`flows.integrator.driver._integrate_segment`: its watched
         events' ``already``; such a run is the single call's). The events are the driver's own
         (:func:`flows.integrator.watched.segment_events` at the run's radius, the loss floor);
-        a smallness event (collapse, near zero: ``log max|w| < log(radius * fraction)``) is
-        checked for all runs at once, any other that can hold (stationary point, loss floor, a
-        direction at 0) run by run. The events are made once per radius, on the group's field
-        (their values read ``theta``, the gradient and the loss there, not the hyper-parameters)
-        at the first run's state (only the crossing of a sign-discontinuous algorithm reads it,
-        and such a run is a group of its own)."""
+        the smallness events (collapse, near zero: ``log max|w| - log(radius * fraction) < 0``)
+        are checked for all runs at once against the larger of a run's thresholds (the same
+        answer: a difference of floats is below 0 exactly where the first is below the second),
+        any other that can hold (stationary point, loss floor, a direction at 0) run by run.
+        The events are made once per radius, on the group's field (their values read ``theta``,
+        the gradient and the loss there, not the hyper-parameters) at the first run's state
+        (only the crossing of a sign-discontinuous algorithm reads it, and such a run is a group
+        of its own)."""
         model = self.model
         held = np.zeros(len(self.runs), dtype=bool)
         by_radius: dict[float, list[int]] = {}
         for r, run in enumerate(self.runs):
             by_radius.setdefault(self.radii[id(run.hyperparameters)], []).append(r)
-        largest = None
+        threshold = np.full(len(self.runs), -np.inf)  # -inf: no smallness event watched
         for radius, members in by_radius.items():
             events = segment_events(self.field, self.mode, int(self.problem.multiplicity.sum()),
                                     radius, near_zero=model.near_zero_switch, y=y0[members[0]],
                                     combination=model.backend.sliding)  # fmt: skip
             if model.loss_floor is not None:
                 events.append(LossFloor(self.field, floor=model.loss_floor))
+            sizes = [_log_size(radius, e.fraction) for e in events if isinstance(e, _Smallness)]
+            threshold[members] = max(sizes, default=-np.inf)
             for event in events:
-                if isinstance(event, _Smallness):
-                    largest = self.log_largest(y0) if largest is None else largest
-                    below = largest[members] - _log_size(radius, event.fraction) < 0
-                    held[members] |= below
-                elif type(event).already is not SegmentEvent.already:  # one that can hold
+                if (
+                    not isinstance(event, _Smallness)
+                    and type(event).already is not SegmentEvent.already
+                ):
                     for r in members:
                         held[r] = held[r] or event.already(y0[r])
+        if np.any(threshold > -np.inf):
+            held |= self.log_largest(y0) - threshold < 0
         return held
 
     def log_largest(self, y0: np.ndarray) -> np.ndarray:
