@@ -588,12 +588,15 @@ def _chattering_message(surfaces: list[str], log: list) -> str:
 
 
 def _steps_stall(run: Run) -> bool:
-    """Every :data:`~flows.integrator.stiffness.STIFFNESS_CHECK_NFEV` evaluations, end a run
-    that advanced less than :data:`~flows.integrator.stiffness.EXPLICIT_STALL` ``* max(1, s)``
-    since the last such check, whatever its method: segments that each end at an event (a run
-    sliding on switching surfaces) never spend an allowance, so the stiff method's own check
-    (:func:`_allowance_spent`) does not see them; whether it ended."""
-    if run.nfev - run.progress[0] < stiffness.STIFFNESS_CHECK_NFEV:
+    """Every :data:`~flows.integrator.stiffness.STIFFNESS_CHECK_NFEV` evaluations (every
+    :data:`~flows.integrator.stiffness.STALL_CHECK_NFEV` with the stiff method, whose
+    evaluations cost a Jacobian's share each), end a run that advanced less than
+    :data:`~flows.integrator.stiffness.EXPLICIT_STALL` ``* max(1, s)`` since the last such
+    check: segments that each end at an event (a run sliding on switching surfaces) never spend
+    an allowance, so the stiff method's own check (:func:`_allowance_spent`) does not see them;
+    whether it ended."""
+    window = stiffness.STALL_CHECK_NFEV if run.stiff else stiffness.STIFFNESS_CHECK_NFEV
+    if run.nfev - run.progress[0] < window:
         return False
     advanced = run.s - run.progress[1]
     run.progress = (run.nfev, run.s)
@@ -602,7 +605,7 @@ def _steps_stall(run: Run) -> bool:
     run.stop(
         Cause.SOLVER_FAILED,
         f"the steps stall at {_when(run, run.s)}: the solver advanced by {advanced:.3g} over "
-        f"its last {stiffness.STIFFNESS_CHECK_NFEV} evaluations, "
+        f"its last {window} evaluations, "
         f"{'with the stiff method' if run.stiff else 'the field not stiff'}"
         f"{_sliding_note(run.mode)}; the path up to there is returned",
     )

@@ -66,8 +66,9 @@ STALL_CHECK_NFEV = 5_000
 #: fraction of the time left, not of a fixed time: each check must at least halve what is left,
 #: so a run that goes on reaches the blow-up's tolerance in a bounded number of checks).
 STALL_FRACTION = 0.5
-#: Least advance of the clock over :data:`STIFFNESS_CHECK_NFEV` evaluations, relative to
-#: ``max(1, s)``, below which the steps stall and the run ends, whatever the method (measured:
+#: Least advance of the clock over :data:`STIFFNESS_CHECK_NFEV` evaluations (the explicit
+#: method) or :data:`STALL_CHECK_NFEV` (the stiff one), relative to ``max(1, s)``, below which
+#: the steps stall and the run ends (measured:
 #: l_inf-SAM sliding on three direction surfaces at depth 3, teacher seed 8, advanced 1e-4 of
 #: tau over 2e5 evaluations, 45 s, its field not stiff; at depth 4, teacher seed 7, the stiff
 #: method sliding on two surfaces advanced 0 over 160,000 evaluations, 200 s).
