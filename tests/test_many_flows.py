@@ -6,10 +6,9 @@ the batch took, so that a batch that took none would fail."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
+from test_many import assert_same
 
 import flows.clocks as clocks
 import flows.compiled.segment as compiled_segment
@@ -30,17 +29,6 @@ def regression() -> Dataset:
     rng = np.random.default_rng(0)
     X = rng.standard_normal((8, 6))
     return Dataset(X, X[:, :2].sum(axis=1), task="regression")
-
-
-def assert_same(batched, single) -> None:
-    """Every field of two trajectories equal, arrays bit for bit (NaN where NaN)."""
-    for field in dataclasses.fields(single):
-        a, b = getattr(batched, field.name), getattr(single, field.name)
-        if isinstance(b, np.ndarray):
-            assert a.dtype == b.dtype and a.shape == b.shape, field.name
-            assert np.array_equal(a, b, equal_nan=b.dtype.kind == "f"), field.name
-        else:
-            assert a == b, field.name
 
 
 @pytest.fixture
