@@ -49,6 +49,11 @@ POWER = coefficients.INTERPOLATOR_POWER
 SAFETY, MIN_FACTOR, MAX_FACTOR = 0.9, 0.2, 10.0
 EPS = np.finfo(np.float64).eps
 ERROR_EXPONENT = -1.0 / 8.0
+#: The bounds of the stages :func:`_stages_into` evaluates: ``[1, N_STAGES + 1)`` for a step
+#: (stage 0 is the field at its start, known), ``[N_STAGES + 1, len(A))`` for its dense output.
+#: Read from an array, so that both calls share one compiled :func:`_stages_into` (a literal
+#: bound would compile a second copy of it, with the field inlined: ~2 s).
+STAGE_BOUNDS = np.array([1, N_STAGES + 1, A.shape[0]])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -119,10 +124,12 @@ def perturbed_into(z, problem, work):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def event_values(y, problem, watch):
-    """:func:`event_values_into` with buffers of its own."""
-    return event_values_into(
-        y, problem, watch, kernels.workspace(problem[0], problem[6].shape[0]), False
-    )
+    """:func:`event_values_into` with buffers of its own, the field evaluated at ``y`` first."""
+    work = kernels.workspace(problem[0], problem[6].shape[0])
+    out = np.empty(7)
+    evaluated = field_called_into(y, problem, work, np.empty(y.size))
+    events_into(y, problem, watch, work, evaluated, out)
+    return out
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -429,7 +436,9 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
     if not ok:
         return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev, 0.0
     g_old, g_new = np.empty(7), np.empty(7)  # the events' functions at t and at the step's end
-    events_into(y, problem, watch, work, True, g_old)
+    # evaluated = ok, a variable (True here): a literal True would compile events_into a second
+    # time, beside the copy that event_values uses (~4 s)
+    events_into(y, problem, watch, work, ok, g_old)
     h_abs = first_step
     if first_step == 0:
         h_abs, ok = initial_step(y, f, s0, s_end, rtol, atol, problem)
@@ -461,7 +470,9 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
             h_abs = abs(h)
             for i in range(n):
                 K[0, i] = f[i]
-            ok, used = _stages_into(y, h, problem, work, K, 1, N_STAGES + 1, stage, y_new)
+            ok, used = _stages_into(
+                y, h, problem, work, K, STAGE_BOUNDS[0], STAGE_BOUNDS[1], stage, y_new
+            )
             nfev += used
             if not ok:  # a stage outside the float path: a smaller first step, or Python's loop
                 if steps > 0 or first_step != 0 or shrunk == RANGE_SHRINKS:
@@ -476,11 +487,13 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
                 break
             h_abs *= max(MIN_FACTOR, SAFETY * error_norm**ERROR_EXPONENT)
             rejected = True
-        events_into(y_new, problem, watch, work, True, g_new)
+        events_into(y_new, problem, watch, work, ok, g_new)  # ok: the stages evaluated y_new
         for k in range(g_new.size):
             if g_old[k] >= 0 and g_new[k] <= 0 and (g_old[k] != 0 or g_new[k] != 0):
                 return EVENT_AHEAD, steps, ts, F, y_olds, y, nfev, abs(h)
-        ok, used = _stages_into(y, h, problem, work, K, N_STAGES + 1, A.shape[0], stage, y_new)
+        ok, used = _stages_into(
+            y, h, problem, work, K, STAGE_BOUNDS[1], STAGE_BOUNDS[2], stage, y_new
+        )
         nfev += used
         if not ok:
             return LEFT_FLOAT_RANGE, steps, ts, F, y_olds, y, nfev, h_abs
