@@ -95,12 +95,13 @@ ROOT_STEPS = 8
 #: An interval of at most this many float spacings of its times is accepted as it is (its nodes
 #: are barely distinct floats).
 ATOMIC_ULPS = 64
-#: Levels of :func:`log_exp_integrals` (each at least halves a piece).
+#: Levels of :func:`log_original_times` (each at least halves a piece).
 MAX_LEVELS = 40
-#: Pieces refined at once by :func:`log_exp_integrals`; past this, a level is accepted as is.
+#: Pieces of a run refined at once by :func:`log_original_times`; past this, a level is
+#: accepted as is.
 MAX_PIECES = 20_000
-#: Samples of ``K`` the refinements of one :func:`log_exp_integrals` call may take beyond its
-#: first level: this many, or :data:`REFINE_FACTOR` times the first level's, whichever is
+#: Samples of ``K`` the refinements of one run of :func:`log_original_times` may take beyond
+#: its first level: this many, or :data:`REFINE_FACTOR` times the first level's, whichever is
 #: more; the level that passes it is accepted as is (:class:`QuadratureReport` says so). A
 #: clock factor with kinks at every scale (the sliding combination of l_inf-SAM where its
 #: multilinear system changes root) would otherwise be refined for 40 levels at thousands of
@@ -111,7 +112,7 @@ REFINE_FACTOR = 4
 
 @dataclass
 class QuadratureReport:
-    """What :func:`log_exp_integrals` spent: ``samples`` of ``K``, and whether it stopped
+    """What :func:`log_original_time` spent: ``samples`` of ``K``, and whether it stopped
     refining at its cap (:data:`MAX_SAMPLES`; ``capped``: the pieces still open were accepted at the
     accuracy they had, below ``tol``)."""
 
@@ -210,7 +211,7 @@ def _interval_rule(
     a: np.ndarray,
     b: np.ndarray,
 ) -> tuple[np.ndarray, ...]:
-    """One level of :func:`log_exp_integrals`: intervals ``[lo, hi]`` with ``K`` at the nodes
+    """One level of :func:`log_original_times`: intervals ``[lo, hi]`` with ``K`` at the nodes
     (rows of ``k``) and pieces ``[a, b]`` of them (``which``: the interval of each piece);
     per piece ``log int exp(K)``, whether it is accepted, and for the others whether to
     narrow them to a window ``[w_lo, w_hi]`` (times; the piece itself where not narrowed) or
@@ -288,104 +289,6 @@ def _interval_rule(
     return value, done, narrow, np.where(narrow, w_lo, a), np.where(narrow, w_hi, b)
 
 
-def _first_level(a: np.ndarray, b: np.ndarray, steps: list[np.ndarray] | None):
-    """The intervals of the first level of :func:`log_exp_integrals` (``lo``, ``hi``, the
-    interval of each piece), one batch of times at which to sample ``K`` with their ``ref``
-    (the middle of the piece or stretch), and the rows of that batch at the nodes of each
-    interval: the pieces themselves, or the steps of ``steps`` (stretches of zero length left
-    out), adjacent steps of one stretch sharing the node at their common end."""
-    if steps is None:
-        lo, hi, which = a, b, np.arange(a.size)
-        times = (lo[:, None] + _NODES * (hi - lo)[:, None]).ravel()
-        index = np.arange(times.size).reshape(lo.size, _NODES.size)
-        return lo, hi, which, times, np.repeat(0.5 * (lo + hi), _NODES.size), index
-    parts = [s for s in steps if s[-1] > s[0]]
-    lo = np.concatenate([s[:-1] for s in parts])
-    hi = np.concatenate([s[1:] for s in parts])
-    counts = np.array([s.size - 1 for s in parts])
-    stretch = np.repeat(np.arange(len(parts)), counts)
-    inner = _NODES.size - 1
-    index = (inner * np.arange(lo.size) + stretch)[:, None] + np.arange(_NODES.size)
-    times = np.empty(inner * lo.size + len(parts))
-    times[index] = lo[:, None] + _NODES * (hi - lo)[:, None]
-    middle = np.array([0.5 * (s[0] + s[-1]) for s in parts])  # ref: inside the stretch
-    ref = np.repeat(middle, inner * counts + 1)
-    which = np.searchsorted(lo, 0.5 * (a + b), side="right") - 1
-    return lo, hi, which, times, ref, index
-
-
-def log_exp_integrals(
-    a: np.ndarray,
-    b: np.ndarray,
-    K: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    tol: float = 1e-9,
-    rule: Rule | None = None,
-    steps: list[np.ndarray] | None = None,
-    report: QuadratureReport | None = None,
-) -> np.ndarray:
-    """``log int_{a_i}^{b_i} exp(K)`` for many pieces at once, adaptively.
-
-    ``K(s, ref)`` evaluates the exponent at times ``s`` (a batch); ``ref`` holds, for each time,
-    a time inside the piece or (given ``steps``) the stretch it belongs to, so that the caller
-    can take one-sided values where ``K`` may jump. The first level samples ``K`` at the
-    ``DEGREE + 1`` Chebyshev–Lobatto nodes of every piece or, given ``steps`` (strictly
-    increasing arrays of times, consecutive ones meeting end to end: the steps of stretches
-    within each of which ``K`` is continuous; the pieces are increasing, cover the same range
-    and each lies within one step), of every step (one batch; adjacent steps of a stretch share
-    their common node) and applies :func:`_interval_rule` to all the pieces of each. A later
-    level samples the pieces still open, each narrowed to its peak window, restricted to
-    itself (where its interval held more) or bisected, up to :data:`MAX_LEVELS` levels.
-    Accepted pieces are added (in log space) to their original piece. ``tol`` is relative in
-    log. ``rule`` replaces :func:`_interval_rule` by an implementation with the same signature
-    and results (the compiled backend's,
-    :func:`flows.compiled._quadrature_kernels.interval_rule`). The refinements take at
-    most :data:`MAX_SAMPLES` samples of ``K``, or :data:`REFINE_FACTOR` times the first level's;
-    ``report`` (if given) records the count and whether the cap ended the refinement.
-    """
-    rule = _interval_rule if rule is None else rule
-    report = QuadratureReport() if report is None else report
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    total = np.full(a.shape, -np.inf)
-    if a.size == 0:
-        return total
-    lo, hi, which, times, ref, index = _first_level(a, b, steps)
-    k = K(times, ref)[index]
-    report.samples += times.size
-    allowed = report.samples + max(MAX_SAMPLES, REFINE_FACTOR * times.size)
-    owner = None  # each piece's original piece, from the first refinement on
-    for level in range(MAX_LEVELS + 1):
-        if level > 0:
-            nodes = lo[:, None] + _NODES[None, :] * (hi - lo)[:, None]
-            k = K(nodes.ravel(), np.repeat(ref, _NODES.size)).reshape(nodes.shape)
-            report.samples += nodes.size
-        capped = report.samples >= allowed
-        last = level == MAX_LEVELS or a.size > MAX_PIECES or capped
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            value, done, narrow, w_lo, w_hi = rule(lo, hi, k, tol, last, which, a, b)
-        if owner is None:  # every piece its own owner
-            total = np.where(done, value, -np.inf)
-            owner, ref = np.arange(a.size), ref[index[:, 0]]
-        else:
-            np.logaddexp.at(total, owner[done], value[done])
-        report.capped |= capped
-        if done.all():
-            break
-        whole = (a == lo[which]) & (b == hi[which])
-        split = ~done & ~narrow & whole
-        keep = ~done & ~split
-        mid = 0.5 * (a[split] + b[split])
-        ref = ref[which]
-        a, b, owner, ref = (
-            np.concatenate([np.where(narrow, w_lo, a)[keep], a[split], mid]),
-            np.concatenate([np.where(narrow, w_hi, b)[keep], mid, b[split]]),
-            np.concatenate([owner[keep], owner[split], owner[split]]),
-            np.concatenate([ref[keep], ref[split], ref[split]]),
-        )
-        lo, hi, which = a, b, np.arange(a.size)
-    return total
-
-
 def log_original_time(
     grid: np.ndarray,
     steps: list[np.ndarray],
@@ -396,29 +299,162 @@ def log_original_time(
     initial: float = -np.inf,
 ) -> np.ndarray:
     """``log t(tau) = log(t_0 + int_{grid[0]}^tau exp(K))``, ``K = -log c``, at the increasing
-    times ``grid``, from ``log t_0 = initial`` at ``grid[0]`` (default ``t_0 = 0``).
+    times ``grid``, from ``log t_0 = initial`` at ``grid[0]`` (default ``t_0 = 0``):
+    :func:`log_original_times` of one run, ``K(s, ref)`` as there. ``report`` (if given)
+    records the samples of ``K`` taken and whether a cap ended the refinement; a path
+    integrated in stretches, each from ``log t`` where the one before it ends, is summed in the
+    order of one call over the whole path."""
+    report = QuadratureReport() if report is None else report
+    log_t, samples, capped = log_original_times(
+        grid, [steps], lambda s, ref, run: K(s, ref), tol, rule, np.array([initial])
+    )
+    report.samples += int(samples[0])
+    report.capped |= bool(capped[0])
+    return log_t[0]
 
-    ``steps``: the solver steps of each segment of the path (strictly increasing times, or a
-    segment of zero length; together from ``grid[0]`` to ``grid[-1]``; within each step the
-    path is one polynomial and ``K`` is sampled once for all its pieces, and ``K`` may jump
-    between segments, at event times). The integral is cut at the grid times and the
-    steps; the pieces are integrated together by :func:`log_exp_integrals` (``K(s, ref)`` and
-    ``rule`` as there) and accumulated in log space. Entries where ``log t`` exceeds
-    :data:`LOG_T_LIMIT` are ``+inf`` (``t`` is then beyond ``exp(1e100)``). ``report`` as
-    there. The sum starts from ``initial``: a path integrated in stretches, each from
-    ``log t`` where the one before it ends, is summed in the order of one call over the whole
-    path.
+
+def log_original_times(
+    grid: np.ndarray,
+    steps: list[list[np.ndarray]],
+    K: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    tol: float = 1e-9,
+    rule: Rule | None = None,
+    initial: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``log t = log(t_0 + int_{grid[0]}^tau exp(K))`` on the increasing times ``grid`` for
+    many runs at once, from ``log t_0 = initial[r]`` (default ``-inf``, ``t_0 = 0``).
+
+    ``steps[r]``: the solver steps of each stretch of run ``r``'s path (strictly increasing
+    times, or a stretch of zero length; together from ``grid[0]`` to ``grid[-1]``; within a step
+    the path is one polynomial, and ``K`` may jump between stretches, at event times).
+    ``K(s, ref, run)`` evaluates the exponent of run ``run[q]`` at ``s[q]``; ``ref[q]`` is a
+    time inside the stretch the sample belongs to, so that ``K`` can take one-sided values.
+
+    Each run's integral is cut at the grid times and its steps. The first level samples ``K``
+    at the ``DEGREE + 1`` Chebyshev–Lobatto nodes of every step (adjacent steps of a stretch
+    sharing their common node) and applies ``rule`` (:func:`_interval_rule`, or an
+    implementation with the same signature and results: the compiled backend's
+    :func:`flows.compiled._quadrature_kernels.interval_rule`) to every piece of each step. A
+    later level samples the pieces still open, each narrowed to its peak window, restricted to
+    itself (where its interval held more) or bisected, up to :data:`MAX_LEVELS` levels;
+    accepted pieces are added in log space to their original piece, and the pieces
+    accumulated. ``tol`` is relative in log. A run's refinements take at most
+    :data:`MAX_SAMPLES` samples of ``K``, or :data:`REFINE_FACTOR` times its first level's,
+    and at most :data:`MAX_PIECES` pieces at once; levels, caps and pieces are counted per
+    run, and the rule acts piece by piece, so a run's numbers are those it has alone. Entries
+    where ``log t`` exceeds :data:`LOG_T_LIMIT` are ``+inf`` (``t`` is then beyond
+    ``exp(1e100)``). Returns ``log t`` (runs, len(grid)), and per run the samples of ``K``
+    taken and whether a cap ended its refinement.
     """
+    rule = _interval_rule if rule is None else rule
+    count = len(steps)
     grid = np.asarray(grid, dtype=float)
-    out = np.full(grid.shape, np.inf)
-    out[0] = initial
-    steps = [np.asarray(s, dtype=float) for s in steps]
-    inner = np.concatenate([grid[:0], *steps])
-    edges = np.unique(np.concatenate([grid, inner[(inner > grid[0]) & (inner < grid[-1])]]))
-    if edges.size < 2:
-        return out
-    logs = log_exp_integrals(edges[:-1], edges[1:], K, tol, rule, steps, report)
-    at_edges = np.logaddexp.accumulate(np.concatenate([[initial], logs]))
-    at_edges[at_edges > LOG_T_LIMIT] = np.inf
-    out[1:] = at_edges[np.searchsorted(edges, grid[1:])]
-    return out
+    steps = [[np.asarray(s, dtype=float) for s in stretches] for stretches in steps]
+    initial = np.full(count, -np.inf) if initial is None else np.asarray(initial, dtype=float)
+    out = np.full((count, grid.size), np.inf)
+    out[:, 0] = initial
+    samples, capped = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=bool)
+    edges = [_edges(grid, stretches) for stretches in steps]
+    if edges[0].size < 2:  # the grid is one time: every run's edges are that time
+        return out, samples, capped
+    lo, hi, which, times, ref, index, time_run = _first_levels(steps, edges)
+    a = np.concatenate([e[:-1] for e in edges])
+    b = np.concatenate([e[1:] for e in edges])
+    run_of = np.repeat(np.arange(count), [e.size - 1 for e in edges])
+    k = K(times, ref, time_run)[index]
+    samples += np.bincount(time_run, minlength=count)
+    allowed = samples + np.maximum(MAX_SAMPLES, REFINE_FACTOR * samples)
+    total = np.full(a.size, -np.inf)
+    owner = np.arange(a.size)
+    ref = ref[index[:, 0]]  # per interval
+    for level in range(MAX_LEVELS + 1):
+        open_pieces = np.bincount(run_of, minlength=count)
+        if level > 0:
+            nodes = lo[:, None] + _NODES[None, :] * (hi - lo)[:, None]
+            repeat = _NODES.size
+            k = K(nodes.ravel(), np.repeat(ref, repeat), np.repeat(run_of, repeat))
+            k = k.reshape(nodes.shape)
+            samples += open_pieces * repeat
+        capped_now = samples >= allowed
+        last = (level == MAX_LEVELS) | (open_pieces > MAX_PIECES) | capped_now
+        value, done, narrow, w_lo, w_hi = _rule_by_last(
+            rule, lo, hi, k, tol, last[run_of], which, a, b
+        )
+        if level == 0:
+            total = np.where(done, value, -np.inf)
+        else:
+            np.logaddexp.at(total, owner[done], value[done])
+        capped |= capped_now & (open_pieces > 0)
+        if done.all():
+            break
+        whole = (a == lo[which]) & (b == hi[which])
+        split = ~done & ~narrow & whole
+        keep = ~done & ~split
+        mid = 0.5 * (a[split] + b[split])
+        ref = ref[which]
+        a, b, owner, ref, run_of = (
+            np.concatenate([np.where(narrow, w_lo, a)[keep], a[split], mid]),
+            np.concatenate([np.where(narrow, w_hi, b)[keep], mid, b[split]]),
+            *(np.concatenate([x[keep], x[split], x[split]]) for x in (owner, ref, run_of)),
+        )
+        lo, hi, which = a, b, np.arange(a.size)
+    piece_start = np.concatenate([[0], np.cumsum([e.size - 1 for e in edges])])
+    for r in range(count):
+        logs = total[piece_start[r] : piece_start[r + 1]]
+        at_edges = np.logaddexp.accumulate(np.concatenate([initial[r : r + 1], logs]))
+        at_edges[at_edges > LOG_T_LIMIT] = np.inf
+        out[r, 1:] = at_edges[np.searchsorted(edges[r], grid[1:])]
+    return out, samples, capped
+
+
+def _edges(grid: np.ndarray, stretches: list[np.ndarray]) -> np.ndarray:
+    """The ends of a run's pieces: the grid times and the step boundaries strictly inside the
+    grid."""
+    inner = np.concatenate([grid[:0], *stretches])
+    return np.unique(np.concatenate([grid, inner[(inner > grid[0]) & (inner < grid[-1])]]))
+
+
+def _first_levels(steps: list[list[np.ndarray]], edges: list[np.ndarray]) -> tuple:
+    """The first level of :func:`log_original_times` for every run (``steps[r]``: its
+    stretches, ``edges[r]`` the ends of its pieces), one after the other: the steps ``lo``,
+    ``hi`` of the stretches of positive length, the step of each piece, the times at the nodes
+    of every step (adjacent steps of a stretch sharing one) with their ``ref`` (the middle of
+    the stretch) and run, and the rows of those times at the nodes of each step."""
+    parts = [[s for s in stretches if s[-1] > s[0]] for stretches in steps]
+    flat = [s for part in parts for s in part]
+    stretch_run = np.repeat(np.arange(len(steps)), [len(part) for part in parts])
+    counts = np.array([s.size - 1 for s in flat])
+    lo = np.concatenate([s[:-1] for s in flat])
+    hi = np.concatenate([s[1:] for s in flat])
+    inner = _NODES.size - 1
+    stretch = np.repeat(np.arange(len(flat)), counts)
+    index = (inner * np.arange(lo.size) + stretch)[:, None] + np.arange(_NODES.size)
+    times = np.empty(inner * lo.size + len(flat))
+    times[index] = lo[:, None] + _NODES * (hi - lo)[:, None]
+    middle = np.array([0.5 * (s[0] + s[-1]) for s in flat])
+    ref = np.repeat(middle, inner * counts + 1)
+    time_run = np.repeat(stretch_run, inner * counts + 1)
+    intervals = np.bincount(np.repeat(stretch_run, counts), minlength=len(steps))
+    start = np.concatenate([[0], np.cumsum(intervals)])
+    which = np.concatenate([
+        np.searchsorted(lo[start[r] : start[r + 1]], 0.5 * (e[:-1] + e[1:]), side="right") - 1
+        + start[r]
+        for r, e in enumerate(edges)
+    ])  # fmt: skip
+    return lo, hi, which, times, ref, index, time_run
+
+
+def _rule_by_last(rule, lo, hi, k, tol, last, which, a, b) -> tuple[np.ndarray, ...]:
+    """``rule`` on the pieces, each with its own ``last`` (one call per value that occurs: the
+    rule acts piece by piece)."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        if last.all() or not last.any():
+            return rule(lo, hi, k, tol, bool(last[0]), which, a, b)
+        results = [np.empty(a.size), np.empty(a.size, bool), np.empty(a.size, bool),
+                   np.empty(a.size), np.empty(a.size)]  # fmt: skip
+        for flag in (False, True):
+            rows = np.flatnonzero(last == flag)
+            part = rule(lo, hi, k, tol, flag, which[rows], a[rows], b[rows])
+            for full, piece in zip(results, part, strict=True):
+                full[rows] = piece
+        return tuple(results)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any, NamedTuple
 
@@ -61,9 +60,6 @@ from .signedlog import SignedLog
 #: entries keeps ``64 n`` bytes a step: 16 runs of d = 1000 at depth 1, 100 steps each,
 #: 100 MB).
 STATE_ENTRIES = 2**14
-
-#: The driver's tolerance of the original-time quadrature (:func:`flows.clocks.log_original_time`).
-QUADRATURE_TOL = 1e-9
 
 
 def batched_flows(
@@ -355,8 +351,8 @@ class _Group:
 
         make_rule = self.model.backend.interval_rule
         assert make_rule is not None  # checked by compiled()
-        log_t, samples, capped = log_original_times(
-            grid, [[st.ts] for st in stacks], K, make_rule()
+        log_t, samples, capped = clocks.log_original_times(
+            grid, [[st.ts] for st in stacks], K, rule=make_rule()
         )
         notes: list[str | None] = []
         for k in range(count):
@@ -446,134 +442,3 @@ def exponents(
         if rows.size:
             out[rows] = kernels.exponents(s[rows], *steps.stack, problem)
     return out
-
-
-def log_original_times(
-    grid: np.ndarray,
-    steps: list[list[np.ndarray]],
-    K: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
-    rule: clocks.Rule,
-    tol: float = QUADRATURE_TOL,
-    initial: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`flows.clocks.log_original_time` of many runs at once, ``log t = log(t_0 + int
-    exp(K))`` on ``grid``: run ``r``'s ``steps[r]`` (that function's ``steps``: the step
-    boundaries of each stretch of its path, ``K`` continuous within a stretch) from
-    ``log t_0 = initial[r]`` (default ``-inf``), its pieces refined with those of the others.
-    ``K(s, ref, run)`` evaluates the exponent of run ``run[q]`` at ``s[q]``, ``ref[q]`` a time
-    inside the stretch the sample belongs to (that function's ``ref``). Each run's pieces,
-    samples, rule, caps and sums are those of its own call with a fresh
-    :class:`~flows.clocks.QuadratureReport` (the rule and the samples act piece by piece; a
-    run's pieces keep their order; levels, caps and :data:`~flows.clocks.MAX_PIECES` are
-    counted per run): the same numbers. Returns ``log t`` (runs, len(grid)), and per run the
-    samples of ``K`` taken and whether a cap ended its refinement."""
-    count = len(steps)
-    grid = np.asarray(grid, dtype=float)
-    initial = np.full(count, -np.inf) if initial is None else np.asarray(initial, dtype=float)
-    out = np.full((count, grid.size), np.inf)
-    out[:, 0] = initial
-    samples, capped = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=bool)
-    edges = [_edges(grid, stretches) for stretches in steps]
-    if edges[0].size < 2:  # the grid is one time: every run's edges are that time
-        return out, samples, capped
-    lo, hi, which, times, ref, index, time_run = _first_levels(steps, edges)
-    a = np.concatenate([e[:-1] for e in edges])
-    b = np.concatenate([e[1:] for e in edges])
-    run_of = np.repeat(np.arange(count), [e.size - 1 for e in edges])
-    k = K(times, ref, time_run)[index]
-    samples += np.bincount(time_run, minlength=count)
-    allowed = samples + np.maximum(clocks.MAX_SAMPLES, clocks.REFINE_FACTOR * samples)
-    total = np.full(a.size, -np.inf)
-    owner = np.arange(a.size)
-    ref = ref[index[:, 0]]  # per interval
-    for level in range(clocks.MAX_LEVELS + 1):
-        open_pieces = np.bincount(run_of, minlength=count)
-        if level > 0:
-            nodes = lo[:, None] + clocks._NODES[None, :] * (hi - lo)[:, None]
-            repeat = clocks._NODES.size
-            k = K(nodes.ravel(), np.repeat(ref, repeat), np.repeat(run_of, repeat))
-            k = k.reshape(nodes.shape)
-            samples += open_pieces * repeat
-        capped_now = samples >= allowed
-        last = (level == clocks.MAX_LEVELS) | (open_pieces > clocks.MAX_PIECES) | capped_now
-        value, done, narrow, w_lo, w_hi = _rule_by_last(
-            rule, lo, hi, k, tol, last[run_of], which, a, b
-        )
-        if level == 0:
-            total = np.where(done, value, -np.inf)
-        else:
-            np.logaddexp.at(total, owner[done], value[done])
-        capped |= capped_now & (open_pieces > 0)
-        if done.all():
-            break
-        whole = (a == lo[which]) & (b == hi[which])
-        split = ~done & ~narrow & whole
-        keep = ~done & ~split
-        mid = 0.5 * (a[split] + b[split])
-        ref = ref[which]
-        a, b, owner, ref, run_of = (
-            np.concatenate([np.where(narrow, w_lo, a)[keep], a[split], mid]),
-            np.concatenate([np.where(narrow, w_hi, b)[keep], mid, b[split]]),
-            *(np.concatenate([x[keep], x[split], x[split]]) for x in (owner, ref, run_of)),
-        )
-        lo, hi, which = a, b, np.arange(a.size)
-    piece_start = np.concatenate([[0], np.cumsum([e.size - 1 for e in edges])])
-    for r in range(count):
-        logs = total[piece_start[r] : piece_start[r + 1]]
-        at_edges = np.logaddexp.accumulate(np.concatenate([initial[r : r + 1], logs]))
-        at_edges[at_edges > clocks.LOG_T_LIMIT] = np.inf
-        out[r, 1:] = at_edges[np.searchsorted(edges[r], grid[1:])]
-    return out, samples, capped
-
-
-def _edges(grid: np.ndarray, stretches: list[np.ndarray]) -> np.ndarray:
-    """The ends of a run's pieces: the grid times and the step boundaries strictly inside the
-    grid (:func:`flows.clocks.log_original_time`)."""
-    inner = np.concatenate([grid[:0], *stretches])
-    return np.unique(np.concatenate([grid, inner[(inner > grid[0]) & (inner < grid[-1])]]))
-
-
-def _first_levels(steps: list[list[np.ndarray]], edges: list[np.ndarray]) -> tuple:
-    """:func:`flows.clocks._first_level` of every run (``steps[r]``: its stretches, ``edges[r]``
-    the ends of its pieces), one after the other: the steps ``lo``, ``hi`` of the stretches of
-    positive length, the step of each piece, the times at the nodes of every step (adjacent
-    steps of a stretch sharing one) with their ``ref`` (the middle of the stretch) and run,
-    and the rows of those times at the nodes of each step."""
-    parts = [[s for s in stretches if s[-1] > s[0]] for stretches in steps]
-    flat = [s for part in parts for s in part]
-    stretch_run = np.repeat(np.arange(len(steps)), [len(part) for part in parts])
-    counts = np.array([s.size - 1 for s in flat])
-    lo = np.concatenate([s[:-1] for s in flat])
-    hi = np.concatenate([s[1:] for s in flat])
-    inner = clocks._NODES.size - 1
-    stretch = np.repeat(np.arange(len(flat)), counts)
-    index = (inner * np.arange(lo.size) + stretch)[:, None] + np.arange(clocks._NODES.size)
-    times = np.empty(inner * lo.size + len(flat))
-    times[index] = lo[:, None] + clocks._NODES * (hi - lo)[:, None]
-    middle = np.array([0.5 * (s[0] + s[-1]) for s in flat])
-    ref = np.repeat(middle, inner * counts + 1)
-    time_run = np.repeat(stretch_run, inner * counts + 1)
-    intervals = np.bincount(np.repeat(stretch_run, counts), minlength=len(steps))
-    start = np.concatenate([[0], np.cumsum(intervals)])
-    which = np.concatenate([
-        np.searchsorted(lo[start[r] : start[r + 1]], 0.5 * (e[:-1] + e[1:]), side="right") - 1
-        + start[r]
-        for r, e in enumerate(edges)
-    ])  # fmt: skip
-    return lo, hi, which, times, ref, index, time_run
-
-
-def _rule_by_last(rule, lo, hi, k, tol, last, which, a, b) -> tuple[np.ndarray, ...]:
-    """``rule`` on the pieces, each with its own ``last`` (one call per value that occurs: the
-    rule acts piece by piece)."""
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        if last.all() or not last.any():
-            return rule(lo, hi, k, tol, bool(last[0]), which, a, b)
-        results = [np.empty(a.size), np.empty(a.size, bool), np.empty(a.size, bool),
-                   np.empty(a.size), np.empty(a.size)]  # fmt: skip
-        for flag in (False, True):
-            rows = np.flatnonzero(last == flag)
-            part = rule(lo, hi, k, tol, flag, which[rows], a[rows], b[rows])
-            for full, piece in zip(results, part, strict=True):
-                full[rows] = piece
-        return tuple(results)

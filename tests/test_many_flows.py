@@ -268,14 +268,14 @@ def test_batched_quadrature_is_each_runs_own_call(monkeypatch, capped):
         [np.array([0.0, 0.1, 0.3, 0.7, 1.2, 2.0])],
     ]
     initial = np.array([-1.0, -np.inf])
-    log_t, samples, caps = many_flows.log_original_times(
-        grid, steps, exponent_of_run, clocks._interval_rule, initial=initial
+    log_t, samples, caps = clocks.log_original_times(
+        grid, steps, exponent_of_run, rule=clocks._interval_rule, initial=initial
     )
     for r in range(2):
         report = clocks.QuadratureReport()
         own = clocks.log_original_time(
             grid, steps[r], lambda s, ref, r=r: exponent_of_run(s, ref, np.full(s.size, r)),
-            many_flows.QUADRATURE_TOL, clocks._interval_rule, report, initial[r],
+            1e-9, clocks._interval_rule, report, initial[r],
         )  # fmt: skip
         assert np.array_equal(log_t[r], own)
         assert (samples[r], caps[r]) == (report.samples, report.capped)
