@@ -138,9 +138,9 @@ def test_linf_sam_stuck_at_a_junction_ends_within_its_budget_and_says_the_steps_
     """l_inf-SAM at depth 3 on teacher set 8 spends a budget of 20,000 evaluations across
     segments that end at events (the last steps overshoot it by tens). At depth 4 on teacher
     set 7 it goes to the stiff method, slides on G_4 and G_5 from tau = 13.0803 and its
-    segments then end at events without advancing (from ~22,500 evaluations on): with the
-    default budget the run ends where its steps stall (no advance over the stiff method's 5000
-    evaluations), 30,000 evaluations in, instead of spending 2e5 (200 s at ~1 ms an
+    segments then end at once at a direction crossing whose handling changes nothing (no G_j
+    at zero where the event fires), again and again: the run ends there after 20 such segments
+    (IDLE_SEGMENTS), ~20,800 evaluations in, instead of spending 2e5 (200 s at ~1 ms an
     evaluation)."""
     data, signs = teacher_set(8)
     with warnings.catch_warnings():
@@ -151,10 +151,26 @@ def test_linf_sam_stuck_at_a_junction_ends_within_its_budget_and_says_the_steps_
         stalled = simulate(data, "linf-sam", 4, orthant_init(signs, 4, 0.5), rho=0.1,
                            t_max=100.0, original_time=False)  # fmt: skip
     assert capped.cause == Cause.BUDGET_SPENT and capped.nfev <= 20_000 + 50
-    assert stalled.status == -1 and "the steps stall" in stalled.message
-    assert "with the stiff method" in stalled.message and "G_5, G_4" in stalled.message
-    assert "over its last 5000 evaluations" in stalled.message
-    assert stalled.nfev <= 30_100
+    assert stalled.status == -1 and "the steps stall at tau=13.0803" in stalled.message
+    assert "20 segments in a row ended where they started" in stalled.message
+    assert "DirectionCrossing" in stalled.message and "G_5, G_4" in stalled.message
+    assert stalled.nfev <= 21_000
+
+
+def test_events_whose_handling_changes_nothing_end_the_run_as_stalled(monkeypatch):
+    """A crossing that fires where a segment starts and whose handling changes nothing would
+    start the same segment again forever: 20 such segments in a row end the run (status -1,
+    the event named), within a few evaluations a segment."""
+    from flows.datasets import gaussian_blobs
+    from flows.integrator import driver
+    from flows.integrator.events import Outcome
+    from flows.integrator.surface_events import DirectionCrossing
+
+    monkeypatch.setattr(DirectionCrossing, "handle", lambda self, *args: Outcome())
+    tr = simulate(gaussian_blobs(), "linf-sam", 2, [1.5, 0.8], rho=1.0, t_max=8.0)
+    assert tr.status == -1 and tr.cause == Cause.SOLVER_FAILED
+    assert f"{driver.IDLE_SEGMENTS} segments in a row ended where they started" in tr.message
+    assert "DirectionCrossing" in tr.message and tr.nfev < 2_000
 
 
 def test_chattering_surfaces_are_those_of_50_events_within_1e_6_of_tau():
