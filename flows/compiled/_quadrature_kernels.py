@@ -5,7 +5,7 @@ and their pieces: the same tests, constants and formulas (the tables of :mod:`fl
 passed in, not copied), one piece at a time instead of one numpy call per quantity over all of
 them. Only the summation order differs, so values agree to rounding; the tests run the
 quadrature's closed-form cases through both rules. :mod:`flows.clocks` drives the levels either
-way (:func:`~flows.clocks.log_exp_integrals` with ``rule=``).
+way (:func:`~flows.clocks.log_original_times` with ``rule=``).
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def _intervals(lo, hi, k, to_chebyshev, eps):
     return coef, error, floor, spacing, broken
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _rule(lo, hi, k, tol, last, which, a, b, tables, limits):
     """The loop behind :func:`interval_rule` (see :func:`flows.clocks._interval_rule`)."""
     to_chebyshev, gl_x, gl_logw = tables
