@@ -17,6 +17,7 @@ the first test on (:mod:`flows.compiled.background`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -70,8 +71,16 @@ def _start_warming() -> None:
         )
         _warming.append(proc)
         marker = done / f"done-{i}"
-        threading.Thread(target=lambda p=proc, m=marker: (p.wait(), m.touch()), daemon=True).start()
+        threading.Thread(target=_mark_when_done, args=(proc, marker), daemon=True).start()
     os.environ[WARM_DONE] = f"{done}{os.pathsep}{len(WARM_PROCESSES)}"
+
+
+def _mark_when_done(proc: subprocess.Popen, marker: Path) -> None:
+    """Leave ``marker`` once ``proc`` has exited (not if the session has already removed its
+    directory: a short run that stopped the compiles at its end)."""
+    proc.wait()
+    with contextlib.suppress(FileNotFoundError):
+        marker.touch()
 
 
 def _in_cache(dispatcher, sig) -> bool:
