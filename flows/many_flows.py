@@ -49,7 +49,7 @@ from .integrator.retime import applies as retime_applies
 from .integrator.retime import retime
 from .integrator.segments import Segment
 from .integrator.state import Run
-from .integrator.threshold_events import LossFloor, _log_size, _Smallness
+from .integrator.threshold_events import LossFloor, Smallness, log_size
 from .integrator.watched import segment_events
 from .results import Cause, Trajectory
 from .schedules import constant_values
@@ -284,11 +284,11 @@ class _Group:
                                     combination=model.backend.sliding)  # fmt: skip
             if model.loss_floor is not None:
                 events.append(LossFloor(self.field, floor=model.loss_floor))
-            sizes = [_log_size(radius, e.fraction) for e in events if isinstance(e, _Smallness)]
+            sizes = [log_size(radius, e.fraction) for e in events if isinstance(e, Smallness)]
             threshold[members] = max(sizes, default=-np.inf)
             for event in events:
                 if (
-                    not isinstance(event, _Smallness)
+                    not isinstance(event, Smallness)
                     and type(event).already is not SegmentEvent.already
                 ):
                     for r in members:
@@ -299,7 +299,7 @@ class _Group:
 
     def log_largest(self, y0: np.ndarray) -> np.ndarray:
         """``log max|w|`` of each run's state ``y0[r]``, as
-        :meth:`flows.integrator.threshold_events._Smallness.log_largest`: the largest coordinate
+        :meth:`flows.integrator.threshold_events.Smallness.log_largest`: the largest coordinate
         in the log chart, else from the parameters."""
         chart = self.problem.chart
         if isinstance(chart, LogChart):

@@ -36,7 +36,7 @@ def collapse(y: np.ndarray, mode: Mode, tau: float, log: list[FlowEvent]) -> Out
 
 
 @dataclass
-class _Smallness(SegmentEvent):
+class Smallness(SegmentEvent):
     """``g = log max|w| - log(radius * fraction)``, crossing downwards."""
 
     radius: float = 1.0
@@ -44,7 +44,7 @@ class _Smallness(SegmentEvent):
     direction = -1.0
 
     def __call__(self, s: float, y: np.ndarray) -> float:
-        return float(self.log_largest(y) - _log_size(self.radius, self.fraction))
+        return float(self.log_largest(y) - log_size(self.radius, self.fraction))
 
     def log_largest(self, y: np.ndarray) -> float:
         """``log max|w|`` at the chart state ``y``: in the log chart the largest coordinate
@@ -59,7 +59,7 @@ class _Smallness(SegmentEvent):
 
 
 @dataclass
-class NearZero(_Smallness):
+class NearZero(Smallness):
     """Every parameter below ``radius * NEAR_ZERO`` in the log chart: go on in the asinh chart."""
 
     fraction: float = NEAR_ZERO
@@ -86,7 +86,7 @@ class _Collapsing:
 
 
 @dataclass
-class Collapse(_Collapsing, _Smallness):
+class Collapse(_Collapsing, Smallness):
     """Every parameter below ``radius * COLLAPSE_FRACTION``: theta is 0 from here on."""
 
 
@@ -301,7 +301,7 @@ class ResidualSwitch(SegmentEvent):
         )
 
 
-def _log_size(radius: float, fraction: float) -> float:
+def log_size(radius: float, fraction: float) -> float:
     """``log(radius * fraction)`` without underflow (``-inf`` for radius 0: never reached; plain
     floats, as it is evaluated at every step)."""
     return math.log(radius) + math.log(fraction) if radius > 0 else -math.inf
