@@ -16,8 +16,8 @@ arguments the single call gives it (the same steps and numbers; the batch compil
 of its own), and the output is assembled for all of them at once: the states on the grid from
 the same dense output (:func:`~flows.compiled._segment_kernels.dense_values`),
 ``log_t_original`` by the single call's quadrature with the pieces of every run refined
-together (:func:`log_original_times`: the same pieces, samples, rule and sums per run, so the
-same numbers; ``K`` by :func:`~flows.compiled._segment_kernels.exponents` on each run's
+together (:func:`flows.clocks.log_original_times`: the same pieces, samples, rule and sums per
+run, so the same numbers; ``K`` by :func:`~flows.compiled._segment_kernels.exponents` on each run's
 steps), ``beta`` by the single call's formulas over the batch, the loss on its first read as
 the single call's (:class:`flows.integrator.assemble.Losses`). A run that the batch does not
 take, or that it cannot finish as the single call would (a handed-back segment, an event, a
