@@ -246,18 +246,13 @@ class _Group:
         model = self.model
         rtol, atol = model.tolerances(self.mode)
         budget = min(driver._allowance(model, "DOP853"), 2**62)  # the driver's first segment's
-        capacity = max(16, min(loop.CAPACITY, loop.STACK_BYTES // (8 * kernels.POWER * y0.size)))
+        capacity = loop.call_capacity(y0.size)
         status, count, ts, F, y_old, _, nfev, _ = kernels.segment(
             y0, 0.0, model.s_end, rtol, atol, budget, problem, watch, capacity, 0.0
         )
         if status != kernels.REACHED_END:
             return None
-        F, y_old = F[:count], y_old[:count]
-        if 2 * count < capacity:  # a copy, not a mostly empty buffer (as advance)
-            F, y_old = F.copy(), y_old.copy()
-        t_old = ts[:count].copy()
-        return Steps(ts[: count + 1].copy(), (t_old, ts[1 : count + 1] - t_old, F, y_old),
-                     int(nfev))  # fmt: skip
+        return Steps(*loop.kept_steps(ts, F, y_old, count, capacity), int(nfev))
 
     def holding_at_start(self, y0: np.ndarray) -> np.ndarray:
         """Per run (state ``y0[r]``), whether an event the single call's driver watches holds

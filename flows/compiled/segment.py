@@ -163,6 +163,27 @@ def exponent(field, segment: Segment, s: np.ndarray) -> np.ndarray | None:
     return loop.exponents(s, t_old, h, F, y_old, problem)
 
 
+def call_capacity(size: int) -> int:
+    """Steps one compiled call stores for a state of ``size`` entries: :data:`CAPACITY`, fewer
+    where their dense output would pass :data:`STACK_BYTES` (at least 16)."""
+    from . import _segment_kernels as loop
+
+    return max(16, min(CAPACITY, STACK_BYTES // (8 * loop.POWER * size)))
+
+
+def kept_steps(
+    ts: np.ndarray, F: np.ndarray, y_old: np.ndarray, steps: int, capacity: int
+) -> tuple[np.ndarray, tuple]:
+    """The step boundaries ``ts[:steps + 1]`` and the dense-output stack ``(t_old, h, F,
+    y_old)`` of a compiled call's first ``steps`` steps (its buffers of ``capacity`` steps:
+    views where the steps fill at least half of them, else copies)."""
+    t_old = ts[:steps].copy()
+    F, y_old = F[:steps], y_old[:steps]
+    if 2 * steps < capacity:  # a copy, not a mostly empty buffer of up to STACK_BYTES
+        F, y_old = F.copy(), y_old.copy()
+    return ts[: steps + 1].copy(), (t_old, ts[1 : steps + 1] - t_old, F, y_old)
+
+
 def advance(
     field: CompiledField,
     mode: Mode,
@@ -186,7 +207,7 @@ def advance(
     watch = _watch(field, mode, radius, near_zero, y, loss_floor)
     nfev = 0
     budget = min(budget, 2**62)
-    capacity = max(16, min(CAPACITY, STACK_BYTES // (8 * loop.POWER * y.size)))
+    capacity = call_capacity(y.size)
     h_next = 0.0
     while True:
         status, steps, ts, F, y_old, y_end, used, h_next = loop.segment(
@@ -194,14 +215,8 @@ def advance(
         )
         nfev += int(used)
         if steps > 0:
-            t_old = ts[:steps].copy()
-            F, y_old = F[:steps], y_old[:steps]
-            if 2 * steps < capacity:  # a copy, not a mostly empty buffer of up to STACK_BYTES
-                F, y_old = F.copy(), y_old.copy()
-            stack = (t_old, ts[1 : steps + 1] - t_old, F, y_old)
-            segments.append(
-                Segment(mode.copy(), ts[: steps + 1].copy(), [], stack, dense=loop.dense_values)
-            )
+            bounds, stack = kept_steps(ts, F, y_old, steps, capacity)
+            segments.append(Segment(mode.copy(), bounds, [], stack, dense=loop.dense_values))
             s, y = float(ts[steps]), y_end.copy()
         if status == loop.BUDGET_SPENT and steps == capacity and nfev <= budget:
             # this call's buffer goes before the next call allocates its own
