@@ -114,7 +114,7 @@ from .background import (  # noqa: E402
 from .discrete import CompiledSteps, stepper  # noqa: E402
 from .field import CompiledField  # noqa: E402
 from .quadrature import interval_rule  # noqa: E402
-from .segment import Advance, advance, applies, exponent  # noqa: E402
+from .segment import Advance, advance, applies, call_capacity, exponent, kept_steps  # noqa: E402
 from .sliding import CompiledSliding  # noqa: E402
 
 __all__ = [
@@ -131,10 +131,12 @@ __all__ = [
     "applies",
     "available",
     "cache_folder",
+    "call_capacity",
     "compiled_ready",
     "compile_seconds",
     "exponent",
     "interval_rule",
+    "kept_steps",
     "kernels_cached",
     "kernels_compiled",
     "mark_compiled",
