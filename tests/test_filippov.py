@@ -71,7 +71,6 @@ from scipy.integrate import solve_ivp
 from flows import simulate
 from flows.data import Dataset
 from flows.datasets import gaussian_blobs, teacher_data
-from flows.results import Cause
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning")
 
@@ -424,28 +423,6 @@ def test_a_crossing_that_releases_a_sliding_surface():
     _, richardson, _ = discrete_errors("junction", (2e-3, 1e-3))
     assert richardson[-1] <= 2 * 9.1e-5
     assert smoothed_error("junction", 1e-4) <= 1.5 * CASES["junction"].b_slope * 1e-4
-
-
-def test_surfaces_meeting_undecided_stop_the_run_at_once():
-    """Where G_0 reaches 0 while G_2 and G_3 slide (seed 3, 12 examples, 6 features, rho = 0.3),
-    no combination of sliding and crossing is consistent: each resolution (release, cross,
-    slide again) undoes the previous one at the same instant. The run stops there at once,
-    status -1, naming the surfaces and the time, with the path up to there (not after 10,000
-    events or the whole budget). The numpy backend: whether the junction is met undecided
-    depends on the last bits of the sliding weights there (with numba 0.68 the compiled
-    combination releases both sliding surfaces at tau = 4.852489 and slides on no more)."""
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(12, 6))
-    data = Dataset(X, np.sign(X @ np.abs(rng.normal(size=6))))
-    run = simulate(
-        data, "linf-sam", 2, 1.0, rho=0.3, t_max=8.0, n_points=33, original_time=False,
-        backend="numpy",
-    )  # fmt: skip
-    assert run.cause is Cause.UNDECIDED_JUNCTION and run.status == -1
-    assert "G_0, G_2, G_3 meet at tau=4.85249" in run.message, run.message
-    assert run.nfev < 5_000 and len(run.events) < 40
-    assert run.tau[-1] == pytest.approx(4.8525, abs=1e-4)
-    assert np.all(np.isfinite(run.log_abs_beta))
 
 
 # ----------------------------------------------------------------------------- reference B

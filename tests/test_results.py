@@ -29,7 +29,7 @@ import pytest
 from flows import Dataset, iterate, simulate, single_example
 from flows import run as flows_run
 from flows.datasets import MU5, gaussian_blobs, teacher_data
-from flows.integrator import driver, filippov
+from flows.integrator import driver, filippov, junctions
 from flows.results import ARRAY_NAMES, Cause, Trajectory, write_csv
 from flows.schedules import warmup_cosine
 from flows.sweep.kinds import SIMULATE_KEYS, run_simulate
@@ -307,7 +307,7 @@ def _too_many_events(monkeypatch) -> Trajectory:
 
 
 def _seed3_linf_sam(t_max: float, **kw) -> Trajectory:
-    """l_inf-SAM on 12 examples, 6 features (seed 3; tests/test_filippov.py), where direction
+    """l_inf-SAM on 12 examples, 6 features (seed 3; tests/test_junctions.py), where direction
     surfaces meet while others slide."""
     data = positive_teacher(3, 12, 6)
     return simulate(data, "linf-sam", 2, 1.0, rho=0.3, t_max=t_max, original_time=False, **kw)
@@ -318,6 +318,12 @@ def _too_many_surfaces(monkeypatch) -> Trajectory:
     coupled surfaces, with at most one allowed."""
     monkeypatch.setattr(filippov, "MAX_COUPLED", 1)
     return _seed3_linf_sam(4.8, n_points=9)
+
+
+def _no_way_left(monkeypatch) -> Trajectory:
+    """The junction of :func:`_seed3_linf_sam` at tau = 4.85249 with no way through it tried."""
+    monkeypatch.setattr(junctions, "MAX_WAYS_AT_ONE_INSTANT", 0)
+    return _seed3_linf_sam(8.0, n_points=33, backend="numpy")
 
 
 def _rng_rows(seed: int, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -341,8 +347,8 @@ CAUSES = {
         single_example([1e150, 2.0]), "gd", 2, 1.0, t_max=10.0, n_points=5
     ),
     Cause.TOO_MANY_SURFACES: _too_many_surfaces,
-    # tests/test_filippov.py::test_surfaces_meeting_undecided_stop_the_run_at_once
-    Cause.UNDECIDED_JUNCTION: lambda mp: _seed3_linf_sam(8.0, n_points=33, backend="numpy"),
+    # tests/test_junctions.py::test_a_junction_with_no_way_left_stops_the_run
+    Cause.UNDECIDED_JUNCTION: lambda mp: _no_way_left(mp),
     Cause.TOO_MANY_EVENTS: _too_many_events,
     # flows.iterate: beta = 1e600 at step 0 (tests/test_discrete.py)
     Cause.OVERFLOW: lambda mp: iterate(
@@ -377,7 +383,7 @@ def test_every_cause_has_a_run():
 #: Causes whose run (0.6-2 s) is checked here only with ``-m slow``: the same cause and status
 #: are asserted in the default run by tests/test_reliability.py
 #: (``test_a_field_beyond_the_clock_is_named_and_warns_nothing``: solver failed),
-#: tests/test_filippov.py (``test_surfaces_meeting_undecided_stop_the_run_at_once``) and
+#: tests/test_junctions.py (``test_a_junction_with_no_way_left_stops_the_run``) and
 #: tests/test_regression.py (``test_one_sam_stops_where_a_residual_reaches_zero``); the round
 #: trip of a cause through the arrays stays with the other causes.
 SLOW_CAUSES = {Cause.SOLVER_FAILED, Cause.UNDECIDED_JUNCTION, Cause.RESIDUAL_SWITCH}

@@ -48,6 +48,7 @@ from .arguments import (
 from .assemble import Output, assemble, ends
 from .conservation import MIRROR_ADVICE, split_layers
 from .filippov import FilippovField, TooManySurfaces
+from .junctions import resolve_junction
 from .segments import Mode, Path, Segment
 from .solver import METHODS, integrate_segment
 from .state import Run
@@ -208,7 +209,10 @@ def simulate(
             run.stop(run.cause, run.message)
         elif idle >= IDLE_SEGMENTS:
             run.stop(Cause.SOLVER_FAILED, _idle_message(run, fired))
-        elif undecided := undecided_surfaces(run.log):
+        elif (undecided := undecided_surfaces(run.log, _decided(run.mode))) and not resolve_junction(
+            run.field_for(run.mode), run.mode, run.y, run.s, float(run.y[-1]), run.log,
+            run.backend.sliding,
+        ):  # fmt: skip
             run.stop(Cause.UNDECIDED_JUNCTION, _undecided_message(undecided, run.log[-1].tau))
         elif chattering := chattering_surfaces(run.log):
             run.stop(Cause.UNDECIDED_JUNCTION, _chattering_message(chattering, run.log))
@@ -576,6 +580,11 @@ def _split_layers(run: Run) -> tuple[int, int] | None:
     if problem.algorithm.perturbs or len(problem.multiplicity) < 2 or not run.path.count:
         return None
     return split_layers(ends(run), run.rtol)
+
+
+def _decided(mode: Mode) -> int:
+    """The length of the event log when the latest junction was decided (0: none was)."""
+    return mode.tried[2] if mode.tried else 0
 
 
 def _undecided_message(surfaces: list[str], tau: float) -> str:

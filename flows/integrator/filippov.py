@@ -56,6 +56,7 @@ from .multilinear import (
     vertex_signs,
 )
 from .segments import Mode
+from .tilted import SPREAD_RELEASE, solve_tilted_in_tau
 
 PARAMETER, DIRECTION = "parameter", "direction"
 #: Batches of the original-time quadrature are cut so that an array holds about this many
@@ -336,28 +337,69 @@ class FilippovField:
             dp = dp * np.sign(signed_p)[:, None, :]
         return np.where(finite[..., 0], dp @ self.features, 0.0)
 
-    def _coupled_weights(self, rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``lambda`` (..., k_coupled) and the multilinear weights (..., M) of the coupled
-        vertices from the rates (..., k, V) (``[1]`` when none slides; see
-        :func:`solve_multilinear`)."""
+    def _coupled_weights(self, ev: Evaluation) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``lambda`` (..., k_coupled), the weights (..., M) of the coupled vertices from the
+        one-sided fields ``ev`` (rates (..., k, V)) (``[1]`` when none slides), and whether the
+        multilinear rule solved its equations (...) (:func:`solve_multilinear`; True under
+        the tilted rule, whose own margin watches it)."""
+        rates = ev.rates
         if not self.coupled:
-            return np.empty(rates.shape[:-2] + (0,)), np.ones(rates.shape[:-2] + (1,))
-        lam, _ = solve_multilinear(
+            batch = rates.shape[:-2]
+            return np.empty(batch + (0,)), np.ones(batch + (1,)), np.ones(batch, dtype=bool)
+        if self.mode.tilted:
+            vertices = slice(0, len(self.signs))
+            lam, weights = self._tilted_weights(
+                ev.rates[..., self.coupled, vertices], ev.rhs[..., vertices, -1]
+            )
+            return lam, weights, np.ones(rates.shape[:-2], dtype=bool)
+        lam, exact = solve_multilinear(
             rates[..., self.coupled, : len(self.signs)], self.signs, self.newton
         )
-        return lam, multilinear_weights(lam, self.signs)
+        return lam, multilinear_weights(lam, self.signs), exact
+
+    def _tilted_weights(
+        self, rates: np.ndarray, speeds: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The tilted rule's weights (..., M) in the original clock, one point at a time
+        (:func:`~flows.integrator.tilted.solve_tilted_in_tau`: its shares are of rescaled
+        time), and each surface's share of its + side (..., k) as its ``lambda``."""
+        flat_rates = rates.reshape((-1,) + rates.shape[-2:])
+        flat_speeds = speeds.reshape(-1, speeds.shape[-1])
+        found = [solve_tilted_in_tau(r, c) for r, c in zip(flat_rates, flat_speeds, strict=True)]
+        weights = np.array([f[0] for f in found]).reshape(speeds.shape)
+        shares = np.array([f[1] for f in found]).reshape(speeds.shape)
+        return shares @ (self.signs > 0), weights
+
+    def release_margin(self, z: np.ndarray, time: float) -> float:
+        """Positive while every surface slides: ``min_i min(lambda_i, 1 - lambda_i)`` under the
+        multilinear rule, -1 where it has no exact solution (the surfaces can no longer be kept
+        together); ``1 - spread / SPREAD_RELEASE`` under the tilted rule (-1 where it has no
+        solution), :mod:`flows.integrator.tilted`."""
+        if not (self.mode.tilted and self.coupled):
+            lam, exact = self.lambdas_exact(z, time)
+            return float(np.min(np.minimum(lam, 1.0 - lam))) if exact else -1.0
+        ev = self.evaluate(z, time)
+        vertices = slice(0, len(self.signs))
+        _, _, size, exact = solve_tilted_in_tau(
+            ev.rates[self.coupled, vertices], ev.rhs[vertices, -1]
+        )
+        return 1.0 - size / SPREAD_RELEASE if exact else -1.0
 
     def lambdas(self, z: np.ndarray, time: float) -> np.ndarray:
         """``lambda_i`` (k,) of every surface: the weight of its + side."""
+        return self.lambdas_exact(z, time)[0]
+
+    def lambdas_exact(self, z: np.ndarray, time: float) -> tuple[np.ndarray, bool]:
+        """:meth:`lambdas`, and whether the coupled ones solve their equations exactly."""
         ev = self.evaluate(z, time, minus=True)
         out = np.empty(len(self.surfaces))
-        out[self.coupled], weights = self._coupled_weights(ev.rates)
+        out[self.coupled], weights, exact = self._coupled_weights(ev)
         half = len(self.signs)
         for i in self.inert:
             plus = weights @ ev.rates[i, :half]
             minus = weights @ ev.rates[i, half:]
             out[i] = minus / (minus - plus) if minus != plus else 0.5
-        return out
+        return out, bool(np.all(exact))
 
     def one_sided_rates(self, z: np.ndarray, time: float) -> tuple[float, float]:
         """``(N+, N-)`` of the extra (last) surface, the others sliding as they do."""
@@ -379,7 +421,7 @@ class FilippovField:
     def _combined(self, z: np.ndarray, time: float) -> tuple[np.ndarray, float]:
         """``sum_v w_v c_v / c_max (dz/dtau, 1)`` and ``log c_max`` at ``z``."""
         ev = self.evaluate(z, time)
-        weights = self._coupled_weights(ev.rates)[1]
+        weights = self._coupled_weights(ev)[1]
         return weights @ ev.rhs[: len(self.signs)], float(ev.log_c_max)
 
     def chart_rhs(
@@ -427,7 +469,7 @@ class FilippovField:
         step = max(1, BATCH_ELEMENTS // per_point)
         for lo in range(0, len(zz), step):
             ev = self.evaluate_batch(zz[lo : lo + step], times[lo : lo + step])
-            lam, weights = self._coupled_weights(ev.rates)
+            lam, weights, _ = self._coupled_weights(ev)
             speed = np.sum(weights * ev.rhs[:, : len(self.signs), -1], axis=-1)
             outside = ~(speed > 0)  # a lambda past [0, 1] (a node beyond a release): see below
             if np.any(outside):

@@ -45,6 +45,12 @@ class Mode:
         surface (:class:`flows.integrator.filippov.Surface`).
     collapsed : theta has collapsed to 0 for good.
     stationary : theta sits at a stationary point for good (see :class:`flows.integrator.events.Stationary`).
+    tilted : the sliding directions combine their one-sided fields by the tilted rule
+        (:mod:`flows.integrator.tilted`, chosen at a junction where the multilinear rule has no
+        weights in the box, :mod:`flows.integrator.junctions`) instead of the multilinear one.
+    tried : the ways through the latest junction tried at its instant, ``(tau, ways, logged)``:
+        each way ``(candidates, roles, tilted)``, and the length of the event log after the
+        last (:mod:`flows.integrator.junctions`).
     near_zero : after the run left the log chart because every parameter came near 0: the
         flat indices of the parameters whose reaching 0 is the collapse (those within
         ``e^-30`` of the largest; the others are far below any tolerance), else None.
@@ -59,6 +65,8 @@ class Mode:
     collapsed: bool = False
     stationary: bool = False
     near_zero: np.ndarray | None = None
+    tilted: bool = False
+    tried: tuple = ()
 
     @property
     def pattern(self) -> SignPattern | None:
@@ -89,6 +97,8 @@ class Mode:
             self.collapsed,
             self.stationary,
             self.near_zero,
+            self.tilted,
+            self.tried,
         )
 
 

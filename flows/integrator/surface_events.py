@@ -21,6 +21,7 @@ from .filippov import (
     TooManySurfaces,
     parameter_surface,
 )
+from .junctions import resolve_junction
 from .segments import Mode
 
 
@@ -121,13 +122,17 @@ def _crossed_in_this_instant(
 MAX_REPEATS_AT_ONE_INSTANT = 3
 
 
-def undecided_surfaces(log: list[FlowEvent]) -> list[str]:
+def undecided_surfaces(log: list[FlowEvent], since: int = 0) -> list[str]:
     """The surfaces (``'G_j'``, ``'w^(l)_j'``) whose events at the latest instant repeat more than
-    :data:`MAX_REPEATS_AT_ONE_INSTANT` times: surfaces meeting there with no consistent way to
-    slide or cross (each resolution undoes the previous one); empty otherwise."""
+    :data:`MAX_REPEATS_AT_ONE_INSTANT` times among the events from index ``since`` on (those
+    after a junction decided there, :mod:`flows.integrator.junctions`): surfaces
+    meeting there with no consistent way to slide or cross one at a time (each resolution undoes
+    the previous one); empty otherwise."""
     if not log:
         return []
-    events = _this_instant(log, log[-1].tau)
+    events = _this_instant(log, log[-1].tau)[: max(len(log) - since, 0)]
+    if not events:
+        return []
     counts: dict[tuple, int] = {}
     for e in events:
         key = (e.kind, e.entry, e.surface)
@@ -251,7 +256,11 @@ class DirectionCrossing(SegmentEvent):
     def handle(
         self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
     ) -> Outcome:
-        """Cross or slide, for every watched ``G_j`` at 0 (to rounding) here."""
+        """Cross or slide, for every watched ``G_j`` at 0 (to rounding) here: where two or more
+        directions meet (at 0 or sliding), all together
+        (:func:`flows.integrator.junctions.resolve_junction`), else one at a time."""
+        if resolve_junction(self.field, mode, y, s, tau, log, self.combination, at_least=2):
+            return Outcome()
         values = self.values(y)
         scale = float(np.max(np.abs(self.problem.data.signed_features)))
         at_zero = (values <= DIRECTION_ZERO * scale) | (self.pattern[self.watched] == 0)
@@ -280,8 +289,7 @@ class Release(SegmentEvent):
 
     def __call__(self, s: float, y: np.ndarray) -> float:
         assert self.sliding is not None
-        lam = self.sliding.lambdas(y[:-1], s)
-        return float(np.min(np.minimum(lam, 1.0 - lam)))
+        return self.sliding.release_margin(y[:-1], s)
 
     def already(self, y: np.ndarray) -> bool:
         """A weight outside ``[0, 1]`` where the segment starts (the surfaces that slide after
@@ -294,11 +302,38 @@ class Release(SegmentEvent):
         self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
     ) -> Outcome:
         """The surface whose weight reached 0 or 1 stops sliding: the flow leaves on the side
-        whose field no longer points at it (``lambda = 1``: the + side)."""
+        whose field no longer points at it (``lambda = 1``: the + side). Under the tilted rule,
+        or where the multilinear one has no exact solution, the junction is decided again
+        (:func:`flows.integrator.junctions.resolve_junction`)."""
         assert self.sliding is not None
-        lam = self.sliding.lambdas(y[:-1], s)
+        lam, exact = self.sliding.lambdas_exact(y[:-1], s)
+        if mode.tilted or not exact:
+            return _decide_again(self.field, mode, y, s, tau, log, self.combination)
         i = int(np.argmin(np.minimum(lam, 1.0 - lam)))
         surface = self.sliding.surfaces[i]
         _leave(surface, 1.0 if lam[i] >= 0.5 else -1.0, y, mode)
         _log(log, tau, "release", surface, self.problem.shape)
         return Outcome()
+
+
+def _decide_again(
+    field: VectorField,
+    mode: Mode,
+    y: np.ndarray,
+    s: float,
+    tau: float,
+    log: list[FlowEvent],
+    combination: Callable | None,
+) -> Outcome:
+    """The sliding surfaces can no longer be kept together (the tilted combination reached the
+    boundary of Filippov's set, or the multilinear one has no exact solution): the junction
+    decides again which of them slide (:func:`flows.integrator.junctions.resolve_junction`)."""
+    if resolve_junction(field, mode, y, s, tau, log, combination):
+        return Outcome()
+    surfaces = [f"G_{j}" for j in mode.sliding_directions]
+    return Outcome(
+        stop=True,
+        cause=Cause.UNDECIDED_JUNCTION,
+        message=f"the switching surfaces {', '.join(surfaces)} stop sliding together at "
+        f"tau={tau:.6g} with no consistent way to go on; the path up to there is returned",
+    )

@@ -1,0 +1,118 @@
+"""The tilted (maximum-entropy) rule of the sliding combination
+(:mod:`flows.integrator.filippov`): weights on all ``2^k`` one-sided fields, where the
+multilinear rule (:mod:`flows.integrator.multilinear`) has no weights in ``[0, 1]^k``.
+
+Filippov's set at a junction of ``k`` surfaces is every convex combination ``w`` of the
+``M = 2^k`` one-sided fields whose normal rates ``r_v`` (columns of ``rows``, (k, M)) cancel:
+``sum_v w_v r_v = 0``. The multilinear rule looks for ``w`` among products of ``k`` independent
+shares; near a junction where the surfaces' rates are nearly parallel that family can miss the
+set although it is not empty. The tilted rule takes the member of greatest entropy,
+
+    w_v = exp(mu . r_v) / sum_u exp(mu . r_u),
+
+whose ``mu`` (k) minimises the convex ``log sum_v exp(mu . r_v)`` (its gradient is
+``sum_v w_v r_v``). The minimiser exists exactly when 0 lies inside the convex hull of the
+``r_v``; as 0 reaches the hull's boundary, the weights concentrate on a face (the spread
+``max_v mu . r_v - min_v mu . r_v``, the log of the ratio of the largest weight to the
+smallest, grows without bound): the flow is about to leave some surface
+(:data:`SPREAD_RELEASE`). ``|mu|`` itself can be large well inside the hull, where the rates
+are nearly linearly dependent. For ``k = 1`` it is Filippov's unique combination. :class:`flows.integrator.filippov.FilippovField`
+applies it to the rates in the rescaled clock (shares of ``tau``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Newton steps (each with a backtracking line search) at most.
+TILT_ITERATIONS = 100
+#: Converged where ``|sum_v w_v r_v|`` is below this (rows scaled to 1); where the line search
+#: can no longer decrease the log-sum-exp, the iterate is at rounding: converged below
+#: ``ROUNDING_TOL``.
+TILT_TOL = 1e-13
+ROUNDING_TOL = 1e-10
+#: The combination is on the hull's boundary (a surface releases) where the spread of the
+#: exponents reaches this: the largest weight is then ``e^SPREAD_RELEASE`` times the smallest.
+SPREAD_RELEASE = 700.0
+
+
+def _weights(mu: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, float]:
+    """``w(mu)`` (M,) and ``log sum_v exp(mu . r_v)``, by the stable log-sum-exp."""
+    exponent = mu @ rows
+    top = float(np.max(exponent))
+    scaled = np.exp(exponent - top)
+    total = float(np.sum(scaled))
+    return scaled / total, top + float(np.log(total))
+
+
+def spread(mu: np.ndarray, rows: np.ndarray) -> float:
+    """``max_v mu . r_v - min_v mu . r_v``: the log of the largest weight over the smallest."""
+    exponent = mu @ rows
+    return float(np.max(exponent) - np.min(exponent))
+
+
+def solve_tilted(rows: np.ndarray) -> tuple[np.ndarray, float, bool]:
+    """``(w (M,), spread, exact)`` of the tilted rule for normal rates ``rows`` (k, M), each
+    row scaled by its largest entry first. Damped Newton on the log-sum-exp from ``mu = 0``
+    (uniform weights); ``exact`` where ``|sum w r| <= TILT_TOL`` with the spread (:func:`spread`)
+    below :data:`SPREAD_RELEASE`. Otherwise the last iterate (finite weights, not a solution)."""
+    scale = np.max(np.abs(rows), axis=-1)
+    rows = rows / np.where(scale > 0, scale, 1.0)[:, None]
+    k = rows.shape[0]
+    mu = np.zeros(k)
+    w, value = _weights(mu, rows)
+    for _ in range(TILT_ITERATIONS):
+        gradient = rows @ w
+        if np.max(np.abs(gradient)) <= TILT_TOL:
+            size_of = spread(mu, rows)
+            return w, size_of, size_of < SPREAD_RELEASE
+        centred = rows - gradient[:, None]
+        hessian = (centred * w) @ centred.T
+        try:
+            step = np.linalg.solve(hessian + 1e-14 * np.eye(k), gradient)
+        except np.linalg.LinAlgError:
+            break
+        size = 1.0
+        while size > 1e-12:
+            trial = mu - size * step
+            w_trial, v_trial = _weights(trial, rows)
+            decrease = v_trial <= value - 1e-4 * size * float(gradient @ step)
+            if decrease or np.max(np.abs(rows @ w_trial)) < 0.5 * np.max(np.abs(gradient)):
+                break  # near the minimum the value changes below rounding: the gradient decides
+            size /= 2.0
+        else:
+            size_of = spread(mu, rows)
+            return (
+                w,
+                size_of,
+                bool(np.max(np.abs(gradient)) <= ROUNDING_TOL) and (size_of < SPREAD_RELEASE),
+            )
+        mu, w, value = trial, w_trial, v_trial
+        if spread(mu, rows) > 2.0 * SPREAD_RELEASE:
+            break
+    return w, spread(mu, rows), False
+
+
+def solve_tilted_in_tau(
+    rates: np.ndarray, speeds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float, bool]:
+    """The tilted rule on shares of rescaled time: ``(w_t (M,), w_tau (M,), spread, exact)``.
+
+    ``rates`` (k, M) are the normal rates in the original clock scaled by ``1 / max c``, and
+    ``speeds`` (M,) each vertex's ``c_v / max c``; the rule weighs the rates in the rescaled
+    clock, ``rates / speeds`` (counted in ``t``, a side whose clock factor is 1e-30 of the
+    others' has rates of 1e-30 too, and the maximum-entropy weights would pile onto it). Its
+    shares ``w_tau`` combine the fields in the original clock with weights
+    ``w_t ∝ w_tau / c_v``. A vertex whose clock factor underflows to 0 gets no weight.
+    """
+    moving = speeds > 0
+    shares = np.zeros(len(speeds))
+    if not moving.any():
+        return shares, shares, np.inf, False
+    found, size, exact = solve_tilted(rates[:, moving] / speeds[moving])
+    shares[moving] = found
+    with np.errstate(divide="ignore"):  # a share that underflowed: log 0 = -inf, weight 0
+        log_weights = np.log(found) - np.log(speeds[moving])  # speeds span 1e-300: in logs
+    weights = np.zeros(len(speeds))
+    weights[moving] = np.exp(log_weights - np.max(log_weights))
+    return weights / np.sum(weights), shares, size, exact

@@ -1,0 +1,288 @@
+"""Junctions of l_inf-SAM's direction surfaces (flows.integrator.junctions) and the tilted rule
+(flows.integrator.tilted): checked against closed forms, an LP and scipy's minimiser, never
+against the code under test."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog, minimize
+from scipy.special import expit, logsumexp
+
+from flows import Dataset, orthant_init, simulate
+from flows.integrator import junctions
+from flows.integrator.junctions import (
+    SLIDE,
+    Junction,
+    consistent_ways,
+    is_consistent,
+    select_way,
+)
+from flows.integrator.multilinear import vertex_signs
+from flows.integrator.tilted import SPREAD_RELEASE, solve_tilted
+from flows.results import Cause
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from bench_depth import teacher_set  # noqa: E402
+
+
+def one_surface(n_plus: float, n_minus: float) -> Junction:
+    """One direction surface with normal rates ``N+`` and ``N-`` under its two sides."""
+    return Junction(np.array([[n_plus, n_minus]]), vertex_signs(1), [0], [], np.ones(2))
+
+
+@pytest.mark.parametrize(
+    "rates, ways",
+    [
+        ((-1.0, 2.0), [(SLIDE,)]),  # attracting: slides only
+        ((1.0, 3.0), [(1.0,)]),  # both point up: crossed to +
+        ((-2.0, -0.5), [(-1.0,)]),  # both point down: crossed to -
+        ((1.0, -1.0), [(1.0,), (-1.0,)]),  # repelling: either side, sliding not attracting
+    ],
+)
+def test_one_surface_ways_are_filippovs(rates, ways):
+    """For one surface the consistent ways are Filippov's cases, read off the signs of N+, N-."""
+    assert consistent_ways(one_surface(*rates)) == ways
+
+
+def test_the_selection_keeps_a_repelling_surface_on_its_side():
+    """Of the two sides of a repelling surface the rule keeps the one the mode holds."""
+    ways = consistent_ways(one_surface(1.0, -1.0))
+    assert select_way(ways, (-1.0,)) == (-1.0,)
+    assert select_way(ways, (1.0,)) == (1.0,)
+
+
+def separable(a: np.ndarray, b: np.ndarray) -> Junction:
+    """k surfaces whose rate depends on their own side only: ``a_i`` on +, ``b_i`` on -."""
+    signs = vertex_signs(len(a))
+    rates = np.where(signs.T > 0, a[:, None], b[:, None])
+    return Junction(rates, signs, list(range(len(a))), [], np.ones(len(signs)))
+
+
+def test_independent_attracting_surfaces_all_slide():
+    """Independent attracting surfaces: every one slides (lambda_i = b_i / (b_i - a_i) in the
+    box, the Jacobian diagonal and negative); the rule takes that way over every other."""
+    junction = separable(np.array([-1.0, -0.5, -3.0]), np.array([2.0, 1.0, 0.25]))
+    ways = consistent_ways(junction)
+    assert ways == [(SLIDE, SLIDE, SLIDE)]
+    assert select_way(ways, (1.0, -1.0, 1.0)) == (SLIDE, SLIDE, SLIDE)
+
+
+def test_an_independent_transversal_surface_is_crossed_while_others_slide():
+    """One surface crossed (both rates positive), two attracting: the only way slides the two
+    and leaves the third on +."""
+    junction = separable(np.array([-1.0, 0.5, -3.0]), np.array([2.0, 1.0, 0.25]))
+    assert consistent_ways(junction) == [(SLIDE, 1.0, SLIDE)]
+
+
+def test_a_way_whose_leaving_surface_is_pushed_back_is_not_consistent():
+    """Two coupled surfaces where surface 1's rate under the sliding combination of surface 0
+    points back at it from either side: leaving it is inconsistent on both sides. By hand:
+    vertices (+,+), (-,+), (+,-), (-,-); surface 0 rates -1, 1, -1, 1 (slides at lambda_0 =
+    1/2); surface 1 rates -1, -1, 1, 1 (attracting), so only sliding both is consistent."""
+    rates = np.array([[-1.0, 1.0, -1.0, 1.0], [-1.0, -1.0, 1.0, 1.0]])
+    junction = Junction(rates, vertex_signs(2), [0, 1], [], np.ones(4))
+    assert not is_consistent((SLIDE, 1.0), junction)
+    assert not is_consistent((SLIDE, -1.0), junction)
+    assert consistent_ways(junction) == [(SLIDE, SLIDE)]
+
+
+# ------------------------------------------------------------------------------ tilted rule
+
+
+def test_tilted_rule_is_filippovs_combination_for_one_surface():
+    """k = 1: the unique convex combination ``w+ = N- / (N- - N+)``."""
+    w, _, exact = solve_tilted(np.array([[-0.3, 1.7]]))
+    assert exact
+    np.testing.assert_allclose(w, [1.7 / 2.0, 0.3 / 2.0], rtol=1e-13)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tilted_rule_is_the_maximum_entropy_member_of_filippovs_set(seed):
+    """Random rates with 0 inside their hull (an LP finds weights >= 0.01): the tilted weights
+    cancel every rate to 1e-12, and equal the softmax at scipy's minimiser of
+    ``log sum exp(mu . r_v)`` (BFGS, independent of the Newton iteration)."""
+    rng = np.random.default_rng(seed)
+    k = 1 + seed % 3
+    rows = rng.standard_normal((k, 2**k + 2))
+    rows -= (rows @ rng.dirichlet(np.ones(rows.shape[1])))[:, None]  # 0 inside the hull
+    m = rows.shape[1]
+    lp = linprog(
+        np.r_[np.zeros(m), -1.0],
+        A_ub=np.c_[-np.eye(m), np.ones(m)],
+        b_ub=np.zeros(m),
+        A_eq=np.r_[np.c_[rows, np.zeros(k)], [np.r_[np.ones(m), 0.0]]],
+        b_eq=np.r_[np.zeros(k), 1.0],
+        bounds=[(0, None)] * m + [(None, None)],
+    )
+    assert lp.status == 0 and lp.x[-1] > 0.01
+    w, _, exact = solve_tilted(rows)
+    scaled = rows / np.max(np.abs(rows), axis=1, keepdims=True)
+    assert exact and np.max(np.abs(scaled @ w)) <= 1e-12
+    best = minimize(lambda mu: logsumexp(mu @ scaled), np.zeros(k), method="BFGS", tol=1e-12)
+    reference = np.exp(best.x @ scaled - logsumexp(best.x @ scaled))
+    np.testing.assert_allclose(w, reference, atol=1e-6)
+
+
+def test_tilted_rule_has_no_solution_outside_the_hull():
+    """Every rate of surface 0 is positive: 0 is outside the hull, no Filippov combination."""
+    _, size, exact = solve_tilted(np.array([[0.5, 1.0, 0.2, 2.0], [1.0, -1.0, 1.0, -1.0]]))
+    assert not exact and size > SPREAD_RELEASE
+
+
+# ------------------------------------------------------------------------------ in a run
+
+
+def discrete_directions(
+    X: np.ndarray, y: np.ndarray, theta: np.ndarray, rho: float, h: float, sizes: list[float]
+) -> dict[float, np.ndarray]:
+    """Discrete l_inf-SAM on the logistic loss, written out here (independent of the engine):
+    ``theta <- theta - eta grad L(theta + rho sign(grad L(theta)))``, every layer of a depth-L
+    diagonal network (``theta`` (L, d), ``beta = prod_l theta_l``), with the step
+    ``eta = h / (L(theta + eps) max(1, |theta|))`` (a state-dependent step: a change of clock,
+    which the path as a curve does not see). Returns ``beta / |beta|_1`` where ``|beta|_1``
+    first reaches each of ``sizes``."""
+    z = y[:, None] * X
+
+    def loss_and_gradient(th: np.ndarray) -> tuple[float, np.ndarray]:
+        margins = z @ np.prod(th, axis=0)
+        g = -(z.T @ expit(-margins)) / len(y)
+        others = np.array([np.prod(np.delete(th, k, axis=0), axis=0) for k in range(len(th))])
+        return float(np.mean(np.logaddexp(0.0, -margins))), g * others
+
+    found: dict[float, np.ndarray] = {}
+    for _ in range(5_000_000):
+        gradient = loss_and_gradient(theta)[1]
+        perturbed_loss, perturbed = loss_and_gradient(theta + rho * np.sign(gradient))
+        theta = theta - h / perturbed_loss / max(1.0, float(np.linalg.norm(theta))) * perturbed
+        beta = np.prod(theta, axis=0)
+        size = float(np.sum(np.abs(beta)))
+        found.update({b: beta / size for b in sizes if b not in found and size >= b})
+        if len(found) == len(sizes):
+            return found
+    raise AssertionError("the discrete steps did not reach every size")
+
+
+def engine_directions(run, sizes: list[float]) -> dict[float, np.ndarray]:
+    """``beta / |beta|_1`` of a trajectory at the first output point past each of ``sizes``."""
+    beta = run.sign_beta * np.exp(run.log_abs_beta)
+    norm = np.sum(np.abs(beta), axis=1)
+    at = {b: int(np.searchsorted(norm, b)) for b in sizes}
+    return {b: beta[i] / norm[i] for b, i in at.items()}
+
+
+@functools.cache
+def twelve_points_run(backend: str):
+    """l_inf-SAM, L = 2, 12 points in 6 dimensions (seed 3, a positive teacher), rho 0.3: at
+    tau = 4.85249 G_0 reaches 0 while G_2 and G_3 slide."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 6))
+    y = np.sign(X @ np.abs(rng.normal(size=6)))
+    run = simulate(
+        Dataset(X, y), "linf-sam", 2, 1.0, rho=0.3, t_max=8.0, n_points=4001,
+        original_time=False, backend=backend,
+    )  # fmt: skip
+    return X, y, run
+
+
+@functools.cache
+def twelve_points_steps(sizes: tuple[float, ...]) -> dict[float, np.ndarray]:
+    """:func:`discrete_directions` on the data of :func:`twelve_points_run`, h = 2e-3."""
+    X, y, _ = twelve_points_run("numpy")
+    return discrete_directions(X, y, np.ones((2, 6)), 0.3, 2e-3, list(sizes))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "auto"])
+def test_a_junction_goes_the_way_of_the_discrete_steps(backend):
+    """Where G_0 reaches 0 while G_2 and G_3 slide (tau = 4.85249, |beta|_1 = 86), deciding one
+    surface at a time releases and rejoins them at that instant; on the compiled backend the
+    last bits let it slip out along another path, 0.045 away in beta / |beta|_1 at
+    |beta|_1 = 100. Decided together, both backends reach t_max (status 0) and follow the
+    discrete steps (h = 2e-3) through the junction: within 2e-3 at |beta|_1 = 100 and 300
+    (measured 1e-4 at h = 1e-3 and 3e-4)."""
+    X, y, run = twelve_points_run(backend)
+    assert run.status == 0, run.message
+    sizes = (50.0, 100.0, 300.0)
+    steps = twelve_points_steps(sizes)
+    engine = engine_directions(run, list(sizes))
+    for b in sizes:
+        np.testing.assert_allclose(engine[b], steps[b], atol=2e-3, err_msg=f"|beta|_1 = {b}")
+
+
+def sliding_intervals(events) -> list[tuple[int, float, float]]:
+    """``(j, start, end)`` of every interval in which direction ``j`` slides, from the log."""
+    opened: dict[int, float] = {}
+    found = []
+    for e in events:
+        if e.surface != "direction":
+            continue
+        j = e.entry[1]
+        if e.kind == "sliding":
+            opened[j] = e.tau
+        elif e.kind in ("release", "crossing") and j in opened:
+            found.append((j, opened.pop(j), e.tau))
+    return found + [(j, start, np.inf) for j, start in opened.items()]
+
+
+def test_sliding_directions_keep_their_surfaces_through_a_junction():
+    """On the run of :func:`test_a_junction_goes_the_way_of_the_discrete_steps`, the
+    loss-weighted mean ``G = sum_i p_i y_i x_i`` recomputed from the output beta keeps
+    ``|G_j| <= 1e-6 max |G|`` at every output point where the log says ``G_j`` slides, before
+    and after the junction (measured <= 1e-9)."""
+    X, y, run = twelve_points_run("numpy")
+    beta = run.sign_beta * np.exp(run.log_abs_beta)
+    margins = (y[:, None] * X) @ beta.T
+    p = expit(-margins)
+    g = (y[:, None] * X).T @ (p / p.sum(axis=0))
+    checked = 0
+    for j, start, end in sliding_intervals(run.events):
+        inside = (run.tau > start + 1e-9) & (run.tau < end - 1e-9)
+        ratio = np.abs(g[j, inside]) / np.max(np.abs(g[:, inside]), axis=0)
+        assert np.all(ratio <= 1e-6), (j, start, end, ratio.max())
+        checked += int(inside.sum())
+    assert checked >= 100 and any(
+        start < 4.85 < end for _, start, end in sliding_intervals(run.events)
+    )
+
+
+@pytest.mark.slow
+def test_teacher_data_at_depth_four_follow_the_discrete_steps_to_the_blowup():
+    """Teacher set 1 of ``benchmarks/bench_depth.py`` at L = 4 (defaults, rho 0.1): junctions of
+    up to three directions from |beta|_1 = 7 on; the run reaches its blow-up (status 1), and
+    beta / |beta|_1 at |beta|_1 = 100, 1e3, 1e4 is within 2e-3 of the discrete steps at
+    h = 3e-4 (measured 4.7e-4, 4.3e-5, 1.4e-4; at h = 1e-3: 1.5e-3, 1.3e-3, 4.8e-3)."""
+    X, y, signs = teacher_set(1)
+    alpha = orthant_init(signs, 4, 0.5)
+    run = simulate(
+        Dataset(X, y), "linf-sam", 4, alpha, rho=0.1, t_max=100.0, original_time=False,
+        n_points=20001,
+    )  # fmt: skip
+    assert run.status == 1, run.message
+    sizes = [100.0, 1e3, 1e4]
+    steps = discrete_directions(X, y, np.asarray(alpha, dtype=float), 0.1, 3e-4, sizes)
+    engine = engine_directions(run, sizes)
+    for b in sizes:
+        np.testing.assert_allclose(engine[b], steps[b], atol=2e-3, err_msg=f"|beta|_1 = {b}")
+
+
+def test_a_junction_with_no_way_left_stops_the_run(monkeypatch):
+    """With no way through a junction to try (``MAX_WAYS_AT_ONE_INSTANT = 0``), the junction of
+    :func:`twelve_points_run` at tau = 4.85249 is met undecided: each one-surface resolution
+    undoes the previous one at that instant. The run stops there at once, status -1, naming
+    the surfaces and the time, with the path up to there (not after 10,000 events or the
+    whole budget)."""
+    monkeypatch.setattr(junctions, "MAX_WAYS_AT_ONE_INSTANT", 0)
+    X, y, _ = twelve_points_run("numpy")
+    run = simulate(
+        Dataset(X, y), "linf-sam", 2, 1.0, rho=0.3, t_max=8.0, n_points=33,
+        original_time=False, backend="numpy",
+    )  # fmt: skip
+    assert run.cause is Cause.UNDECIDED_JUNCTION and run.status == -1
+    assert "G_0, G_2, G_3 meet at tau=4.85249" in run.message, run.message
+    assert run.nfev < 5_000 and len(run.events) < 40
+    assert run.tau[-1] == pytest.approx(4.8525, abs=1e-4)
+    assert np.all(np.isfinite(run.log_abs_beta))
