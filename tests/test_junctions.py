@@ -128,6 +128,36 @@ def test_tilted_rule_is_the_maximum_entropy_member_of_filippovs_set(seed):
     np.testing.assert_allclose(w, reference, atol=1e-6)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_tilted_rule_equals_numpys(seed):
+    """The compiled iteration (backend ``fast``) gives the numpy iteration's weights to 1e-12 and
+    the same verdict, inside the hull and outside it."""
+    kernels = pytest.importorskip("flows.compiled._sliding_kernels")
+    from flows.integrator import tilted
+
+    rng = np.random.default_rng(seed)
+    k = 1 + seed % 3
+    rows = rng.standard_normal((k, 2**k + 2))
+    if seed != 3:
+        rows -= (rows @ rng.dirichlet(np.ones(rows.shape[1])))[:, None]  # 0 inside the hull
+    else:
+        rows[0] = np.abs(rows[0]) + 0.1  # every rate of surface 0 positive: 0 outside
+
+    def compiled(scaled):
+        w, size, exact = kernels.tilted(
+            scaled, tilted.TILT_ITERATIONS, tilted.TILT_TOL, tilted.ROUNDING_TOL,
+            tilted.SPREAD_RELEASE,
+        )  # fmt: skip
+        return w, float(size), bool(exact)
+
+    w, size, exact = solve_tilted(rows)
+    w_c, size_c, exact_c = solve_tilted(rows, compiled)
+    assert exact_c == exact == (seed != 3)
+    if exact:
+        np.testing.assert_allclose(w_c, w, atol=1e-12)
+        assert size_c == pytest.approx(size, rel=1e-9)
+
+
 def test_tilted_rule_has_no_solution_outside_the_hull():
     """Every rate of surface 0 is positive: 0 is outside the hull, no Filippov combination."""
     _, size, exact = solve_tilted(np.array([[0.5, 1.0, 0.2, 2.0], [1.0, -1.0, 1.0, -1.0]]))

@@ -223,3 +223,79 @@ def _solve(matrix, rhs):
             acc -= a[r, c] * b[c]
         b[r] = acc / a[r, r]
     return b, True
+
+
+@njit(cache=True, error_model="numpy")
+def _tilted_point(mu, rows, exponent, w, gradient):
+    """Exponents ``mu . r_v``, weights, gradient ``sum_v w_v r_v`` into the arrays given; the
+    log-sum-exp value."""
+    k, m = rows.shape
+    top = -np.inf
+    for c in range(m):
+        acc = 0.0
+        for i in range(k):
+            acc += mu[i] * rows[i, c]
+        exponent[c] = acc
+        top = max(top, acc)
+    total = 0.0
+    for c in range(m):
+        w[c] = np.exp(exponent[c] - top)
+        total += w[c]
+    for c in range(m):
+        w[c] /= total
+    for i in range(k):
+        acc = 0.0
+        for c in range(m):
+            acc += rows[i, c] * w[c]
+        gradient[i] = acc
+    return top + np.log(total)
+
+
+@njit(cache=True, error_model="numpy")
+def tilted(rows, iterations, tol, rounding_tol, spread_release):
+    """``(w, spread, exact)`` of :func:`flows.integrator.tilted.solve_tilted` (rows scaled to 1):
+    damped Newton on ``log sum_v exp(mu . r_v)`` from ``mu = 0``, a step kept where the value
+    decreases (Armijo) or the gradient halves."""
+    k, m = rows.shape
+    mu, trial = np.zeros(k), np.zeros(k)
+    exponent, w, gradient = np.empty(m), np.empty(m), np.empty(k)
+    t_exponent, t_w, t_gradient = np.empty(m), np.empty(m), np.empty(k)
+    hessian = np.empty((k, k))
+    value = _tilted_point(mu, rows, exponent, w, gradient)
+    for _ in range(iterations):
+        size_g = np.max(np.abs(gradient))
+        spread = np.max(exponent) - np.min(exponent)
+        if size_g <= tol:
+            return w, spread, spread < spread_release
+        for a in range(k):
+            for b in range(k):
+                acc = 0.0
+                for c in range(m):
+                    acc += rows[a, c] * w[c] * rows[b, c]
+                hessian[a, b] = acc - gradient[a] * gradient[b] + (1e-14 if a == b else 0.0)
+        step, solved = _solve(hessian, gradient)
+        if not solved:
+            break
+        slope = 0.0
+        for i in range(k):
+            slope += gradient[i] * step[i]
+        size = 1.0
+        accepted = False
+        while size > 1e-12:
+            for i in range(k):
+                trial[i] = mu[i] - size * step[i]
+            t_value = _tilted_point(trial, rows, t_exponent, t_w, t_gradient)
+            if t_value <= value - 1e-4 * size * slope or np.max(np.abs(t_gradient)) < 0.5 * size_g:
+                accepted = True
+                break
+            size /= 2.0
+        if not accepted:
+            return w, spread, size_g <= rounding_tol and spread < spread_release
+        mu[:] = trial
+        exponent[:] = t_exponent
+        w[:] = t_w
+        gradient[:] = t_gradient
+        value = t_value
+        if np.max(exponent) - np.min(exponent) > 2.0 * spread_release:
+            break
+    return w, np.max(exponent) - np.min(exponent), False

@@ -3,8 +3,8 @@
 :class:`CompiledSliding` drives :mod:`flows.compiled._sliding_kernels` for a
 :class:`~flows.integrator.filippov.FilippovField` whose one-sided fields come from a
 :class:`~flows.compiled.field.CompiledField` (l_inf-SAM with a constant radius): the one-sided fields
-and normal rates of many points in one compiled call, and the multilinear Newton solve of one
-point. Points outside the float range stay with the numpy code (the caller's fallback).
+and normal rates of many points in one compiled call, and the multilinear and tilted Newton
+solves of one point. Points outside the float range stay with the numpy code (the caller's fallback).
 """
 
 from __future__ import annotations
@@ -78,3 +78,14 @@ class CompiledSliding:
             tol,
         )
         return lam, bool(exact)
+
+    def tilted(self, rows: np.ndarray) -> tuple[np.ndarray, float, bool]:
+        """``(w, spread, exact)``: the tilted rule of one point (rows scaled to 1,
+        :func:`flows.integrator.tilted.solve_tilted`)."""
+        from ..integrator import tilted as rule
+
+        w, spread, exact = self.kernels.tilted(
+            np.ascontiguousarray(rows, dtype=float), rule.TILT_ITERATIONS, rule.TILT_TOL,
+            rule.ROUNDING_TOL, rule.SPREAD_RELEASE,
+        )  # fmt: skip
+        return w, float(spread), bool(exact)

@@ -207,6 +207,7 @@ class FilippovField:
         self.features = np.asarray(self.problem.data.signed_features, dtype=float)
         self.compiled = None if combination is None else combination(base, self.surfaces)
         self.newton = None if self.compiled is None else self.compiled.newton
+        self.tilted = None if self.compiled is None else self.compiled.tilted
 
     def _pattern(self, coupled_sides: np.ndarray, inert_side: float) -> np.ndarray:
         """``sign(grad L)`` with the coupled surfaces on ``coupled_sides`` and the inert ones
@@ -365,7 +366,10 @@ class FilippovField:
         time), and each surface's share of its + side (..., k) as its ``lambda``."""
         flat_rates = rates.reshape((-1,) + rates.shape[-2:])
         flat_speeds = speeds.reshape(-1, speeds.shape[-1])
-        found = [solve_tilted_in_tau(r, c) for r, c in zip(flat_rates, flat_speeds, strict=True)]
+        found = [
+            solve_tilted_in_tau(r, c, self.tilted)
+            for r, c in zip(flat_rates, flat_speeds, strict=True)
+        ]
         weights = np.array([f[0] for f in found]).reshape(speeds.shape)
         shares = np.array([f[1] for f in found]).reshape(speeds.shape)
         return shares @ (self.signs > 0), weights
@@ -381,7 +385,7 @@ class FilippovField:
         ev = self.evaluate(z, time)
         vertices = slice(0, len(self.signs))
         _, _, size, exact = solve_tilted_in_tau(
-            ev.rates[self.coupled, vertices], ev.rhs[vertices, -1]
+            ev.rates[self.coupled, vertices], ev.rhs[vertices, -1], self.tilted
         )
         return 1.0 - size / SPREAD_RELEASE if exact else -1.0
 

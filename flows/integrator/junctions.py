@@ -164,19 +164,20 @@ def select_way(ways: list[tuple[float, ...]], before: tuple[float, ...]) -> tupl
     )
 
 
-def tilted_applies(junction: Junction) -> bool:
+def tilted_applies(junction: Junction, compiled: Callable | None = None) -> bool:
     """Whether every candidate and held parameter can slide together by the tilted rule, with
     the spread of its weights at most half of :data:`~flows.integrator.tilted.SPREAD_RELEASE`
-    (not about to release)."""
+    (not about to release). ``compiled``: the backend's tilted iteration."""
     rates = junction.rates[junction.held + junction.rows]
-    _, _, size, exact = solve_tilted_in_tau(rates, junction.speeds)
+    _, _, size, exact = solve_tilted_in_tau(rates, junction.speeds, compiled)
     return exact and size <= SPREAD_RELEASE / 2
 
 
 def _junction_at(
     field: VectorField, mode: Mode, y: np.ndarray, s: float, candidates: list[int], combination
-) -> tuple[Junction, Callable | None] | None:
-    """The junction of ``candidates`` at ``y`` and the backend's Newton; None where more than
+) -> tuple[Junction, FilippovField] | None:
+    """The junction of ``candidates`` at ``y``, and the combination in which all of them slide
+    (its ``newton`` and ``tilted``: the backend's iterations); None where more than
     :data:`~flows.integrator.multilinear.MAX_COUPLED` surfaces would slide or an inert held
     parameter is among them."""
     every = mode.copy()
@@ -197,9 +198,7 @@ def _junction_at(
     held = [position[i] for i, surface in enumerate(combined.surfaces) if surface.kind != DIRECTION]
     ev = combined.evaluate(y[:-1], s)
     rates, speeds = ev.rates[combined.coupled], ev.rhs[: len(combined.signs), -1]
-    return Junction(
-        rates, combined.signs, [rows[j] for j in candidates], held, speeds
-    ), combined.newton
+    return Junction(rates, combined.signs, [rows[j] for j in candidates], held, speeds), combined
 
 
 def resolve_junction(
@@ -226,18 +225,22 @@ def resolve_junction(
     found = _junction_at(field, mode, y, s, candidates, combination) if candidates else None
     if found is None:
         return False
-    junction, newton = found
+    junction, combined = found
     same = abs(mode.tried[0] - tau) <= 1e-12 * max(1.0, abs(tau)) if mode.tried else False
     tried = mode.tried[1] if same else ()
     if len(tried) >= MAX_WAYS_AT_ONE_INSTANT:
         return False
     ways = [
-        w for w in consistent_ways(junction, newton) if (tuple(candidates), w, False) not in tried
+        w
+        for w in consistent_ways(junction, combined.newton)
+        if (tuple(candidates), w, False) not in tried
     ]
     everyone = (SLIDE,) * len(candidates)
     if ways:
         way, tilted = select_way(ways, _roles_in(mode, candidates)), False
-    elif (tuple(candidates), everyone, True) not in tried and tilted_applies(junction):
+    elif (tuple(candidates), everyone, True) not in tried and tilted_applies(
+        junction, combined.tilted
+    ):
         way, tilted = everyone, True
     else:
         return False

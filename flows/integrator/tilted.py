@@ -22,6 +22,8 @@ applies it to the rates in the rescaled clock (shares of ``tau``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 #: Newton steps (each with a backtracking line search) at most.
@@ -36,65 +38,78 @@ ROUNDING_TOL = 1e-10
 SPREAD_RELEASE = 700.0
 
 
-def _weights(mu: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, float]:
-    """``w(mu)`` (M,) and ``log sum_v exp(mu . r_v)``, by the stable log-sum-exp."""
-    exponent = mu @ rows
-    top = float(np.max(exponent))
-    scaled = np.exp(exponent - top)
-    total = float(np.sum(scaled))
-    return scaled / total, top + float(np.log(total))
+class _Point:
+    """The log-sum-exp at ``mu``: the exponents ``mu . r_v``, the weights, the value and the
+    gradient ``sum_v w_v r_v`` (one pass, by the stable log-sum-exp)."""
+
+    __slots__ = ("mu", "exponent", "w", "value", "gradient")
+
+    def __init__(self, mu: np.ndarray, rows: np.ndarray):
+        self.mu = mu
+        self.exponent = mu @ rows
+        top = self.exponent.max()
+        scaled = np.exp(self.exponent - top)
+        total = scaled.sum()
+        self.w = scaled / total
+        self.value = top + np.log(total)
+        self.gradient = rows @ self.w
+
+    @property
+    def spread(self) -> float:
+        """``max_v mu . r_v - min_v mu . r_v``: the log of the largest weight over the
+        smallest."""
+        return float(self.exponent.max() - self.exponent.min())
+
+    def size(self) -> float:
+        """``max |gradient|``."""
+        return float(np.abs(self.gradient).max())
 
 
-def spread(mu: np.ndarray, rows: np.ndarray) -> float:
-    """``max_v mu . r_v - min_v mu . r_v``: the log of the largest weight over the smallest."""
-    exponent = mu @ rows
-    return float(np.max(exponent) - np.min(exponent))
-
-
-def solve_tilted(rows: np.ndarray) -> tuple[np.ndarray, float, bool]:
+def solve_tilted(
+    rows: np.ndarray, compiled: Callable | None = None
+) -> tuple[np.ndarray, float, bool]:
     """``(w (M,), spread, exact)`` of the tilted rule for normal rates ``rows`` (k, M), each
     row scaled by its largest entry first. Damped Newton on the log-sum-exp from ``mu = 0``
-    (uniform weights); ``exact`` where ``|sum w r| <= TILT_TOL`` with the spread (:func:`spread`)
-    below :data:`SPREAD_RELEASE`. Otherwise the last iterate (finite weights, not a solution)."""
-    scale = np.max(np.abs(rows), axis=-1)
+    (uniform weights; Hessian ``sum_v w_v r_v r_v^T - g g^T``); ``exact`` where
+    ``|sum w r| <= TILT_TOL`` with the spread (the log of the largest weight over the
+    smallest) below :data:`SPREAD_RELEASE`. Otherwise the last iterate (finite weights, not a
+    solution). ``compiled``: the same iteration for scaled rows, compiled (the backend's,
+    :class:`flows.compiled.sliding.CompiledSliding`)."""
+    scale = np.abs(rows).max(axis=-1)
     rows = rows / np.where(scale > 0, scale, 1.0)[:, None]
-    k = rows.shape[0]
-    mu = np.zeros(k)
-    w, value = _weights(mu, rows)
+    if compiled is not None:
+        return compiled(rows)
+    ridge = 1e-14 * np.eye(rows.shape[0])
+    point = _Point(np.zeros(rows.shape[0]), rows)
     for _ in range(TILT_ITERATIONS):
-        gradient = rows @ w
-        if np.max(np.abs(gradient)) <= TILT_TOL:
-            size_of = spread(mu, rows)
-            return w, size_of, size_of < SPREAD_RELEASE
-        centred = rows - gradient[:, None]
-        hessian = (centred * w) @ centred.T
+        g = point.gradient
+        if point.size() <= TILT_TOL:
+            return point.w, point.spread, point.spread < SPREAD_RELEASE
+        hessian = (rows * point.w) @ rows.T - np.outer(g, g)
         try:
-            step = np.linalg.solve(hessian + 1e-14 * np.eye(k), gradient)
+            step = np.linalg.solve(hessian + ridge, g)
         except np.linalg.LinAlgError:
             break
-        size = 1.0
+        size, slope = 1.0, float(g @ step)
         while size > 1e-12:
-            trial = mu - size * step
-            w_trial, v_trial = _weights(trial, rows)
-            decrease = v_trial <= value - 1e-4 * size * float(gradient @ step)
-            if decrease or np.max(np.abs(rows @ w_trial)) < 0.5 * np.max(np.abs(gradient)):
+            trial = _Point(point.mu - size * step, rows)
+            if (
+                trial.value <= point.value - 1e-4 * size * slope
+                or trial.size() < 0.5 * point.size()
+            ):
                 break  # near the minimum the value changes below rounding: the gradient decides
             size /= 2.0
         else:
-            size_of = spread(mu, rows)
-            return (
-                w,
-                size_of,
-                bool(np.max(np.abs(gradient)) <= ROUNDING_TOL) and (size_of < SPREAD_RELEASE),
-            )
-        mu, w, value = trial, w_trial, v_trial
-        if spread(mu, rows) > 2.0 * SPREAD_RELEASE:
+            exact = point.size() <= ROUNDING_TOL and point.spread < SPREAD_RELEASE
+            return point.w, point.spread, exact
+        point = trial
+        if point.spread > 2.0 * SPREAD_RELEASE:
             break
-    return w, spread(mu, rows), False
+    return point.w, point.spread, False
 
 
 def solve_tilted_in_tau(
-    rates: np.ndarray, speeds: np.ndarray
+    rates: np.ndarray, speeds: np.ndarray, compiled: Callable | None = None
 ) -> tuple[np.ndarray, np.ndarray, float, bool]:
     """The tilted rule on shares of rescaled time: ``(w_t (M,), w_tau (M,), spread, exact)``.
 
@@ -104,12 +119,13 @@ def solve_tilted_in_tau(
     others' has rates of 1e-30 too, and the maximum-entropy weights would pile onto it). Its
     shares ``w_tau`` combine the fields in the original clock with weights
     ``w_t ∝ w_tau / c_v``. A vertex whose clock factor underflows to 0 gets no weight.
+    ``compiled``: as for :func:`solve_tilted`.
     """
     moving = speeds > 0
     shares = np.zeros(len(speeds))
     if not moving.any():
         return shares, shares, np.inf, False
-    found, size, exact = solve_tilted(rates[:, moving] / speeds[moving])
+    found, size, exact = solve_tilted(rates[:, moving] / speeds[moving], compiled)
     shares[moving] = found
     with np.errstate(divide="ignore"):  # a share that underflowed: log 0 = -inf, weight 0
         log_weights = np.log(found) - np.log(speeds[moving])  # speeds span 1e-300: in logs
