@@ -23,9 +23,12 @@ one (where sliding is not attracting) is left on the side the mode holds.
 **Where no way is consistent**, the product family of the multilinear rule can still miss
 Filippov's set although it is not empty (nearly parallel surfaces: on teacher data at depth 3
 and 4 the normal rates of the candidates have singular values down to 1e-2 of the largest).
-Then every candidate slides by the tilted rule (:mod:`flows.integrator.tilted`, the weights of
-greatest entropy in Filippov's set), until those weights reach the set's boundary; the junction
-is then decided again. Where the set is empty too, the run stops as an undecided junction.
+Then the ways are tried again with their sliding surfaces combined by the tilted rule
+(:mod:`flows.integrator.tilted`, the weights of greatest entropy in Filippov's set, with a
+spread below half its release value in place of the box and Hurwitz conditions), selected
+alike; the mode slides that way until those weights reach the set's boundary, and the junction
+is then decided again. Where no way is consistent under either rule, the run stops as an
+undecided junction.
 
 The decision is taken only where the one-at-a-time events repeat at one instant
 (:func:`flows.integrator.surface_events.undecided_surfaces`), so runs that never meet such a
@@ -61,6 +64,8 @@ HURWITZ_TOL = 1e-9
 #: 1e-30 of the others' has rates of that size, their signs exact.
 LEAVING_TOL = 1e-10
 SLIDE = 0.0
+#: The rules that combine the sliding surfaces of a way.
+MULTILINEAR, TILTED = "multilinear", "tilted"
 #: Ways through one junction tried at one instant, at most.
 MAX_WAYS_AT_ONE_INSTANT = 4
 
@@ -113,10 +118,16 @@ class Junction(NamedTuple):
 
 
 def is_consistent(
-    roles: tuple[float, ...], junction: Junction, newton: Callable | None = None
+    roles: tuple[float, ...],
+    junction: Junction,
+    newton: Callable | None = None,
+    tilted: Callable | None = None,
+    rule: str = MULTILINEAR,
 ) -> bool:
     """Whether the way ``roles`` (``SLIDE`` or a side per candidate) through ``junction`` is
-    consistent (module docstring). ``newton``: the backend's Newton for the multilinear rule."""
+    consistent (module docstring) with its sliding surfaces combined by ``rule``
+    (:data:`MULTILINEAR` or :data:`TILTED`). ``newton``, ``tilted``: the backend's iterations
+    for the two rules."""
     rates, signs = junction.rates, junction.signs
     keep = np.ones(len(signs), dtype=bool)
     for row, role in zip(junction.rows, roles, strict=True):
@@ -126,7 +137,13 @@ def is_consistent(
         r for r, role in zip(junction.rows, roles, strict=True) if role == SLIDE
     ]
     weights = np.ones(1)
-    if sliding:
+    if sliding and rule == TILTED:
+        weights, _, size, held = solve_tilted_in_tau(
+            rates[sliding][:, keep], junction.speeds[keep], tilted
+        )
+        if not held or size > SPREAD_RELEASE / 2:
+            return False
+    elif sliding:
         sub = signs[keep][:, sliding]
         block = rates[sliding][:, keep]
         lam, exact = solve_multilinear(block, sub, newton)
@@ -146,10 +163,21 @@ def is_consistent(
     return True
 
 
-def consistent_ways(junction: Junction, newton: Callable | None = None) -> list[tuple[float, ...]]:
-    """Every consistent way through ``junction``, in the order of enumeration."""
+def consistent_ways(
+    junction: Junction,
+    newton: Callable | None = None,
+    tilted: Callable | None = None,
+    rule: str = MULTILINEAR,
+) -> list[tuple[float, ...]]:
+    """Every way through ``junction`` consistent under ``rule``, in the order of enumeration
+    (under :data:`TILTED`, only ways with some surface sliding)."""
     every = itertools.product((SLIDE, 1.0, -1.0), repeat=len(junction.rows))
-    return [roles for roles in every if is_consistent(roles, junction, newton)]
+    return [
+        roles
+        for roles in every
+        if (rule == MULTILINEAR or SLIDE in roles)
+        and is_consistent(roles, junction, newton, tilted, rule)
+    ]
 
 
 def select_way(ways: list[tuple[float, ...]], before: tuple[float, ...]) -> tuple[float, ...]:
@@ -162,15 +190,6 @@ def select_way(ways: list[tuple[float, ...]], before: tuple[float, ...]) -> tupl
             sum(a != b for a, b in zip(r, before, strict=True)),
         ),
     )
-
-
-def tilted_applies(junction: Junction, compiled: Callable | None = None) -> bool:
-    """Whether every candidate and held parameter can slide together by the tilted rule, with
-    the spread of its weights at most half of :data:`~flows.integrator.tilted.SPREAD_RELEASE`
-    (not about to release). ``compiled``: the backend's tilted iteration."""
-    rates = junction.rates[junction.held + junction.rows]
-    _, _, size, exact = solve_tilted_in_tau(rates, junction.speeds, compiled)
-    return exact and size <= SPREAD_RELEASE / 2
 
 
 def _junction_at(
@@ -212,10 +231,10 @@ def resolve_junction(
     at_least: int = 1,
 ) -> bool:
     """Put ``mode`` on the selected consistent way through the junction at ``y`` (module
-    docstring), or where there is none on the tilted rule with every candidate sliding, and
-    log each candidate whose role changes (``'sliding'``, ``'release'``, ``'crossing'``). A way
-    already tried at this instant (the
-    flow came back to the junction at once) is not tried again, and at most
+    docstring): under the multilinear rule, or where no way is consistent under it, under the
+    tilted rule; log each candidate whose role changes (``'sliding'``, ``'release'``,
+    ``'crossing'``). A way already tried at this instant (the flow came back to the junction
+    at once) is not tried again, and at most
     :data:`MAX_WAYS_AT_ONE_INSTANT` are. False (``mode`` unchanged) where no way is left,
     where fewer than ``at_least`` directions meet, or where the sliding parameters include
     inert ones."""
@@ -230,21 +249,18 @@ def resolve_junction(
     tried = mode.tried[1] if same else ()
     if len(tried) >= MAX_WAYS_AT_ONE_INSTANT:
         return False
-    ways = [
-        w
-        for w in consistent_ways(junction, combined.newton)
-        if (tuple(candidates), w, False) not in tried
-    ]
-    everyone = (SLIDE,) * len(candidates)
-    if ways:
-        way, tilted = select_way(ways, _roles_in(mode, candidates)), False
-    elif (tuple(candidates), everyone, True) not in tried and tilted_applies(
-        junction, combined.tilted
-    ):
-        way, tilted = everyone, True
+    before = _roles_in(mode, candidates)
+    for rule in (MULTILINEAR, TILTED):
+        ways = [
+            w
+            for w in consistent_ways(junction, combined.newton, combined.tilted, rule)
+            if (tuple(candidates), w, rule == TILTED) not in tried
+        ]
+        if ways:
+            way, tilted = select_way(ways, before), rule == TILTED
+            break
     else:
         return False
-    before = _roles_in(mode, candidates)
     _apply(mode, candidates, way)
     mode.tilted = tilted
     for j, was, now in zip(candidates, before, way, strict=True):
