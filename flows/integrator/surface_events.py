@@ -307,8 +307,10 @@ class Release(SegmentEvent):
         (:func:`flows.integrator.junctions.resolve_junction`)."""
         assert self.sliding is not None
         lam, exact = self.sliding.lambdas_exact(y[:-1], s)
-        if mode.tilted or not exact:
-            return _decide_again(self.field, mode, y, s, tau, log, self.combination)
+        if mode.tilted or not exact:  # the junction decides again which of them slide
+            if resolve_junction(self.field, mode, y, s, tau, log, self.combination):
+                return Outcome()
+            return _no_way_on(mode, tau)
         i = int(np.argmin(np.minimum(lam, 1.0 - lam)))
         surface = self.sliding.surfaces[i]
         _leave(surface, 1.0 if lam[i] >= 0.5 else -1.0, y, mode)
@@ -316,20 +318,11 @@ class Release(SegmentEvent):
         return Outcome()
 
 
-def _decide_again(
-    field: VectorField,
-    mode: Mode,
-    y: np.ndarray,
-    s: float,
-    tau: float,
-    log: list[FlowEvent],
-    combination: Callable | None,
-) -> Outcome:
-    """The sliding surfaces can no longer be kept together (the tilted combination reached the
-    boundary of Filippov's set, or the multilinear one has no exact solution): the junction
-    decides again which of them slide (:func:`flows.integrator.junctions.resolve_junction`)."""
-    if resolve_junction(field, mode, y, s, tau, log, combination):
-        return Outcome()
+def _no_way_on(mode: Mode, tau: float) -> Outcome:
+    """The run stops: the sliding surfaces can no longer be kept together (the tilted
+    combination reached the boundary of Filippov's set, or the multilinear one has no exact
+    solution), and no way through their junction is consistent
+    (:func:`flows.integrator.junctions.resolve_junction`)."""
     surfaces = [f"G_{j}" for j in mode.sliding_directions]
     return Outcome(
         stop=True,
