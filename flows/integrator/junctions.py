@@ -60,8 +60,8 @@ BOX_MARGIN = 1e-9
 #: junction) make it singular.
 HURWITZ_TOL = 1e-9
 #: A leaving surface's normal rate must point into its side by more than this fraction of the
-#: rates it combines (rounding). Not of the row's largest rate: a side whose clock factor is
-#: 1e-30 of the others' has rates of that size, their signs exact.
+#: largest of its one-sided rates, both counted in the rescaled clock (:func:`_tau_rate`): a
+#: rate below it is a tangency, which the flow would cross back at once.
 LEAVING_TOL = 1e-10
 SLIDE = 0.0
 #: The rules that combine the sliding surfaces of a way.
@@ -158,9 +158,22 @@ def is_consistent(
     for row, role in zip(junction.rows, roles, strict=True):
         if role != SLIDE:
             rate = rates[row, keep]
-            if not role * float(weights @ rate) > LEAVING_TOL * float(weights @ np.abs(rate)):
+            if not role * _tau_rate(weights, rate, junction.speeds[keep]) > LEAVING_TOL:
                 return False
     return True
+
+
+def _tau_rate(weights: np.ndarray, rate: np.ndarray, speeds: np.ndarray) -> float:
+    """The normal rate of the combination ``weights`` (original clock) per unit of rescaled
+    time, ``sum_v w_v r_v / sum_v w_v c_v``, over the largest ``|r_v| / c_v`` (a side's rate in
+    its own rescaled time). Counted in ``t``, a side whose clock factor is 1e-30 of the others'
+    has rates of that size, their signs exact; counted in ``tau`` it moves as fast as they."""
+    moving = speeds > 0
+    scale = float(np.max(np.abs(rate[moving]) / speeds[moving])) if moving.any() else 0.0
+    speed = float(weights @ speeds)
+    if not (scale > 0 and speed > 0):
+        return 0.0
+    return float(weights @ rate) / speed / scale
 
 
 def consistent_ways(
