@@ -8,11 +8,12 @@ through* gives each candidate a role: it slides, or the flow leaves it on side `
 
 * the multilinear weights of the sliding ones (:mod:`flows.integrator.multilinear`, with the
   leaving ones fixed on their sides and held parameters sliding as they do) solve their
-  equations exactly and lie in ``[0, 1]``;
+  equations exactly and lie inside ``(0, 1)`` by :data:`BOX_MARGIN`;
 * the sliding is attracting: the Jacobian ``dr/dlambda`` of their normal rates is Hurwitz
   (each eigenvalue has a negative real part), the condition under which the blended field
   ``(1 +- tanh(h / eps)) / 2`` of the canopy rule holds the surfaces for small ``eps``;
-* every leaving surface is left: its normal rate under the combined field points into its side.
+* every leaving surface is left: its normal rate under the combined field points into its side
+  (by :data:`LEAVING_TOL` of its one-sided rates, counted in the rescaled clock).
 
 **Selection rule.** Among the consistent ways, the one with the most sliding surfaces, then the
 fewest roles changed from the mode the junction was reached in, then the first in the order of
@@ -30,9 +31,11 @@ alike; the mode slides that way until those weights reach the set's boundary, an
 is then decided again. Where no way is consistent under either rule, the run stops as an
 undecided junction.
 
-The decision is taken only where the one-at-a-time events repeat at one instant
-(:func:`flows.integrator.surface_events.undecided_surfaces`), so runs that never meet such a
-junction are unchanged.
+A junction is decided where a ``G_j`` event fires and two or more directions meet
+(:class:`~flows.integrator.surface_events.DirectionCrossing`), where a sliding combination can
+no longer be kept (:class:`~flows.integrator.surface_events.Release`), and where one-at-a-time
+decisions repeat at one instant (:func:`~flows.integrator.surface_events.undecided_surfaces`).
+Where one surface at a time meets the flow, the one-surface rule decides it.
 """
 
 from __future__ import annotations
@@ -247,8 +250,8 @@ def resolve_junction(
     docstring): under the multilinear rule, or where no way is consistent under it, under the
     tilted rule; log each candidate whose role changes (``'sliding'``, ``'release'``,
     ``'crossing'``). A way already tried at this instant (the flow came back to the junction
-    at once) is not tried again, and at most
-    :data:`MAX_WAYS_AT_ONE_INSTANT` are. False (``mode`` unchanged) where no way is left,
+    at once) is not tried again, and at most :data:`MAX_WAYS_AT_ONE_INSTANT` are. False
+    (``mode`` unchanged) where no way is left,
     where fewer than ``at_least`` directions meet, or where the sliding parameters include
     inert ones."""
     candidates = _candidates(field, mode, y)
