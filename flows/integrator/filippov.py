@@ -348,30 +348,33 @@ class FilippovField:
             batch = rates.shape[:-2]
             return np.empty(batch + (0,)), np.ones(batch + (1,)), np.ones(batch, dtype=bool)
         if self.mode.tilted:
-            vertices = slice(0, len(self.signs))
-            lam, weights = self._tilted_weights(
-                ev.rates[..., self.coupled, vertices], ev.rhs[..., vertices, -1]
-            )
+            lam, weights = self._tilted_weights(ev)
             return lam, weights, np.ones(rates.shape[:-2], dtype=bool)
         lam, exact = solve_multilinear(
             rates[..., self.coupled, : len(self.signs)], self.signs, self.newton
         )
         return lam, multilinear_weights(lam, self.signs), exact
 
-    def _tilted_weights(
-        self, rates: np.ndarray, speeds: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The tilted rule's weights (..., M) in the original clock, one point at a time
-        (:func:`~flows.integrator.tilted.solve_tilted_in_tau`: its shares are of rescaled
-        time), and each surface's share of its + side (..., k) as its ``lambda``."""
+    def _tilted(self, ev: Evaluation) -> list[tuple[np.ndarray, np.ndarray, float, bool]]:
+        """:func:`~flows.integrator.tilted.solve_tilted_in_tau` of the coupled surfaces at each
+        point of ``ev`` (its shares are of rescaled time), flattened over the leading axes."""
+        vertices = slice(0, len(self.signs))
+        rates = ev.rates[..., self.coupled, vertices]
+        speeds = ev.rhs[..., vertices, -1]
         flat_rates = rates.reshape((-1,) + rates.shape[-2:])
         flat_speeds = speeds.reshape(-1, speeds.shape[-1])
-        found = [
+        return [
             solve_tilted_in_tau(r, c, self.tilted)
             for r, c in zip(flat_rates, flat_speeds, strict=True)
         ]
-        weights = np.array([f[0] for f in found]).reshape(speeds.shape)
-        shares = np.array([f[1] for f in found]).reshape(speeds.shape)
+
+    def _tilted_weights(self, ev: Evaluation) -> tuple[np.ndarray, np.ndarray]:
+        """The tilted rule's weights (..., M) in the original clock, and each surface's share
+        of its + side (..., k) as its ``lambda``."""
+        found = self._tilted(ev)
+        shape = ev.rates.shape[:-2] + (len(self.signs),)
+        weights = np.array([f[0] for f in found]).reshape(shape)
+        shares = np.array([f[1] for f in found]).reshape(shape)
         return shares @ (self.signs > 0), weights
 
     def release_margin(self, z: np.ndarray, time: float) -> float:
@@ -382,11 +385,7 @@ class FilippovField:
         if not (self.mode.tilted and self.coupled):
             lam, exact = self.lambdas_exact(z, time)
             return float(np.min(np.minimum(lam, 1.0 - lam))) if exact else -1.0
-        ev = self.evaluate(z, time)
-        vertices = slice(0, len(self.signs))
-        _, _, size, exact = solve_tilted_in_tau(
-            ev.rates[self.coupled, vertices], ev.rhs[vertices, -1], self.tilted
-        )
+        _, _, size, exact = self._tilted(self.evaluate(z, time))[0]
         return 1.0 - size / SPREAD_RELEASE if exact else -1.0
 
     def lambdas(self, z: np.ndarray, time: float) -> np.ndarray:

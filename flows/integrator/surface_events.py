@@ -292,10 +292,12 @@ class Release(SegmentEvent):
         return self.sliding.release_margin(y[:-1], s)
 
     def already(self, y: np.ndarray) -> bool:
-        """A weight outside ``[0, 1]`` where the segment starts (the surfaces that slide after
-        an event are not jointly consistent, e.g. one that joined pushes another off): that
-        surface releases before the flow moves (the crossing watched while integrating only
-        catches weights that leave the box, not ones that start outside)."""
+        """A weight outside ``[0, 1]`` where the segment starts, or a combination that has no
+        solution there (:meth:`~flows.integrator.filippov.FilippovField.release_margin`; the
+        surfaces that slide after an event are not jointly consistent, e.g. one that joined
+        pushes another off): that surface releases before the flow moves (the crossing
+        watched while integrating only catches weights that leave the box, not ones that start
+        outside)."""
         return self(0.0, y) < -RELEASE_SLACK
 
     def handle(
