@@ -27,7 +27,7 @@ from flows.algorithms import get_algorithm
 from flows.clocks import get_clock
 from flows.field import Problem
 from flows.integrator.stiffness import TIED_BLOWUP_TOL
-from flows.integrator.ties import TiedField, margin_shift
+from flows.integrator.tied_fields import TiedField, margin_shift
 from flows.model import get_loss
 from flows.results import BLOWUP
 
@@ -83,6 +83,10 @@ def test_margin_shift_is_the_exact_difference_of_products():
             for j in range(5)
         ]
         np.testing.assert_allclose(margin_shift(theta, eps, mult), exact, rtol=1e-13)
+    batch = rng.standard_normal((4,) + theta.shape) * 1e-3  # one perturbation per side
+    np.testing.assert_allclose(
+        margin_shift(theta, batch, mult), [margin_shift(theta, e, mult) for e in batch], rtol=1e-15
+    )
     grouped = margin_shift(theta[:2], eps[:2], np.array([1, 3]))  # rows stand for 1 and 3 layers
     np.testing.assert_allclose(
         grouped, margin_shift(theta[[0, 1, 1, 1]], eps[[0, 1, 1, 1]], np.ones(4, int)), rtol=1e-13
@@ -111,9 +115,9 @@ def test_l2_sam_weights_on_the_smooth_path_are_the_slow_manifolds(seed):
     p, q, _ = smooth_weights(W, Z, RHO)
     active = np.flatnonzero(p > 1e-12 * p.max())
     tied = TiedField(problem_for(data, "l2-sam", 3, rho=RHO), active)
-    pq = tied.field(W, 0.0)
-    assert pq is not None
-    mine_p, mine_q = np.split(pq[1], 2)
+    mine_p = tied.weights(W, 0.0)
+    assert mine_p is not None
+    mine_q = tied.perturbed_weights(W, mine_p, 0.0)[0]
     np.testing.assert_allclose(mine_p, p[active] / p[active].sum(), atol=1e-7)
     np.testing.assert_allclose(mine_q, q[active] / q[active].sum(), atol=1e-7)
 
@@ -179,3 +183,27 @@ def test_sam_blows_up_along_a_kkt_direction_of_the_depth_3_margin_problem(seed):
         assert kkt_check(data, 3, beta).kkt_residual < 1e-5
         directions.append(beta / np.linalg.norm(beta))
     assert np.linalg.norm(directions[0] - directions[1]) < 1e-6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [3, 7])
+def test_linf_sam_sliding_at_depth_3_holds_its_gaps_to_the_blowup(seed):
+    """l_inf-SAM at depth 3 on teacher data stalls while it slides on 5 directions with 6
+    examples tied; through the slow manifold of the sliding tie it reaches its blow-up
+    (status 1). Read off the output path alone: over the reduced segment the tied examples'
+    gaps move by less than 1e-3 while their margins grow more than 1000-fold."""
+    data, signs = teacher_set(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tr = simulate(data, "linf-sam", 3, orthant_init(signs, 3, 0.5), t_max=100.0,
+                      original_time=False, rho=RHO, n_points=4000)  # fmt: skip
+    assert tr.status == BLOWUP, tr.message
+    assert "slow manifold" in tr.message
+    start = float(tr.message.split("from tau=")[1].split(",")[0])
+    margins = tr.beta @ (data.y[:, None] * data.X).T
+    first = int(np.searchsorted(tr.tau, start))
+    tie = np.flatnonzero(margins[-1] - margins[-1].min() < 20.0)
+    assert tie.size >= 3
+    gaps = margins[[first, -1]][:, tie] - margins[[first, -1]][:, tie].min(axis=1, keepdims=True)
+    assert np.max(np.abs(gaps[1] - gaps[0])) < 1e-3
+    assert margins[-1].min() > 1e3 * margins[first].min()

@@ -176,9 +176,13 @@ def integrate_segment(
             roots = [_root(events[i], interpolant, solver.t_old, solver.t) for i in hits]
             first = int(np.argmin(roots))
             s_hit = roots[first]
+            y_hit = interpolant(s_hit)
+            if not np.all(np.isfinite(y_hit)):  # the step's extra stages met a non-finite field
+                out.status, out.message = "failed", "the dense output is not finite at an event"
+                return out
             out.ts.append(s_hit)
             out.interpolants.append(interpolant)
-            out.y, out.event, out.status = interpolant(s_hit), int(hits[first]), "event"
+            out.y, out.event, out.status = y_hit, int(hits[first]), "event"
             return out
         out.ts.append(solver.t)
         out.interpolants.append(interpolant)
