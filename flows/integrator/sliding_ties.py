@@ -56,9 +56,11 @@ from .tilted import SPREAD_RELEASE, solve_tilted
 CONSTRAINT_TOL = 1e-9
 GAP_TOL = 1e-3
 #: Gauss-Newton iterations at most, each contracting the residual at least this much (from a
-#: solution at a nearby point they contract it a hundredfold and more).
+#: solution at a nearby point they contract it a hundredfold and more), its step halved until
+#: it does.
 GAUSS_NEWTON_ITERATIONS = 10
 CONTRACTION = 0.5
+HALVINGS = 8
 
 
 class SlidingTiedField(TiedField):
@@ -128,8 +130,9 @@ class SlidingTiedField(TiedField):
           on side ``s`` where the rule has weights on the other directions with ``j`` held on
           ``s`` (the vertices with ``sigma_j = s``) and ``G_j`` then moves into ``s``; tried
           in order of how lopsided ``j``'s shares are, its heavier side first.
-        * Another direction's ``G_j`` reached 0: it slides where the tie has weights that keep
-          it with the others (the rule then in the box), else it crosses.
+        * Another direction's ``G_j`` reached 0: it crosses where the weights with its sign
+          flipped put ``G_j`` on the new side, else slides where the tie has weights that keep
+          it with the others (the rule then in the box).
         """
         p = self.weights(theta, time)
         if p is None:
@@ -164,25 +167,31 @@ class SlidingTiedField(TiedField):
         return None
 
     def _reached(self, theta: np.ndarray, time: float, p: np.ndarray):
-        """Direction ``j`` (the other direction nearest 0) slides or crosses (:meth:`switched`)."""
+        """Direction ``j`` (the other direction nearest 0) crosses or slides (:meth:`switched`):
+        it crosses where the weights with its sign flipped put ``G_j`` on its new side, slides
+        where the tie has weights that keep it with the others (the rule then in the box)."""
         z = self.z[:, self.others]
         kept = self.other_signs * (p @ z) / np.maximum(p @ np.abs(z), 1e-300)
         if kept.size == 0:
             return None
-        j = int(self.others[int(np.argmin(kept))])
+        i = int(np.argmin(kept))
+        j, sign = int(self.others[i]), float(self.other_signs[i])
+        crossing = self.mode.copy()
+        assert crossing.direction_pattern is not None
+        crossing.direction_pattern[j] = -sign
         sliding = self.mode.copy()
         sliding.sliding_directions = (*sliding.sliding_directions, j)
         sliding.tilted = sliding.tilted or len(sliding.sliding_directions) >= 2
-        tied = SlidingTiedField(self.problem, sliding, self.active)
-        with np.errstate(all="ignore"):
-            found = tied.weights(theta, time, p)
-            point = None if found is None else tied.field(theta, time)
-        if point is not None and point.switching > 0:
-            return sliding, j, "sliding"
-        crossing = self.mode.copy()
-        assert crossing.direction_pattern is not None
-        crossing.direction_pattern[j] = -crossing.direction_pattern[j]
-        return crossing, j, "crossing"
+        for mode, kind in ((crossing, "crossing"), (sliding, "sliding")):
+            tied = SlidingTiedField(self.problem, mode, self.active)
+            with np.errstate(all="ignore"):
+                found = tied.weights(theta, time, p)
+                point = None if found is None else tied.field(theta, time)
+            if point is None or not point.switching > 0:
+                continue
+            if kind == "sliding" or -sign * float(found @ self.z[:, j]) > 0:
+                return mode, j, kind
+        return None
 
     def rates(self, p: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``dG_j/dtau`` (V, k) of the sliding directions on each side, from ``v`` (V, A)."""
@@ -197,6 +206,12 @@ class SlidingTiedField(TiedField):
         (positive while every direction slides; -1 where the rule has no solution)."""
         if rates.shape[1] == 0:
             return np.ones(len(rates)) / len(rates), np.inf
+        if rates.shape[1] == 1:  # Filippov's unique combination, in tau (every rule's)
+            r = rates[:, 0]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                shares = np.array([r[1], -r[0]]) / (r[1] - r[0])
+            attracting = bool(np.all(sides[:, 0] * r < 0))
+            return shares, float(np.min(shares)) if attracting else -1.0
         if tilted:  # shares of tau from the rates in tau: no clock factor to underflow
             shares, spread, exact = solve_tilted(rates.T)
             return shares, (1.0 - spread / SPREAD_RELEASE) if exact else -1.0
@@ -213,6 +228,7 @@ class SlidingTiedField(TiedField):
         key = (theta.tobytes(), p.tobytes(), float(time))
         if self.last is not None and self.last[0] == key:
             return self.last[1]
+        self.evaluations += 1
         fields, log_c, v = self.sides_at(theta, p, time)
         centred = v - (v @ p)[:, None]
         shares, margin = self.rule(self.rates(p, v), log_c, self.sides, self.tilted)
@@ -246,19 +262,16 @@ class SlidingTiedField(TiedField):
         :data:`NEWTON_TOL`, or at a step below :data:`STEP_TOL` (the rounding floor); with no
         free coordinate, ``p`` where its residual is below :data:`GAP_TOL`. Where the rule has
         no solution (past the boundary of Filippov's set: the sliding is about to change, and
-        :attr:`TiedPoint.switching` locates where), the current ``p``. None where an iteration
-        does not contract."""
-        previous = np.inf
+        :attr:`TiedPoint.switching` locates where), the current ``p``. A step that does not
+        contract the residual by :data:`CONTRACTION` is halved, at most :data:`HALVINGS` times;
+        None where it still does not."""
+        _, r, margin = self.combined(theta, p, time)
         for _ in range(GAUSS_NEWTON_ITERATIONS):
-            _, r, margin = self.combined(theta, p, time)
             size = float(np.max(np.abs(r), initial=0.0))
             if not np.isfinite(size):
                 return None
             if size <= NEWTON_TOL or margin < 0:  # past the rule's boundary: an event locates it
                 return p
-            if size > CONTRACTION * previous:
-                return None
-            previous = size
             if self.basis.shape[1] == 0:
                 return p if size <= GAP_TOL else None
             jac = np.empty((r.size, self.basis.shape[1]))
@@ -266,7 +279,16 @@ class SlidingTiedField(TiedField):
                 h = JACOBIAN_STEP if np.all(p + JACOBIAN_STEP * direction >= 0) else -JACOBIAN_STEP
                 jac[:, i] = (self.combined(theta, p + h * direction, time)[1] - r) / h
             step = np.linalg.lstsq(jac, -r, rcond=None)[0]
-            p = p + self.basis @ step
+            for _ in range(HALVINGS):
+                trial = p + self.basis @ step
+                _, r_trial, m_trial = self.combined(theta, trial, time)
+                reduced = float(np.max(np.abs(r_trial), initial=0.0))
+                if reduced <= CONTRACTION * size or m_trial < 0:
+                    break
+                step = step / 2.0
+            else:
+                return None
+            p, r, margin = trial, r_trial, m_trial
             if np.max(np.abs(step)) <= STEP_TOL:
                 return p
         return None

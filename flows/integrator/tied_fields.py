@@ -84,6 +84,8 @@ class TiedField:
         self.p: np.ndarray | None = None
         self.jac: np.ndarray | None = None
         self.memo: tuple | None = None
+        #: evaluations of the sides' fields spent by the weights' solves (the sliding tie's)
+        self.evaluations = 0
 
     def inner(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """``<a, b>`` over the last two axes, each group counted with its multiplicity."""

@@ -47,16 +47,21 @@ ENTER_GAP = 30.0
 #: Largest difference between the run's own tied weights and the slow manifold's (max over
 #: the tie, relative to the largest weight) at which the reduced field takes over.
 HANDOVER_TOL = 1e-4
-#: The same for l_inf-SAM sliding on directions: its run keeps the sliding surfaces only up to
-#: its integration error (no projection), and over a stiff stall that error moves the tie's
-#: weights off ``Z_J^T p = 0`` by up to a few percent (measured 7e-4 to 4e-2 on teacher data
-#: at depth 3): a change of the gaps by as much, of the margins (1e2 to 1e4) by 1e-4 to 1e-6.
-SLIDING_HANDOVER_TOL = 0.05
+#: For l_inf-SAM sliding on directions, the largest change of the tie's gaps (``max_k |log p_k
+#: - log own_k|``) relative to its smallest margin at which the reduced field takes over: its
+#: run keeps the sliding surfaces only up to its integration error (no projection), and over a
+#: stiff stall that error, amplified by the margins, moves the tie's weights off
+#: ``Z_J^T p = 0`` by up to tens of percent (measured 7e-4 to 0.7 in log on teacher data at
+#: depth 3), a change of the margins by 1e-7 to 2e-6 of their size.
+SLIDING_HANDOVER_TOL = 1e-4
 #: Changes of the tie (an example joins or leaves) one finish may make.
 MAX_RESTARTS = 50
-#: Evaluations of the reduced field one segment may take: it is not stiff (a run to its
-#: blow-up takes a few hundred); a segment that spends these has stalled.
+#: Evaluations of the reduced field one segment may take, and evaluations of the sliding
+#: sides' fields (each Gauss-Newton iteration takes one per free weight and one more): it is not
+#: stiff (a run to its blow-up takes a few hundred of each); a segment that spends these has
+#: stalled.
 STALL_NFEV = 1000
+STALL_SIDES = 3000
 #: The first step of a segment, as a share of the time left to the blow-up by homogeneity
 #: (the solver's own first guess can step over where the tie or its sliding changes).
 FIRST_STEP = 1e-3
@@ -151,6 +156,10 @@ class _Reduced:
         found = self.at(s, y)
         return 1.0 if found is None else min(float(found[1].switching), 1.0)
 
+    def unspent(self, s: float, y: np.ndarray) -> float:
+        """Evaluations of the sides' fields left to the segment: 0 where it has stalled."""
+        return float(STALL_SIDES - self.tied.evaluations)
+
     def closest_gap(self, s: float, y: np.ndarray) -> float:
         """``min_{j outside} (u_j - min_{k in tie} u_k) - ENTER_GAP``: 0 where one joins."""
         if self.outside.size == 0:
@@ -193,7 +202,9 @@ def _start(run, mode: Mode) -> tuple[np.ndarray, np.ndarray, float] | None:
     own = np.exp(-(u - np.min(u)))
     active = np.flatnonzero(own > ACTIVE_WEIGHT * np.max(own))
     while active.size:
-        found = _tie_weights(problem, mode, active, own[active] / np.sum(own[active]), theta, run.s)
+        found = _tie_weights(
+            problem, mode, active, own[active] / np.sum(own[active]), theta, run.s, np.min(u)
+        )
         if found is not None:
             return found
         smallest = int(np.argmin(own[active]))
@@ -203,8 +214,9 @@ def _start(run, mode: Mode) -> tuple[np.ndarray, np.ndarray, float] | None:
     return None
 
 
-def _tie_weights(problem: Problem, mode: Mode, active, own, theta, time):
-    """``(active, p, difference)`` of :func:`_start` for one tie, or None."""
+def _tie_weights(problem: Problem, mode: Mode, active, own, theta, time, smallest: float):
+    """``(active, p, difference)`` of :func:`_start` for one tie (``smallest``: its smallest
+    margin), or None."""
     tied = tied_field(problem, mode, active)
     with np.errstate(all="ignore"):
         p = tied.weights(theta, time, own)
@@ -212,8 +224,10 @@ def _tie_weights(problem: Problem, mode: Mode, active, own, theta, time):
     if p is None or point is None or np.min(p) <= 0 or not point.switching > 0:
         return None
     difference = float(np.max(np.abs(p - own)) / np.max(p))
-    tol = SLIDING_HANDOVER_TOL if mode.sliding_directions else HANDOVER_TOL
-    return (active, p, difference) if difference <= tol else None
+    if mode.sliding_directions:
+        gaps = float(np.max(np.abs(np.log(p) - np.log(own))))
+        return (active, p, difference) if gaps <= SLIDING_HANDOVER_TOL * smallest else None
+    return (active, p, difference) if difference <= HANDOVER_TOL else None
 
 
 def _switched(reduced: _Reduced, run, last: tuple | None) -> Mode | None:
@@ -251,12 +265,19 @@ def finish(run, why: str) -> bool:
     last: tuple | None = None
     for _ in range(MAX_RESTARTS):
         reduced = _Reduced(run.problem, mode, active, p)
-        if reduced.at(run.s, run.y) is None:  # a changed tie or sliding set with no weights
+        start = reduced.at(run.s, run.y)
+        if start is not None and not start[1].switching > 0:  # past a switch from the start
+            switched = _switched(reduced, run, last)
+            if switched is not None:
+                mode, last = switched, (float(run.y[-1]), run.log[-1].entry[1])
+                continue
+            start = None
+        if start is None:  # a changed tie or sliding set with no weights, or no way on
             run.stop(
                 Cause.UNDECIDED_JUNCTION,
                 f"at tau={float(run.y[-1]):.10g} the slow manifold ends: no weights of the tie "
                 f"({len(active)} examples) hold its gaps and keep the sliding directions "
-                f"{list(mode.sliding_directions)}",
+                f"{list(mode.sliding_directions)} with the signs of the others",
             )
             return True
         watched = [
@@ -264,6 +285,7 @@ def finish(run, why: str) -> bool:
             _Watch(reduced.smallest_weight),
             _Watch(reduced.closest_gap),
             _Watch(reduced.switching),
+            _Watch(reduced.unspent),
         ]
         result = integrate_segment(
             reduced.rhs, run.s, run.y, run.s_end, watched, "DOP853", rtol, atol,
@@ -291,14 +313,14 @@ def finish(run, why: str) -> bool:
                 "1/((L - 2) r), r = max_j dlog|w_j|/dtau, by homogeneity",
             )
             return True
-        if result.status == "event":
+        if result.status == "event" and result.event != 4:
             p = reduced.tied.p if reduced.tied.p is not None else p
             if result.event == 1:  # a weight reached 0: the example leaves the tie
                 found = reduced.at(run.s, run.y)
                 leaving = int(np.argmin(p if found is None else found[1].positive))
                 keep = np.arange(active.size) != leaving
                 active, p = active[keep], p[keep] / np.sum(p[keep])
-            elif result.event == 3:
+            elif result.event == 3:  # the sliding set or a sign changes
                 switched = _switched(reduced, run, last)
                 if switched is None:
                     run.stop(
@@ -318,11 +340,11 @@ def finish(run, why: str) -> bool:
             continue
         if result.status == "end":
             run.message = f"reached t_max; {model}"
-        elif result.status == "budget" and run.nfev < run.budget:
+        elif (result.status == "budget" and run.nfev < run.budget) or result.event == 4:
             run.stop(
                 Cause.PRECISION_LOST,
-                f"the reduced field's steps stall at tau={tau:.10g} ({STALL_NFEV} "
-                f"evaluations in one segment); {model}",
+                f"the reduced field's steps stall at tau={tau:.10g} ({result.nfev} evaluations "
+                f"in one segment, {reduced.tied.evaluations} of the sides' fields); {model}",
             )
         elif result.status == "budget":
             run.stop(Cause.BUDGET_SPENT, f"budget spent at tau={tau:.10g}; {model}")
