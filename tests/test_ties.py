@@ -207,3 +207,23 @@ def test_linf_sam_sliding_at_depth_3_holds_its_gaps_to_the_blowup(seed):
     gaps = margins[[first, -1]][:, tie] - margins[[first, -1]][:, tie].min(axis=1, keepdims=True)
     assert np.max(np.abs(gaps[1] - gaps[0])) < 1e-3
     assert margins[-1].min() > 1e3 * margins[first].min()
+
+
+def test_one_sliding_direction_takes_filippovs_shares_in_tau():
+    """With one sliding direction the sliding tie's shares of tau cancel the direction's rate
+    (``W+ r+ + W- r- = 0``, written out by hand), equal the multilinear rule's where the two
+    sides' clock factors are equal, and the slide is refused where it repels."""
+    from flows.integrator.multilinear import multilinear_weights, solve_multilinear
+    from flows.integrator.sliding_ties import SlidingTiedField
+
+    rule = SlidingTiedField.rule.__get__(object.__new__(SlidingTiedField))
+    sides = np.array([[1.0], [-1.0]])
+    for r_plus, r_minus in ((-2.0, 3.0), (-1e-3, 5e2), (-7.0, 7.0)):
+        rates = np.array([[r_plus], [r_minus]])
+        shares, margin = rule(rates, np.zeros(2), sides, False)
+        assert shares[0] * r_plus + shares[1] * r_minus == pytest.approx(0.0, abs=1e-12)
+        np.testing.assert_allclose(shares, [r_minus, -r_plus] / np.float64(r_minus - r_plus))
+        lam, _ = solve_multilinear(rates.T, sides)
+        np.testing.assert_allclose(shares, multilinear_weights(lam, sides), rtol=1e-9)
+        assert margin == pytest.approx(min(shares))
+    assert rule(np.array([[2.0], [-3.0]]), np.zeros(2), sides, False)[1] == -1.0  # repelling
