@@ -265,14 +265,14 @@ def finish(run, why: str) -> bool:
     last: tuple | None = None
     for _ in range(MAX_RESTARTS):
         reduced = _Reduced(run.problem, mode, active, p)
-        start = reduced.at(run.s, run.y)
-        if start is not None and not start[1].switching > 0:  # past a switch from the start
+        first = reduced.at(run.s, run.y)
+        if first is not None and not first[1].switching > 0:  # past a switch from the start
             switched = _switched(reduced, run, last)
             if switched is not None:
                 mode, last = switched, (float(run.y[-1]), run.log[-1].entry[1])
                 continue
-            start = None
-        if start is None:  # a changed tie or sliding set with no weights, or no way on
+            first = None
+        if first is None:  # a changed tie or sliding set with no weights, or no way on
             run.stop(
                 Cause.UNDECIDED_JUNCTION,
                 f"at tau={float(run.y[-1]):.10g} the slow manifold ends: no weights of the tie "
