@@ -132,7 +132,8 @@ class SlidingTiedField(TiedField):
           in order of how lopsided ``j``'s shares are, its heavier side first.
         * Another direction's ``G_j`` reached 0: it crosses where the weights with its sign
           flipped put ``G_j`` on the new side, else slides where the tie has weights that keep
-          it with the others (the rule then in the box).
+          it with the others (the rule then in the box; the multilinear rule first, then the
+          tilted one, as at a junction of the full field).
         """
         p = self.weights(theta, time)
         if p is None:
@@ -179,10 +180,13 @@ class SlidingTiedField(TiedField):
         crossing = self.mode.copy()
         assert crossing.direction_pattern is not None
         crossing.direction_pattern[j] = -sign
-        sliding = self.mode.copy()
-        sliding.sliding_directions = (*sliding.sliding_directions, j)
-        sliding.tilted = sliding.tilted or len(sliding.sliding_directions) >= 2
-        for mode, kind in ((crossing, "crossing"), (sliding, "sliding")):
+        ways = [(crossing, "crossing")]
+        for tilted in sorted({self.tilted, True}):  # the multilinear rule first, as at a junction
+            sliding = self.mode.copy()
+            sliding.sliding_directions = (*sliding.sliding_directions, j)
+            sliding.tilted = tilted
+            ways.append((sliding, "sliding"))
+        for mode, kind in ways:
             tied = SlidingTiedField(self.problem, mode, self.active)
             with np.errstate(all="ignore"):
                 found = tied.weights(theta, time, p)
