@@ -171,8 +171,7 @@ class SlidingTiedField(TiedField):
         """Direction ``j`` (the other direction nearest 0) crosses or slides (:meth:`switched`):
         it crosses where the weights with its sign flipped put ``G_j`` on its new side, slides
         where the tie has weights that keep it with the others (the rule then in the box)."""
-        z = self.z[:, self.others]
-        kept = self.other_signs * (p @ z) / np.maximum(p @ np.abs(z), 1e-300)
+        kept = self.kept_each(p)
         if kept.size == 0:
             return None
         i = int(np.argmin(kept))
@@ -308,8 +307,11 @@ class SlidingTiedField(TiedField):
         velocity, _, margin = self.combined(theta, p, time)
         return TiedPoint(velocity, p / np.max(p), min(margin, self.kept(p)))
 
-    def kept(self, p: np.ndarray) -> float:
-        """``min_j sign(G_j) G_j / sum_k p_k |z_kj|`` over the directions that do not slide."""
+    def kept_each(self, p: np.ndarray) -> np.ndarray:
+        """``sign(G_j) G_j / sum_k p_k |z_kj|`` of each direction that does not slide."""
         z = self.z[:, self.others]
-        kept = self.other_signs * (p @ z) / np.maximum(p @ np.abs(z), 1e-300)
-        return float(np.min(kept, initial=np.inf))
+        return self.other_signs * (p @ z) / np.maximum(p @ np.abs(z), 1e-300)
+
+    def kept(self, p: np.ndarray) -> float:
+        """The smallest of :meth:`kept_each` (``inf`` where every direction slides)."""
+        return float(np.min(self.kept_each(p), initial=np.inf))
