@@ -82,10 +82,15 @@ class SlidingTiedField(TiedField):
         self.constraints = np.vstack([self.z[:, self.directions].T, np.ones(self.active.size)])
         self.target = np.zeros(self.directions.size + 1)
         self.target[-1] = 1.0
-        _, values, vt = np.linalg.svd(self.constraints)
-        rank = int(np.sum(values > 1e-12 * values[0]))
-        self.basis = vt[rank:].T
+        self.free = self.null_space(np.ones(self.active.size)).shape[1]
         self.last: tuple | None = None
+
+    def null_space(self, scale: np.ndarray) -> np.ndarray:
+        """A basis ``N`` (A, A - 1 - k at full rank) of the changes ``scale * (N c)`` of the
+        weights that keep the constraints ``Z_J^T p = 0``, ``sum p = 1``."""
+        _, values, vt = np.linalg.svd(self.constraints * scale)
+        rank = int(np.sum(values > 1e-12 * values[0]))
+        return vt[rank:].T
 
     def _grad_signs(self, pattern: SignPattern, sides: np.ndarray) -> np.ndarray:
         """``sign(grad L)`` (G, d) of the frozen ``pattern`` with the sliding directions on
@@ -105,6 +110,19 @@ class SlidingTiedField(TiedField):
         size = np.abs(self.constraints) @ np.abs(moved)
         off = np.abs(self.constraints @ moved - self.target)
         return moved if np.all(off <= CONSTRAINT_TOL * np.maximum(size, 1.0)) else None
+
+    def entry_gaps(self, theta: np.ndarray, time: float, others: np.ndarray) -> np.ndarray:
+        """How far each example in ``others`` is from joining the tie: the smaller of its gap
+        at the point and its smallest gap at a side's perturbed point,
+        ``min_sigma (u_j + s^sigma_j - min_{k in tie} (u_k + s^sigma_k))`` (the perturbation
+        moves the margins by hundreds where they are in the tens of thousands: an example far
+        above the tie at the point can carry a side's weight)."""
+        u = self.margins(theta)
+        p = self.p if self.p is not None else np.full(self.active.size, 1.0 / self.active.size)
+        eps = self.perturbation(theta, p, time, self.grad_signs)
+        moved = u + margin_shift(theta, eps, self.mult) @ self.problem.data.signed_features.T
+        perturbed = moved[:, others] - np.min(moved[:, self.active], axis=1, keepdims=True)
+        return np.minimum(super().entry_gaps(theta, time, others), np.min(perturbed, axis=0))
 
     def sides_at(self, theta: np.ndarray, p: np.ndarray, time: float):
         """Each side's ``(F_sigma (V, G, d), log c_sigma (V,), v (V, A))`` at ``theta`` with the
@@ -260,8 +278,10 @@ class SlidingTiedField(TiedField):
         return found
 
     def gauss_newton(self, theta: np.ndarray, time: float, p: np.ndarray) -> np.ndarray | None:
-        """Gauss-Newton on the gap residual over ``p + N c``, forward differences along each
-        basis vector (towards the side that keeps every weight non-negative); converged below
+        """Gauss-Newton on the gap residual over ``p + |p| * (N c)`` (relative changes: the
+        tie's weights at the perturbed point are ``e^{-s}``-spread, so a weight far below the
+        others can still carry its side), forward differences along each basis vector
+        (towards the side that keeps every weight non-negative); converged below
         :data:`NEWTON_TOL`, or at a step below :data:`STEP_TOL` (the rounding floor); with no
         free coordinate, ``p`` where its residual is below :data:`GAP_TOL`. Where the rule has
         no solution (past the boundary of Filippov's set: the sliding is about to change, and
@@ -275,15 +295,17 @@ class SlidingTiedField(TiedField):
                 return None
             if size <= NEWTON_TOL or margin < 0:  # past the rule's boundary: an event locates it
                 return p
-            if self.basis.shape[1] == 0:
+            if self.free == 0:
                 return p if size <= GAP_TOL else None
-            jac = np.empty((r.size, self.basis.shape[1]))
-            for i, direction in enumerate(self.basis.T):
+            scale = np.maximum(np.abs(p), np.finfo(float).tiny)
+            basis = scale[:, None] * self.null_space(scale)
+            jac = np.empty((r.size, basis.shape[1]))
+            for i, direction in enumerate(basis.T):
                 h = JACOBIAN_STEP if np.all(p + JACOBIAN_STEP * direction >= 0) else -JACOBIAN_STEP
                 jac[:, i] = (self.combined(theta, p + h * direction, time)[1] - r) / h
             step = np.linalg.lstsq(jac, -r, rcond=None)[0]
             for _ in range(HALVINGS):
-                trial = p + self.basis @ step
+                trial = p + basis @ step
                 _, r_trial, m_trial = self.combined(theta, trial, time)
                 reduced = float(np.max(np.abs(r_trial), initial=0.0))
                 if reduced <= CONTRACTION * size or m_trial < 0:

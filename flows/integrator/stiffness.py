@@ -55,7 +55,7 @@ from .segments import Mode
 from .threshold_events import BlowUp
 
 #: Evaluations of the explicit method between two checks of the stiffness ratio.
-STIFFNESS_CHECK_NFEV = 20_000
+STIFFNESS_CHECK_NFEV = 5_000
 #: Ratio ``lambda / max|dz/ds|`` (:func:`jacobian_stiffness`) above which the run continues
 #: with :data:`STIFF_METHOD`.
 STIFF_RATIO = 100.0

@@ -91,6 +91,17 @@ class TiedField:
         """``<a, b>`` over the last two axes, each group counted with its multiplicity."""
         return np.sum(a * b * self.mult[:, None], axis=(-2, -1))
 
+    def margins(self, theta: np.ndarray) -> np.ndarray:
+        """Every example's margin ``u = Z prod_l theta_l`` (n,)."""
+        return self.problem.data.signed_features @ np.prod(theta ** self.mult[:, None], axis=0)
+
+    def entry_gaps(self, theta: np.ndarray, time: float, others: np.ndarray) -> np.ndarray:
+        """How far each example in ``others`` (outside the tie) is from joining it: its
+        margin's gap ``u_j - min_{k in tie} u_k`` (its weight is ``e^{-gap}`` of the tie's
+        largest, to O(1))."""
+        u = self.margins(theta)
+        return u[others] - np.min(u[self.active])
+
     def margin_gradients(self, theta: np.ndarray) -> np.ndarray:
         """``grad u_k = z_k * prod_{l' != l} theta^(l')`` for ``k`` in the tie: (..., A, G, d)
         for ``theta`` of shape (..., G, d)."""
@@ -105,7 +116,7 @@ class TiedField:
         from the margins of every example; ``sign``: a frozen ``sign(grad L)`` (l_inf-SAM)."""
         descent = np.tensordot(p, self.margin_gradients(theta), axes=1)  # -grad L / c
         norm = float(np.sqrt(self.inner(descent, descent)))
-        u = self.problem.data.signed_features @ np.prod(theta ** self.mult[:, None], axis=0)
+        u = self.margins(theta)
         log_c = float(-np.min(u) + np.log(np.sum(np.exp(-(u - np.min(u))))))
         summary = GradientSummary(
             -descent / norm, -np.sign(descent) if sign is None else sign, log_c + np.log(norm), self.mult,

@@ -161,14 +161,14 @@ class _Reduced:
         return float(STALL_SIDES - self.tied.evaluations)
 
     def closest_gap(self, s: float, y: np.ndarray) -> float:
-        """``min_{j outside} (u_j - min_{k in tie} u_k) - ENTER_GAP``: 0 where one joins."""
+        """The smallest gap of an example outside the tie
+        (:meth:`~flows.integrator.tied_fields.TiedField.entry_gaps`) less ``ENTER_GAP``: 0
+        where one joins."""
         if self.outside.size == 0:
             return np.inf
-        theta = self.theta(y)
-        u = self.problem.data.signed_features @ np.prod(
-            theta ** np.asarray(self.problem.multiplicity, dtype=float)[:, None], axis=0
-        )
-        return float(np.min(u[self.outside]) - np.min(u[self.tied.active]) - ENTER_GAP)
+        with np.errstate(all="ignore"):
+            gaps = self.tied.entry_gaps(self.theta(y), s, self.outside)
+        return float(np.min(gaps) - ENTER_GAP)
 
 
 @dataclass
@@ -200,7 +200,7 @@ def _start(run, mode: Mode) -> tuple[np.ndarray, np.ndarray, float] | None:
     if not (np.all(np.isfinite(u)) and np.min(u) >= EXP_TAIL):
         return None
     own = np.exp(-(u - np.min(u)))
-    active = np.flatnonzero(own > ACTIVE_WEIGHT * np.max(own))
+    active = _carrying(problem, mode, theta, run.s, own)
     while active.size:
         found = _tie_weights(
             problem, mode, active, own[active] / np.sum(own[active]), theta, run.s, np.min(u)
@@ -212,6 +212,21 @@ def _start(run, mode: Mode) -> tuple[np.ndarray, np.ndarray, float] | None:
             return None
         active = np.delete(active, smallest)
     return None
+
+
+def _carrying(problem: Problem, mode: Mode, theta, time: float, own: np.ndarray) -> np.ndarray:
+    """The examples whose weight is above :data:`ACTIVE_WEIGHT` of the largest at the point
+    (``own``), or at a perturbed point
+    (:meth:`~flows.integrator.tied_fields.TiedField.entry_gaps`)."""
+    active = np.flatnonzero(own > ACTIVE_WEIGHT * np.max(own))
+    outside = np.setdiff1d(np.arange(own.size), active)
+    if outside.size == 0:
+        return active
+    tied = tied_field(problem, mode, active)
+    tied.p = own[active] / np.sum(own[active])
+    with np.errstate(all="ignore"):
+        gaps = tied.entry_gaps(theta, time, outside)
+    return np.union1d(active, outside[gaps < -np.log(ACTIVE_WEIGHT)])
 
 
 def _tie_weights(problem: Problem, mode: Mode, active, own, theta, time, smallest: float):
@@ -228,6 +243,22 @@ def _tie_weights(problem: Problem, mode: Mode, active, own, theta, time, smalles
         gaps = float(np.max(np.abs(np.log(p) - np.log(own))))
         return (active, p, difference) if gaps <= SLIDING_HANDOVER_TOL * smallest else None
     return (active, p, difference) if difference <= HANDOVER_TOL else None
+
+
+def _joining(reduced: _Reduced, run) -> int:
+    """The example outside the tie nearest to joining it at the run's state."""
+    with np.errstate(all="ignore"):
+        gaps = reduced.tied.entry_gaps(reduced.theta(run.y), run.s, reduced.outside)
+    return int(reduced.outside[int(np.argmin(gaps))])
+
+
+def _joined(u: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """The tie's weights ``p`` with an example of margin ``u[-1]`` appended (the one joining;
+    ``u``: the margins of the new tie) at its own weight ``e^{-(u_j - u_k)} p_k`` relative to
+    the heaviest tied example ``k``, normalised."""
+    heaviest = int(np.argmax(p))
+    joined = np.append(p, p[heaviest] * np.exp(-(u[-1] - u[heaviest])))
+    return joined / np.sum(joined)
 
 
 def _switched(reduced: _Reduced, run, last: tuple | None) -> Mode | None:
@@ -263,8 +294,22 @@ def finish(run, why: str) -> bool:
     tau0 = float(run.y[-1])
     rtol, atol = run.tolerances(mode)
     last: tuple | None = None
+    departed: tuple | None = None
     for _ in range(MAX_RESTARTS):
         reduced = _Reduced(run.problem, mode, active, p)
+        if reduced.closest_gap(run.s, run.y) <= 0:  # an example outside carries weight
+            joining = _joining(reduced, run)
+            if departed == (float(run.y[-1]), joining):
+                run.stop(
+                    Cause.UNDECIDED_JUNCTION,
+                    f"at tau={float(run.y[-1]):.10g} the slow manifold ends: example {joining} "
+                    "leaves the tie (its weight at the point reaches 0) while it carries the "
+                    "weight of a side at the perturbed point",
+                )
+                return True
+            active = np.append(active, joining)
+            p = _joined(reduced.tied.margins(reduced.theta(run.y))[active], p)
+            continue
         first = reduced.at(run.s, run.y)
         if first is not None and not first[1].switching > 0:  # past a switch from the start
             switched = _switched(reduced, run, last)
@@ -318,6 +363,7 @@ def finish(run, why: str) -> bool:
             if result.event == 1:  # a weight reached 0: the example leaves the tie
                 found = reduced.at(run.s, run.y)
                 leaving = int(np.argmin(p if found is None else found[1].positive))
+                departed = (tau, int(active[leaving]))
                 keep = np.arange(active.size) != leaving
                 active, p = active[keep], p[keep] / np.sum(p[keep])
             elif result.event == 3:  # the sliding set or a sign changes
@@ -330,14 +376,7 @@ def finish(run, why: str) -> bool:
                     )
                     return True
                 mode, last = switched, (tau, run.log[-1].entry[1])
-            else:  # an example's margin came back to the tie: it joins with weight 0
-                theta = reduced.theta(run.y)
-                u = run.problem.data.signed_features @ np.prod(
-                    theta ** np.asarray(run.problem.multiplicity, dtype=float)[:, None], 0
-                )
-                joining = reduced.outside[int(np.argmin(u[reduced.outside]))]
-                active, p = np.append(active, joining), np.append(p, 0.0)
-            continue
+            continue  # an example's margin came back to the tie: it joins at the restart
         if result.status == "end":
             run.message = f"reached t_max; {model}"
         elif (result.status == "budget" and run.nfev < run.budget) or result.event == 4:
