@@ -134,27 +134,16 @@ def test_linf_sam_at_depth_keeps_its_original_time_through_sliding_junctions():
 
 
 @pytest.mark.slow
-def test_linf_sam_stuck_at_a_junction_ends_within_its_budget_and_says_the_steps_stall():
-    """l_inf-SAM at depth 3 on teacher set 8 spends a budget of 20,000 evaluations across
-    segments that end at events (the last steps overshoot it by tens). At depth 4 on teacher
-    set 7 it slides on a direction surface while another's crossing event fires where each
-    segment starts and its handling changes nothing (a grazing contact: no G_j at zero where
-    the event fires), again and again: the run ends there after 20 such segments
-    (IDLE_SEGMENTS), within 21,000 evaluations, instead of spending 2e5 (200 s at ~1 ms an
-    evaluation)."""
+def test_linf_sam_spends_at_most_its_budget_across_segments_that_end_at_events():
+    """l_inf-SAM at depth 3 on teacher set 8 with a budget of 2,000 evaluations spends it across
+    segments that end at events (the last steps overshoot it by tens) and says so."""
     data, signs = teacher_set(8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         capped = simulate(data, "linf-sam", 3, orthant_init(signs, 3, 0.5), rho=0.1,
-                          t_max=100.0, max_nfev=20_000, original_time=False)  # fmt: skip
-        data, signs = teacher_set(7)
-        stalled = simulate(data, "linf-sam", 4, orthant_init(signs, 4, 0.5), rho=0.1,
-                           t_max=100.0, original_time=False)  # fmt: skip
-    assert capped.cause == Cause.BUDGET_SPENT and capped.nfev <= 20_000 + 50
-    assert stalled.status == -1 and "the steps stall at tau=" in stalled.message
-    assert "20 segments in a row ended where they started" in stalled.message
-    assert "DirectionCrossing" in stalled.message and "sliding on G_" in stalled.message
-    assert stalled.nfev <= 21_000
+                          t_max=100.0, max_nfev=2_000, original_time=False)  # fmt: skip
+    assert capped.cause == Cause.BUDGET_SPENT and capped.nfev <= 2_000 + 50
+    assert len(capped.events) >= 3 and "max_nfev=2000" in capped.message
 
 
 def test_events_whose_handling_changes_nothing_end_the_run_as_stalled(monkeypatch):
@@ -174,7 +163,7 @@ def test_events_whose_handling_changes_nothing_end_the_run_as_stalled(monkeypatc
 
 
 def test_chattering_surfaces_are_those_of_50_events_within_1e_6_of_tau():
-    from flows.integrator.surface_events import CHATTER_EVENTS, chattering_surfaces
+    from flows.integrator.surface_events import CHATTER_EVENTS, chattering_surfaces, surface_names
     from flows.results import FlowEvent
 
     def log(span: float) -> list:
@@ -182,6 +171,6 @@ def test_chattering_surfaces_are_those_of_50_events_within_1e_6_of_tau():
         return [FlowEvent(float(t), ("sliding", "release")[k % 2], (-1, 1 + 4 * (k % 2)),
                           "direction") for k, t in enumerate(taus)]  # fmt: skip
 
-    assert chattering_surfaces(log(1e-6)) == ["G_1", "G_5"]
+    assert surface_names(chattering_surfaces(log(1e-6))) == ["G_1", "G_5"]
     assert chattering_surfaces(log(1e-4)) == []
     assert chattering_surfaces(log(1e-6)[1:]) == []  # fewer than CHATTER_EVENTS events

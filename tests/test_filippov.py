@@ -468,6 +468,41 @@ def test_multilinear_rule_on_one_surface_is_filippovs_combination():
     assert exact and lam[0] == pytest.approx(3.0 / 5.0, rel=1e-15)
 
 
+@pytest.mark.parametrize("tiny", [4e-9, 1e-12])
+def test_multilinear_rule_near_a_face_solves_to_its_weighted_terms(tiny):
+    """k = 2 with a solution at ``lambda = (0.999, tiny)``: a side with weight ``~tiny`` moves
+    1/tiny times faster than the heavy one, so each residual sums terms ``~tiny`` of its row's
+    largest rate. Newton (numpy and compiled) solves to 1e-12 of those terms, not of the row:
+    a residual at 1e-13 of the row would leave ``dG/dtau`` at ``1e-13 / tiny`` of the motion that
+    matters."""
+    from flows.integrator.multilinear import (
+        NEWTON_ITERATIONS,
+        NEWTON_TOL,
+        _newton_one,
+        multilinear_weights,
+        solve_multilinear,
+        vertex_signs,
+    )
+
+    signs = vertex_signs(2)
+    target = np.array([0.999, tiny])
+    w = multilinear_weights(target, signs)
+    rng = np.random.default_rng(8)
+    rates = rng.normal(size=(2, 4)) * np.array([1.0, 1.0, tiny, tiny])  # fast sides carry ~tiny
+    rates[:, 0] -= (rates @ w) / w[0]  # now sum_m w_m rates[i, m] = 0 at the target
+    lam, exact = solve_multilinear(rates, signs)
+    got = multilinear_weights(lam, signs)
+    terms = np.abs(rates) @ np.abs(got)
+    assert exact and np.min(np.abs(lam)) < 1e-6  # a solution at a face (the system has two)
+    assert np.all(np.abs(rates @ got) <= 1e-12 * terms)
+    kernels = pytest.importorskip("flows.compiled._sliding_kernels")
+    rows = rates / np.max(np.abs(rates), axis=-1, keepdims=True)
+    compiled = kernels.newton(rows, signs, NEWTON_ITERATIONS, NEWTON_TOL)
+    numpy_lam, numpy_exact = _newton_one(rows, signs, NEWTON_ITERATIONS, NEWTON_TOL)
+    assert bool(compiled[1]) == numpy_exact
+    np.testing.assert_allclose(compiled[0], numpy_lam, rtol=1e-12, atol=1e-20)
+
+
 def test_multilinear_rule_solves_the_tangency_conditions():
     """k = 2, 3: where Newton reports a solution, every weighted normal rate is 0 (1e-12 of the
     rates) and the weights are a convex combination; rates built around a known interior

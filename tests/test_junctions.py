@@ -282,6 +282,34 @@ def test_sliding_directions_keep_their_surfaces_through_a_junction():
     )
 
 
+def test_teacher_runs_keep_their_sliding_surfaces_to_the_precision_of_the_margins():
+    """l_inf-SAM on teacher set 5 at L = 4 slides on G_7 and G_5 with the multilinear weights at
+    ``lambda = (0.999, 4e-9)``; recomputed from the output beta alone, the sliding directions
+    keep ``|G_j| <= 1e-6 sum_i |p_i z_ij|`` (measured 3e-9) up to tau = 16.6, where the margins
+    are below 40 (with Newton's tolerance on the rows' largest rates they drifted to 1e-3 by
+    tau = 16.47), and ``<= 1e-3`` (where the full field hands over) where the margins tie."""
+    X, y, signs = teacher_set(5)
+    run = simulate(
+        Dataset(X, y), "linf-sam", 4, orthant_init(signs, 4, 0.5), rho=0.1, t_max=16.6,
+        original_time=False, n_points=4001,
+    )  # fmt: skip
+    assert run.status == 0, run.message
+    z = y[:, None] * X
+    margins = run.beta @ z.T
+    weights = np.exp(
+        -np.logaddexp(0.0, margins) - np.max(-np.logaddexp(0.0, margins), axis=1)[:, None]
+    )
+    off = np.abs(weights @ z) / (weights @ np.abs(z))
+    checked = 0
+    for j, start, end in sliding_intervals(run.events):
+        inside = (run.tau > start + 1e-9) & (run.tau < end - 1e-9)
+        low = inside & (np.min(margins, axis=1) < 40.0)
+        assert np.all(off[low, j] <= 1e-6), (j, start, off[low, j].max())
+        assert np.all(off[inside, j] <= 1.01e-3), (j, start, off[inside, j].max())
+        checked += int(low.sum())
+    assert checked >= 100
+
+
 #: Teacher sets of ``benchmarks/bench_depth.py`` at L = 4: the sizes |beta|_1 compared and the
 #: tolerance, from the distances measured at h = 3e-4 (at h = 1e-3 in brackets).
 TEACHER_CASES = {
@@ -290,6 +318,12 @@ TEACHER_CASES = {
     1: ([100.0, 1e3, 1e4], 2e-3),
     # 8.7e-5, 2.8e-3 (2.5e-4, 2.1e-2); ways under the tilted rule
     9: ([100.0, 1e3], 5e-3),
+    # 2.4e-3, 7.4e-4, 6.2e-4 (2.8e-3, 1.3e-3, 2.6e-3); at |beta|_1 = 2381 a crossing whose
+    # G_j is 4.5e-12 from 0 where its event fired (at 0 to tau's resolution)
+    3: ([100.0, 1e3, 1e4], 5e-3),
+    # 5.2e-4, 1.0e-3, 4.5e-4 (1.1e-2, 1.2e-3, 9.9e-4); at |beta|_1 = 524 switches on G_0,
+    # G_1, G_5 accumulate (period x0.65 a cycle) and the run slides on all of them past it
+    7: ([300.0, 1e3, 3e3], 5e-3),
 }
 
 

@@ -167,26 +167,34 @@ def newton(rows, signs, iterations, tol):
     lam = np.full(k, 0.5)
     factors = np.empty((m, k))
     residual, jacobian = np.empty(k), np.empty((k, k))
+    sizes, floor = np.empty(k), np.empty(k)
+    eps = np.finfo(np.float64).eps
     for _ in range(iterations):
         for c in range(m):
             for i in range(k):
                 factors[c, i] = lam[i] if signs[c, i] > 0 else 1.0 - lam[i]
         residual[:] = 0.0
         jacobian[:] = 0.0
+        sizes[:] = 0.0
+        floor[:] = 0.0
         for c in range(m):
             weight = 1.0
             for i in range(k):
                 weight *= factors[c, i]
+            rounding = 0.0
             for j in range(k):
                 others = signs[c, j]
                 for i in range(k):
                     if i != j:
                         others *= factors[c, i]
+                rounding += abs(others) * eps * (abs(lam[j]) + abs(factors[c, j]))
                 for a in range(k):
                     jacobian[a, j] += rows[a, c] * others
             for a in range(k):
                 residual[a] += rows[a, c] * weight
-        if np.all(np.abs(residual) <= tol):
+                sizes[a] += abs(rows[a, c] * weight)
+                floor[a] += abs(rows[a, c]) * rounding
+        if np.all(np.abs(residual) <= np.maximum(tol * sizes, 4.0 * floor)):
             return lam, True
         step, solved = _solve(jacobian, residual)
         if not solved:

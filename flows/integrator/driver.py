@@ -47,12 +47,18 @@ from .arguments import (
 )
 from .assemble import Output, assemble, ends
 from .conservation import MIRROR_ADVICE, split_layers
-from .filippov import FilippovField, TooManySurfaces
+from .filippov import DIRECTION, FilippovField, TooManySurfaces
 from .junctions import resolve_junction
 from .segments import Mode, Path, Segment
 from .solver import METHODS, integrate_segment
 from .state import Run
-from .surface_events import CHATTER_EVENTS, chattering_surfaces, undecided_surfaces
+from .surface_events import (
+    CHATTER_EVENTS,
+    SurfaceDrift,
+    chattering_surfaces,
+    surface_names,
+    undecided_surfaces,
+)
 from .threshold_events import LossFloor
 from .watched import segment_events
 
@@ -199,6 +205,9 @@ def simulate(
             why = stiffness.tie_message(fired.field, run.y, fired.radius, run.s)
             _end_short_of_blowup(run, fired.field, why, " (a smaller rtol goes further)")
             break
+        if isinstance(fired, SurfaceDrift):
+            _end_short_of_blowup(run, fired.field, fired.message(run.y))
+            break
         outcome = fired.handle(run.y, run.mode, run.s, float(run.y[-1]), run.log)
         if outcome.message is not None:
             run.message = outcome.message
@@ -214,7 +223,9 @@ def simulate(
             run.backend.sliding,
         ):  # fmt: skip
             run.stop(Cause.UNDECIDED_JUNCTION, _undecided_message(undecided, run.log[-1].tau))
-        elif chattering := chattering_surfaces(run.log):
+        elif (chattering := chattering_surfaces(run.log)) and not _through_accumulation(
+            run, chattering
+        ):
             run.stop(Cause.UNDECIDED_JUNCTION, _chattering_message(chattering, run.log))
     return assemble(run, algorithm)
 
@@ -597,11 +608,24 @@ def _undecided_message(surfaces: list[str], tau: float) -> str:
     )
 
 
-def _chattering_message(surfaces: list[str], log: list) -> str:
+def _through_accumulation(run: Run, surfaces: list[tuple]) -> bool:
+    """Where switching surfaces chatter (:func:`~flows.integrator.surface_events.chattering_surfaces`),
+    decide the junction of every direction among them at once, as if each were at 0 (they
+    are within the amplitude of the last switches: the accumulation point of a cycle whose
+    period shrinks geometrically, where the Filippov solution goes on sliding on all of them);
+    whether a consistent way was found (:func:`~flows.integrator.junctions.resolve_junction`)."""
+    directions = tuple(j for kind, (_, j) in surfaces if kind == DIRECTION)
+    return bool(directions) and resolve_junction(
+        run.field_for(run.mode), run.mode, run.y, run.s, float(run.y[-1]), run.log,
+        run.backend.sliding, fired=directions,
+    )  # fmt: skip
+
+
+def _chattering_message(surfaces: list[tuple], log: list) -> str:
     """The message of a run stopped where switching surfaces chatter."""
     first, last = log[-CHATTER_EVENTS].tau, log[-1].tau
     return (
-        f"the switching surfaces {', '.join(surfaces)} meet near tau={last:.10g}, where the "
+        f"the switching surfaces {', '.join(surface_names(surfaces))} meet near tau={last:.10g}, where the "
         f"flow slid on and left them {CHATTER_EVENTS} times within {last - first:.3g} of tau "
         "(no consistent way through them); the path up to there is returned (the discrete "
         "algorithm, flows.iterate, steps past such junctions)"

@@ -73,10 +73,13 @@ MULTILINEAR, TILTED = "multilinear", "tilted"
 MAX_WAYS_AT_ONE_INSTANT = 4
 
 
-def _candidates(field: VectorField, mode: Mode, y: np.ndarray) -> list[int]:
+def _candidates(
+    field: VectorField, mode: Mode, y: np.ndarray, fired: tuple[int, ...] = ()
+) -> list[int]:
     """The directions ``j`` that slide in ``mode`` or whose ``G_j`` is at 0 at ``y`` (to
     :data:`~flows.integrator.events.DIRECTION_ZERO`, or just past 0 from the side the mode
-    holds, where the crossing event located it)."""
+    holds, where the crossing event located it), and ``fired``: the direction whose crossing
+    event located its root here (at 0 to the clock's resolution, however fast it moves)."""
     problem = field.problem
     fused = field if isinstance(field, FusedField) else FusedField(problem)
     theta = problem.chart.state(y[:-1].reshape(problem.shape))
@@ -87,6 +90,7 @@ def _candidates(field: VectorField, mode: Mode, y: np.ndarray) -> list[int]:
     assert mode.direction_pattern is not None
     value = np.where(mode.direction_pattern != 0, mode.direction_pattern, 1.0) * direction.sign
     at_zero = (direction.sign != 0) & (np.where(value > 0, size, -size) <= DIRECTION_ZERO * scale)
+    at_zero[list(fired)] = True
     return sorted(set(mode.sliding_directions) | {int(j) for j in np.flatnonzero(at_zero)})
 
 
@@ -245,6 +249,7 @@ def resolve_junction(
     log: list[FlowEvent],
     combination: Callable | None = None,
     at_least: int = 1,
+    fired: tuple[int, ...] = (),
 ) -> bool:
     """Put ``mode`` on the selected consistent way through the junction at ``y`` (module
     docstring): under the multilinear rule, or where no way is consistent under it, under the
@@ -253,8 +258,8 @@ def resolve_junction(
     at once) is not tried again, and at most :data:`MAX_WAYS_AT_ONE_INSTANT` are. False
     (``mode`` unchanged) where no way is left,
     where fewer than ``at_least`` directions meet, or where the sliding parameters include
-    inert ones."""
-    candidates = _candidates(field, mode, y)
+    inert ones. ``fired``: a direction whose crossing event fired here (:func:`_candidates`)."""
+    candidates = _candidates(field, mode, y, fired)
     if len(candidates) < at_least:
         return False
     found = _junction_at(field, mode, y, s, candidates, combination) if candidates else None

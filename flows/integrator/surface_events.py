@@ -139,9 +139,18 @@ def undecided_surfaces(log: list[FlowEvent], since: int = 0) -> list[str]:
         counts[key] = counts.get(key, 0) + 1
     if max(counts.values()) <= MAX_REPEATS_AT_ONE_INSTANT:
         return []
-    entries = sorted({(e.surface, e.entry) for e in events if e.entry is not None})
+    return surface_names(_surfaces_of(events))
+
+
+def _surfaces_of(events: list[FlowEvent]) -> list[tuple]:
+    """The surfaces ``(kind, (group, j))`` of ``events``, each once, in order."""
+    return sorted({(e.surface, e.entry) for e in events if e.entry is not None})
+
+
+def surface_names(surfaces: list[tuple]) -> list[str]:
+    """``'G_j'`` or ``'w^(l)_j'`` of each surface ``(kind, (group, j))``."""
     return [
-        f"G_{j}" if kind == DIRECTION else f"w^({group + 1})_{j}" for kind, (group, j) in entries
+        f"G_{j}" if kind == DIRECTION else f"w^({group + 1})_{j}" for kind, (group, j) in surfaces
     ]
 
 
@@ -151,21 +160,20 @@ CHATTER_EVENTS = 50
 CHATTER_SPAN = 1e-6
 
 
-def chattering_surfaces(log: list[FlowEvent]) -> list[str]:
-    """The surfaces of the last :data:`CHATTER_EVENTS` events if they all fell within
-    :data:`CHATTER_SPAN` ``* max(1, tau)`` of rescaled time: surfaces that meet where the flow
-    switches between sliding on them and leaving them at ever shorter intervals (a junction
-    that each resolution undoes a little later, measured on teacher data at depth 3: 640
-    events over 1e-4 of tau, 2e5 evaluations); empty otherwise."""
+def chattering_surfaces(log: list[FlowEvent]) -> list[tuple]:
+    """The surfaces ``(kind, (group, j))`` of the last :data:`CHATTER_EVENTS` events if they
+    all fell within :data:`CHATTER_SPAN` ``* max(1, tau)`` of rescaled time: surfaces that
+    meet where the flow switches between sliding on them and leaving them at ever shorter
+    intervals (a junction that each resolution undoes a little later, measured on teacher data
+    at depth 3: 640 events over 1e-4 of tau, 2e5 evaluations; or a cycle of switches whose
+    period shrinks geometrically to an accumulation point, teacher set 7 at depth 4: by 0.65
+    per cycle); empty otherwise."""
     if len(log) < CHATTER_EVENTS:
         return []
     last = log[-CHATTER_EVENTS:]
     if last[-1].tau - last[0].tau > CHATTER_SPAN * max(1.0, abs(last[-1].tau)):
         return []
-    entries = sorted({(e.surface, e.entry) for e in last if e.entry is not None})
-    return [
-        f"G_{j}" if kind == DIRECTION else f"w^({group + 1})_{j}" for kind, (group, j) in entries
-    ]
+    return _surfaces_of(last)
 
 
 def _leave(surface: Surface, side: float, y: np.ndarray, mode: Mode) -> None:
@@ -256,14 +264,25 @@ class DirectionCrossing(SegmentEvent):
     def handle(
         self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
     ) -> Outcome:
-        """Cross or slide, for every watched ``G_j`` at 0 (to rounding) here: where two or more
-        directions meet (at 0 or sliding), all together
+        """Cross or slide, for every watched ``G_j`` at 0 (to rounding) here and the one whose
+        root the event located (at 0 to the clock's resolution: a ``G_j`` that moves fast
+        can be 1e-11 from 0 where the next representable time would take it past 0): where
+        two or more directions meet (at 0 or sliding), all together
         (:func:`flows.integrator.junctions.resolve_junction`), else one at a time."""
-        if resolve_junction(self.field, mode, y, s, tau, log, self.combination, at_least=2):
-            return Outcome()
         values = self.values(y)
+        shown = (self.pattern[self.watched] != 0) & ~np.isnan(values)
+        fired = (
+            (int(self.watched[shown][np.argmin((values + self.offset)[shown])]),)
+            if np.any(shown)
+            else ()
+        )
+        if resolve_junction(
+            self.field, mode, y, s, tau, log, self.combination, at_least=2, fired=fired
+        ):
+            return Outcome()
         scale = float(np.max(np.abs(self.problem.data.signed_features)))
         at_zero = (values <= DIRECTION_ZERO * scale) | (self.pattern[self.watched] == 0)
+        at_zero |= np.isin(self.watched, fired)
         for j in self.watched[at_zero]:
             outcome = enter_surface(
                 self.field, Surface(DIRECTION, int(j)), y, mode, s, tau, log, self.combination
@@ -271,6 +290,54 @@ class DirectionCrossing(SegmentEvent):
             if outcome.stop:
                 return outcome
         return Outcome()
+
+
+#: Largest ``|G_j| / sum_i |p_i z_ij|`` of a sliding direction at which the full field still
+#: resolves its surface (:class:`SurfaceDrift`). The combination holds ``dG_j/dtau = 0``, so
+#: ``G_j`` moves off 0 by the integration error only: 1e-10 to 1e-8 along the paths of the
+#: depth benchmark. Where the margins tie, ``G_j`` answers a relative change of ``theta`` with
+#: the gain ``u`` and that error grows tenfold every 0.05 of tau (l_inf-SAM, teacher set 8 at
+#: depth 3: from 1e-9 at tau = 5.95 to 0.4 at 6.2, the combination then blending the sides of
+#: a ``G_j`` of definite sign).
+SURFACE_DRIFT = 1e-3
+
+
+@dataclass
+class SurfaceDrift(SegmentEvent):
+    """``g = SURFACE_DRIFT - max_j |G_j| / sum_i |p_i z_ij|`` over the sliding ``directions``:
+    the full field no longer resolves its sliding surfaces. The run cannot go on in it there
+    (:func:`flows.integrator.driver._end_short_of_blowup`: the extrapolated blow-up, the slow
+    manifold of its ties, which keeps ``Z_J^T p = 0`` exactly, else 'precision lost')."""
+
+    directions: tuple[int, ...] = ()
+    direction = -1.0
+
+    def drift(self, y: np.ndarray) -> float:
+        """``max_j |G_j| / sum_i |p_i z_ij|`` over the sliding directions at ``y``."""
+        fused = self.fused
+        theta = self.theta(y)
+        _, p = fused.margins_and_weights(fused.product_of_layers(theta.sign, theta.log_abs))[:2]
+        assert p is not None  # direction surfaces exist only for several examples
+        features = np.asarray(self.problem.data.signed_features, dtype=float)[:, self.directions]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            off = np.abs(p @ features) / (np.abs(p) @ np.abs(features))
+        return float(np.max(np.nan_to_num(off), initial=0.0))
+
+    def __call__(self, s: float, y: np.ndarray) -> float:
+        return SURFACE_DRIFT - self.drift(y)
+
+    def already(self, y: np.ndarray) -> bool:
+        """The surfaces are not resolved where the segment starts."""
+        return self(0.0, y) < 0
+
+    def message(self, y: np.ndarray) -> str:
+        """Why the run cannot go on in the full field (for its message)."""
+        names = ", ".join(f"G_{j}" for j in self.directions)
+        return (
+            f"the sliding surfaces {names} are no longer resolved (|G_j| reached "
+            f"{self.drift(y):.2g} of sum_i |p_i z_ij|: the integration error off them, "
+            "amplified where the margins tie)"
+        )
 
 
 #: How far outside ``[0, 1]`` a sliding weight may start a segment (rounding) before it

@@ -13,7 +13,7 @@ from .filippov import (
     FilippovField,
 )
 from .segments import Mode
-from .surface_events import DirectionCrossing, Release, ZeroCrossing
+from .surface_events import DirectionCrossing, Release, SurfaceDrift, ZeroCrossing
 from .threshold_events import (
     BlowUp,
     Collapse,
@@ -59,6 +59,8 @@ def segment_events(
             found.append(crossing if y is None else crossing.starting_at(y))
         if sliding is not None:
             found.append(Release(vector_field, sliding=sliding))
+        if mode.sliding_directions:
+            found.append(SurfaceDrift(vector_field, directions=tuple(mode.sliding_directions)))
     if radius > 0 and depth >= 2:
         found.append(Collapse(vector_field, radius=radius))
         if near_zero and not isinstance(mode.chart, AsinhChart):
