@@ -478,6 +478,7 @@ def test_multilinear_rule_near_a_face_solves_to_its_weighted_terms(tiny):
     from flows.integrator.multilinear import (
         NEWTON_ITERATIONS,
         NEWTON_TOL,
+        STEP_FLOOR,
         _newton_one,
         multilinear_weights,
         solve_multilinear,
@@ -497,7 +498,7 @@ def test_multilinear_rule_near_a_face_solves_to_its_weighted_terms(tiny):
     assert np.all(np.abs(rates @ got) <= 1e-12 * terms)
     kernels = pytest.importorskip("flows.compiled._sliding_kernels")
     rows = rates / np.max(np.abs(rates), axis=-1, keepdims=True)
-    compiled = kernels.newton(rows, signs, NEWTON_ITERATIONS, NEWTON_TOL)
+    compiled = kernels.newton(rows, signs, NEWTON_ITERATIONS, NEWTON_TOL, STEP_FLOOR)
     numpy_lam, numpy_exact = _newton_one(rows, signs, NEWTON_ITERATIONS, NEWTON_TOL)
     assert bool(compiled[1]) == numpy_exact
     np.testing.assert_allclose(compiled[0], numpy_lam, rtol=1e-12, atol=1e-20)

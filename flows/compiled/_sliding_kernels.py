@@ -160,7 +160,7 @@ def _rates_into(w, fields, weight, depth, mult, features, offsets, loss_id, kind
 
 
 @njit(cache=True, error_model="numpy")
-def newton(rows, signs, iterations, tol):
+def newton(rows, signs, iterations, tol, step_floor):
     """``(lambda, exact)`` of :func:`flows.integrator.multilinear._newton_one` (rows scaled to 1); where it
     is not exact the caller takes the least-squares combination."""
     k, m = rows.shape
@@ -203,6 +203,8 @@ def newton(rows, signs, iterations, tol):
             lam[i] -= step[i]
         if not np.all(np.isfinite(lam)):
             return lam, False
+        if np.max(np.abs(step)) <= step_floor:
+            return lam, True
     return lam, False
 
 

@@ -71,11 +71,14 @@ class CompiledSliding:
         self, rows: np.ndarray, signs: np.ndarray, iterations: int, tol: float
     ) -> tuple[np.ndarray, bool]:
         """``(lambda, exact)``: Newton's method on the multilinear system of one point."""
+        from ..integrator.multilinear import STEP_FLOOR
+
         lam, exact = self.kernels.newton(
             np.ascontiguousarray(rows, dtype=float),
             np.ascontiguousarray(signs, dtype=float),
             iterations,
             tol,
+            STEP_FLOOR,
         )
         return lam, bool(exact)
 

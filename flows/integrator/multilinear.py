@@ -18,6 +18,10 @@ NEWTON_ITERATIONS = 50
 #: moves the state off the sliding surface (l_inf-SAM, teacher set 5 at depth 4: to 3.5e-3 of
 #: ``sum_i |p_i z_ij|`` within 0.4 of tau at rtol 1e-10 and 1e-12 alike).
 NEWTON_TOL = 1e-13
+#: A Newton step below this ends it as solved: ``lambda`` is then at its rounding floor (where
+#: the residual's is above :func:`_tolerance`'s estimate, further steps are noise, and an
+#: ill-conditioned Jacobian turns them into jumps to another root of the system).
+STEP_FLOOR = 8 * float(np.finfo(float).eps)
 
 
 def vertex_signs(k: int) -> np.ndarray:
@@ -116,11 +120,14 @@ def _newton_one(
         if np.all(np.abs(residual) <= _tolerance(lam, rows, signs, tol)):
             return lam, True
         try:
-            lam = lam - np.linalg.solve(jacobian, residual)
+            step = np.linalg.solve(jacobian, residual)
         except np.linalg.LinAlgError:
             break
+        lam = lam - step
         if not np.all(np.isfinite(lam)):
             break
+        if np.max(np.abs(step)) <= STEP_FLOOR:
+            return lam, True
     return lam, False
 
 
@@ -143,6 +150,9 @@ def _newton_stack(rows: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.n
         moved = going & solved & np.all(np.isfinite(new), axis=-1)
         going &= moved  # a singular Jacobian or a non-finite step: least squares
         lam[moved] = new[moved]
+        floored = moved & (np.max(np.abs(step), axis=-1) <= STEP_FLOOR)
+        exact |= floored
+        going &= ~floored
     for i in np.flatnonzero(~exact):
         lam[i] = _box_least_squares(rows[i], signs)
     return lam, exact
