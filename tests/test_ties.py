@@ -258,3 +258,23 @@ def test_entry_gaps_read_each_sides_perturbed_margins():
     found = tied.entry_gaps(theta, 0.0, others)
     np.testing.assert_allclose(found, expected, rtol=0, atol=1e-9 * np.max(np.abs(u)))
     assert np.any(found < u[others] - u[active].min() - 1.0)  # a side's perturbed point counts
+
+
+def test_a_step_whose_dense_output_is_not_finite_ends_the_segment(monkeypatch):
+    """Where the extra stages of a step's dense output meet a non-finite field (a reduced field
+    is NaN where its weights are not found) the step's inside is unknown: the segment fails
+    there with nothing of that step kept, its state the last finite one."""
+    from scipy.integrate import DOP853
+
+    from flows.integrator.solver import integrate_segment
+
+    def nan_inside(self):
+        return lambda s: np.full(self.y.shape, np.nan)
+
+    monkeypatch.setattr(DOP853, "dense_output", nan_inside)
+    y0 = np.array([1.0, 2.0])
+    out = integrate_segment(
+        lambda s, y: -y, 0.0, y0, 1.0, [], "DOP853", 1e-8, np.full(2, 1e-12), 1000
+    )
+    assert out.status == "failed" and "not finite within a step" in out.message
+    assert out.ts == [0.0] and not out.interpolants and np.array_equal(out.y, y0)

@@ -170,6 +170,11 @@ def integrate_segment(
             out.status, out.message = "failed", message or "the state left the float range"
             return out
         interpolant = solver.dense_output()
+        if not np.all(np.isfinite(interpolant(0.5 * (solver.t_old + solver.t)))):
+            # the extra stages of the dense output met a non-finite field (a reduced field
+            # returns NaN where its weights are not found): the step's inside is unknown
+            out.status, out.message = "failed", "the dense output is not finite within a step"
+            return out
         g_new = np.array([e(solver.t, solver.y) for e in events])
         hits = _active(g_old, g_new, direction) if len(events) else np.empty(0, dtype=int)
         if len(hits):
