@@ -136,6 +136,14 @@ def shares(beta: np.ndarray, start: float) -> np.ndarray:
         return np.where(size >= start / 100.0, np.abs(beta) / size, np.nan)
 
 
+def mean_where_defined(values: np.ndarray) -> np.ndarray:
+    """The mean over the runs (axis 0) of the entries that are not NaN; NaN where none is
+    (early times, where every run's shares are undefined)."""
+    count = np.sum(~np.isnan(values), axis=0)
+    with np.errstate(invalid="ignore"):
+        return np.where(count > 0, np.nansum(values, axis=0) / count, np.nan)
+
+
 def leader_order(t: np.ndarray, share: np.ndarray, after: float) -> tuple[int, ...]:
     """The coordinates (1-based) in the order they first lead (largest share) at times
     ``>= after``; () where the shares are undefined throughout."""
@@ -207,7 +215,7 @@ def draw(results: list[Result], s: Setting, path: Path) -> None:
                                     lw=0)  # fmt: skip
             if dynamics == "steps":
                 continue
-            mean_share = np.nanmean(shares(beta, start), axis=0)
+            mean_share = mean_where_defined(shares(beta, start))
             for j in range(d):
                 top.plot(t[1:], mean_share[1:, j], color=colors[j], ls=kw["ls"], lw=1.0)
         reference = leader_order(t_flow, shares(beta_flow, start), after)
