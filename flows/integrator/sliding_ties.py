@@ -111,23 +111,14 @@ class SlidingTiedField(TiedField):
         off = np.abs(self.constraints @ moved - self.target)
         return moved if np.all(off <= CONSTRAINT_TOL * np.maximum(size, 1.0)) else None
 
-    def entry_gaps(self, theta: np.ndarray, time: float, others: np.ndarray) -> np.ndarray:
-        """How far each example in ``others`` is from joining the tie: the smaller of its gap
-        at the point and its smallest gap at a side's perturbed point,
-        ``min_sigma (u_j + s^sigma_j - min_{k in tie} (u_k + s^sigma_k))`` (the perturbation
-        moves the margins by hundreds where they are in the tens of thousands: an example far
-        above the tie at the point can carry a side's weight)."""
-        u = self.margins(theta)
-        p = self.p if self.p is not None else np.full(self.active.size, 1.0 / self.active.size)
-        eps = self.perturbation(theta, p, time, self.grad_signs)
-        moved = u + margin_shift(theta, eps, self.mult) @ self.problem.data.signed_features.T
-        perturbed = moved[:, others] - np.min(moved[:, self.active], axis=1, keepdims=True)
-        return np.minimum(super().entry_gaps(theta, time, others), np.min(perturbed, axis=0))
+    def perturbations(self, theta: np.ndarray, p: np.ndarray, time: float) -> np.ndarray:
+        """``eps_sigma = rho sign(grad L)`` of each side (V, G, d)."""
+        return self.perturbation(theta, p, time, self.grad_signs)
 
     def sides_at(self, theta: np.ndarray, p: np.ndarray, time: float):
         """Each side's ``(F_sigma (V, G, d), log c_sigma (V,), v (V, A))`` at ``theta`` with the
         tie's weights ``p``."""
-        eps = self.perturbation(theta, p, time, self.grad_signs)  # (V, G, d)
+        eps = self.perturbations(theta, p, time)  # (V, G, d)
         with np.errstate(divide="ignore", invalid="ignore"):
             log_w = np.log(np.abs(p)) - margin_shift(theta, eps, self.mult) @ self.z.T  # (V, A)
             top = np.max(log_w, axis=-1, keepdims=True)

@@ -96,11 +96,27 @@ class TiedField:
         return self.problem.data.signed_features @ np.prod(theta ** self.mult[:, None], axis=0)
 
     def entry_gaps(self, theta: np.ndarray, time: float, others: np.ndarray) -> np.ndarray:
-        """How far each example in ``others`` (outside the tie) is from joining it: its
-        margin's gap ``u_j - min_{k in tie} u_k`` (its weight is ``e^{-gap}`` of the tie's
-        largest, to O(1))."""
+        """How far each example in ``others`` (outside the tie) is from joining it: the
+        smaller of its margin's gap ``u_j - min_{k in tie} u_k`` at the point (its weight is
+        ``e^{-gap}`` of the tie's largest, to O(1)) and its smallest gap at a perturbed point,
+        ``min_sigma (u_j(theta + eps_sigma) - min_{k in tie} u_k(theta + eps_sigma))`` (the
+        perturbation moves the margins by hundreds where they are in the tens of thousands:
+        an example far above the tie at the point can carry the weight at the perturbed
+        point)."""
         u = self.margins(theta)
-        return u[others] - np.min(u[self.active])
+        gaps = u[others] - np.min(u[self.active])
+        if not self.problem.algorithm.perturbs:
+            return gaps
+        p = self.p if self.p is not None else np.full(self.active.size, 1.0 / self.active.size)
+        shifts = margin_shift(theta, self.perturbations(theta, p, time), self.mult)  # (V, d)
+        moved = u + shifts @ self.problem.data.signed_features.T  # (V, n)
+        perturbed = moved[:, others] - np.min(moved[:, self.active], axis=1, keepdims=True)
+        return np.minimum(gaps, np.min(perturbed, axis=0))
+
+    def perturbations(self, theta: np.ndarray, p: np.ndarray, time: float) -> np.ndarray:
+        """The perturbations of the points the field combines (V, G, d): one, the
+        algorithm's."""
+        return self.perturbation(theta, p, time)[None]
 
     def margin_gradients(self, theta: np.ndarray) -> np.ndarray:
         """``grad u_k = z_k * prod_{l' != l} theta^(l')`` for ``k`` in the tie: (..., A, G, d)
