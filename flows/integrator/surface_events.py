@@ -252,9 +252,15 @@ class DirectionCrossing(SegmentEvent):
         g = np.where(direction.sign == 0, np.nan, direction.sign * np.exp(direction.log_abs))
         return (self.pattern * g)[self.watched]
 
-    def __call__(self, s: float, y: np.ndarray) -> float:
+    def shown(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The watched coordinates the event function reads at ``y`` (those with a frozen sign
+        and a ``G_j`` that has one) and their ``sign_j G_j + offset_j``."""
         values = self.values(y) + self.offset
-        values = values[(self.pattern[self.watched] != 0) & ~np.isnan(values)]
+        keep = (self.pattern[self.watched] != 0) & ~np.isnan(values)
+        return self.watched[keep], values[keep]
+
+    def __call__(self, s: float, y: np.ndarray) -> float:
+        values = self.shown(y)[1]
         return float(np.min(values)) if values.size else 1.0
 
     def already(self, y: np.ndarray) -> bool:
@@ -269,17 +275,13 @@ class DirectionCrossing(SegmentEvent):
         can be 1e-11 from 0 where the next representable time would take it past 0): where
         two or more directions meet (at 0 or sliding), all together
         (:func:`flows.integrator.junctions.resolve_junction`), else one at a time."""
-        values = self.values(y)
-        shown = (self.pattern[self.watched] != 0) & ~np.isnan(values)
-        fired = (
-            (int(self.watched[shown][np.argmin((values + self.offset)[shown])]),)
-            if np.any(shown)
-            else ()
-        )
+        watched, shifted = self.shown(y)
+        fired = (int(watched[np.argmin(shifted)]),) if watched.size else ()
         if resolve_junction(
             self.field, mode, y, s, tau, log, self.combination, at_least=2, fired=fired
         ):
             return Outcome()
+        values = self.values(y)
         scale = float(np.max(np.abs(self.problem.data.signed_features)))
         at_zero = (values <= DIRECTION_ZERO * scale) | (self.pattern[self.watched] == 0)
         at_zero |= np.isin(self.watched, fired)
