@@ -48,7 +48,8 @@ def teacher_set(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def run_one(seed: int, depth: int, algorithm: str, queue) -> None:
-    """One default ``simulate`` call; puts (status, seconds, tau, message) on ``queue``."""
+    """One default ``simulate`` call; puts (status, seconds, tau, message, cause, step_error)
+    on ``queue`` (``step_error`` None where the path has none of l_inf-SAM's own steps)."""
     from flows import Dataset, orthant_init, simulate
 
     X, y, signs = teacher_set(seed)
@@ -65,11 +66,14 @@ def run_one(seed: int, depth: int, algorithm: str, queue) -> None:
             **ALGORITHMS[algorithm],
         )
     seconds = time.perf_counter() - start
-    queue.put((traj.status, seconds, float(traj.tau[-1]), traj.message, traj.cause.value))
+    stepped = traj.step_error if np.isfinite(traj.own_steps_from) else None
+    queue.put((traj.status, seconds, float(traj.tau[-1]), traj.message, traj.cause.value,
+               stepped))  # fmt: skip
 
 
 def timed_run(seed: int, depth: int, algorithm: str, timeout: float) -> tuple:
-    """``run_one`` in its own process: ``(status, seconds, tau, message, cause)``, with status
+    """``run_one`` in its own process: ``(status, seconds, tau, message, cause, step_error)``,
+    with status
     None where it does not end within ``timeout`` seconds (cause 'timeout') or crashes."""
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
@@ -79,9 +83,9 @@ def timed_run(seed: int, depth: int, algorithm: str, timeout: float) -> tuple:
     if proc.is_alive():
         proc.kill()
         proc.join()
-        return (None, timeout, float("nan"), f"no result within {timeout:g} s", "timeout")
+        return (None, timeout, float("nan"), f"no result within {timeout:g} s", "timeout", None)
     if queue.empty():
-        return (None, 0.0, float("nan"), "crashed", "crashed")
+        return (None, 0.0, float("nan"), "crashed", "crashed", None)
     return queue.get()
 
 
@@ -111,8 +115,9 @@ def main() -> None:
         f"- {args.sets} teacher data sets (n = {N}, d = {D}), orthant_init(sign w, L, {SCALE}), "
         f"t_max = {T_MAX:g}, timeout {args.timeout:g} s",
         "",
-        "| algorithm | L | status 0 or 1 | median s | worst s | other endings (cause: runs) |",
-        "|---|---|---|---|---|---|",
+        "| algorithm | L | status 0 or 1 | by own steps (largest step_error) | median s | worst s "
+        "| other endings (cause: runs) |",
+        "|---|---|---|---|---|---|---|",
     ]
     detail = []
     for algorithm in args.algorithms.split(","):
@@ -122,9 +127,11 @@ def main() -> None:
             secs = np.array([r[1] for r in rows])
             causes = [r[4] for r in rows if r[0] not in (0, 1)]
             other = ", ".join(f"{c}: {causes.count(c)}" for c in sorted(set(causes)))
+            stepped = [r[5] for r in rows if r[0] in (0, 1) and r[5] is not None]
+            by_steps = f"{len(stepped)} ({max(stepped):.1e})" if stepped else "-"
             lines.append(
-                f"| {algorithm} | {depth} | {ok}/{len(rows)} | {np.median(secs):.2f} | "
-                f"{secs.max():.2f} | {other or '-'} |"
+                f"| {algorithm} | {depth} | {ok}/{len(rows)} | {by_steps} | "
+                f"{np.median(secs):.2f} | {secs.max():.2f} | {other or '-'} |"
             )
     for case, r in zip(cases, results, strict=True):
         detail.append(f"seed {case[0]} L={case[1]} {case[2]}: status {r[0]}, {r[1]:.2f} s, "

@@ -3,8 +3,9 @@
 * ``numba`` (extra ``fast``): the field :class:`~flows.compiled.field.CompiledField`, the
   compiled DOP853 segment loop (:mod:`flows.compiled.segment`), l_inf-SAM's compiled sliding
   combination (:mod:`flows.compiled.sliding`), the compiled interval rule of the original-time
-  quadrature (:mod:`flows.compiled.quadrature`) and the compiled loop of ``iterate``'s steps
-  (:mod:`flows.compiled.discrete`);
+  quadrature (:mod:`flows.compiled.quadrature`), the compiled loop of ``iterate``'s steps
+  (:mod:`flows.compiled.discrete`) and that of l_inf-SAM's own steps
+  (:mod:`flows.compiled.stepping`);
 * ``numpy``: the fused field :class:`~flows.fused.FusedField`; scipy's solvers
   (:mod:`flows.integrator.solver`), the numpy sliding combination
   (:mod:`flows.integrator.filippov`) and quadrature (:mod:`flows.clocks`);
@@ -28,7 +29,7 @@ from typing import Any, NamedTuple
 
 from . import compiled
 from .clocks import Rule
-from .compiled import discrete, quadrature, segment
+from .compiled import discrete, quadrature, segment, stepping
 from .compiled.background import compiled_ready
 from .compiled.field import CompiledField
 from .compiled.sliding import CompiledSliding
@@ -72,6 +73,9 @@ class Backend:
     discrete : ``(problem, eta, momentum, weight_decay, loss_limit) -> loop or None``: the
         compiled loop of :func:`flows.iterate`'s steps (:func:`flows.compiled.discrete.stepper`;
         None: numpy's steps).
+    own_steps : the compiled loop of l_inf-SAM's own steps
+        (:func:`flows.compiled.stepping.own_steps`; None: numpy's,
+        :func:`flows.integrator.own_steps.own_steps`).
     """
 
     name: str
@@ -83,6 +87,7 @@ class Backend:
     sliding: Callable[..., Any] | None = None
     interval_rule: Callable[[], Rule] | None = None
     discrete: Callable[..., Any] | None = None
+    own_steps: Callable[..., Any] | None = None
 
 
 def _compiled_loss(problem: Problem) -> bool:
@@ -103,6 +108,7 @@ BACKENDS: dict[str, Backend] = {
         sliding=CompiledSliding.of,
         interval_rule=quadrature.interval_rule,
         discrete=discrete.stepper,
+        own_steps=stepping.own_steps,
     ),
     "numpy": Backend("numpy", FusedField),
     "reference": Backend("reference", ReferenceField),

@@ -58,8 +58,8 @@ _STATUS = {
 @dataclass(frozen=True)
 class FlowEvent:
     """Something that happened at rescaled time ``tau``: ``kind`` in {'crossing', 'sliding',
-    'release', 'collapse', 'blow-up', 'stationary', 'loss floor'}; for the first three the switching surface:
-    ``surface`` 'parameter' (``w^(group)_j = 0``, ``entry = (group, j)``) or 'direction'
+    'release', 'collapse', 'blow-up', 'stationary', 'loss floor', 'own steps'}; for the first
+    three the switching surface: ``surface`` 'parameter' (``w^(group)_j = 0``, ``entry = (group, j)``) or 'direction'
     (``G_j(theta) = 0``, every layer of ``j``: ``entry = (-1, j)``); None for global events."""
 
     tau: float
@@ -88,6 +88,9 @@ _NUMBERS: dict[str, type] = {
     "reduced": bool,
     "sliding_time": float,
     "sliding_surfaces": int,
+    "own_steps_from": float,
+    "own_steps": int,
+    "step_error": float,
 }
 _EVENTS = ("event_tau", "event_kind", "event_group", "event_j", "event_surface")
 
@@ -192,6 +195,11 @@ class Trajectory:
     reduced : integrated as the balanced reduced system.
     sliding_time : rescaled time during which some switching surface of l_inf-SAM slid.
     sliding_surfaces : the most switching surfaces sliding at once.
+    own_steps_from, own_steps, step_error : where l_inf-SAM's sliding was not resolved and its
+        own steps continued the path (:mod:`flows.integrator.stepping`): the ``tau`` they start
+        at (``inf``: nowhere), how many the path took, and the largest difference of
+        ``beta / ||beta||_1`` from the path at twice their step (its error estimate; 0 where
+        no steps ran).
     """
 
     t: np.ndarray
@@ -216,6 +224,9 @@ class Trajectory:
     reduced: bool = False
     sliding_time: float = 0.0
     sliding_surfaces: int = 0
+    own_steps_from: float = np.inf
+    own_steps: int = 0
+    step_error: float = 0.0
 
     def __getstate__(self) -> dict[str, Any]:
         """The fields for pickling, ``loss`` computed (a function need not pickle)."""
@@ -303,8 +314,9 @@ class Trajectory:
             ``log_abs_theta``, ``sign_theta``: the path arrays themselves (not copies).
             ``message``, ``algorithm``, ``clock``, ``backend``: 0-d str; ``cause``: 0-d str,
             the :class:`Cause` member's name (``'BLOW_UP'``). ``status``, ``depth``,
-            ``nfev``, ``sliding_surfaces``: 0-d int64; ``reduced``: 0-d bool;
-            ``sliding_time``: 0-d float64. ``segment_loops``: (k,) str.
+            ``nfev``, ``sliding_surfaces``, ``own_steps``: 0-d int64; ``reduced``: 0-d bool;
+            ``sliding_time``, ``own_steps_from``, ``step_error``: 0-d float64.
+            ``segment_loops``: (k,) str.
             ``hyperparameters``: 0-d str, a JSON object (numbers as numbers, a named schedule
             by its :meth:`~flows.schedules.Schedule.spec`). The events as parallel (E,)
             arrays: ``event_tau`` (float64), ``event_kind`` (str), ``event_group`` and

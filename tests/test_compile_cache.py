@@ -22,10 +22,11 @@ from flows.compiled import (  # noqa: E402
     _quadrature_kernels,
     _segment_kernels,
     _sliding_kernels,
+    _stepping_kernels,
 )
 
 MODULES = (_discrete_kernels, _field_kernels, _many_kernels, _quadrature_kernels,
-           _segment_kernels, _sliding_kernels)  # fmt: skip
+           _segment_kernels, _sliding_kernels, _stepping_kernels)  # fmt: skip
 
 
 def kernels() -> list[CPUDispatcher]:

@@ -149,13 +149,14 @@ def test_linf_sam_spends_at_most_its_budget_across_segments_that_end_at_events()
 def test_events_whose_handling_changes_nothing_end_the_run_as_stalled(monkeypatch):
     """A crossing that fires where a segment starts and whose handling changes nothing would
     start the same segment again forever: 20 such segments in a row end the run (status -1,
-    the event named), within a few evaluations a segment."""
+    the event named), within a few evaluations a segment (not continued by its own steps)."""
     from flows.datasets import gaussian_blobs
-    from flows.integrator import driver
+    from flows.integrator import driver, stepping
     from flows.integrator.events import Outcome
     from flows.integrator.surface_events import DirectionCrossing
 
     monkeypatch.setattr(DirectionCrossing, "handle", lambda self, *args: Outcome())
+    monkeypatch.setattr(stepping, "CONTINUED", ())
     tr = simulate(gaussian_blobs(), "linf-sam", 2, [1.5, 0.8], rho=1.0, t_max=8.0)
     assert tr.status == -1 and tr.cause == Cause.SOLVER_FAILED
     assert f"{driver.IDLE_SEGMENTS} segments in a row ended where they started" in tr.message

@@ -14,7 +14,7 @@ from scipy.optimize import linprog, minimize
 from scipy.special import expit, logsumexp
 
 from flows import Dataset, orthant_init, simulate
-from flows.integrator import junctions
+from flows.integrator import junctions, stepping
 from flows.integrator.junctions import (
     SLIDE,
     Junction,
@@ -24,7 +24,7 @@ from flows.integrator.junctions import (
 )
 from flows.integrator.multilinear import vertex_signs
 from flows.integrator.tilted import SPREAD_RELEASE, solve_tilted
-from flows.results import Cause
+from flows.results import Cause, Trajectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_depth import teacher_set  # noqa: E402
@@ -351,9 +351,10 @@ def test_teacher_data_at_depth_four_follow_the_discrete_steps_to_the_blowup(seed
 def test_a_junction_with_no_way_left_stops_the_run(monkeypatch):
     """With no way through a junction to try (``MAX_WAYS_AT_ONE_INSTANT = 0``), the junction of
     :func:`twelve_points_run` at tau = 4.85249 is met undecided: each one-surface resolution
-    undoes the previous one at that instant. The run stops there at once, status -1, naming
-    the surfaces and the time, with the path up to there (not after 10,000 events or the
-    whole budget)."""
+    undoes the previous one at that instant. Not continued by its own steps, the run stops
+    there at once, status -1, naming the surfaces and the time, with the path up to there (not
+    after 10,000 events or the whole budget)."""
+    monkeypatch.setattr(stepping, "CONTINUED", ())
     monkeypatch.setattr(junctions, "MAX_WAYS_AT_ONE_INSTANT", 0)
     X, y, _ = twelve_points_run("numpy")
     run = simulate(
@@ -365,3 +366,31 @@ def test_a_junction_with_no_way_left_stops_the_run(monkeypatch):
     assert run.nfev < 5_000 and len(run.events) < 40
     assert run.tau[-1] == pytest.approx(4.8525, abs=1e-4)
     assert np.all(np.isfinite(run.log_abs_beta))
+
+
+def test_a_junction_with_no_way_left_goes_on_by_its_own_steps(monkeypatch):
+    """The undecided junction of :func:`test_a_junction_with_no_way_left_stops_the_run` (tau =
+    4.85249, |beta|_1 = 86): the run goes on by l_inf-SAM's own steps to t_max (status 0),
+    their step sizes agreeing to ``step_error <= 1e-3``, and follows the discrete steps of
+    :func:`twelve_points_steps` (h = 4e-3) through it: within 2e-3 at |beta|_1 = 50 and 100
+    (measured 3.8e-5, 8.2e-4); ``log_t_original`` stays finite and increasing across the
+    handover."""
+    monkeypatch.setattr(junctions, "MAX_WAYS_AT_ONE_INSTANT", 0)
+    X, y, _ = twelve_points_run("numpy")
+    run = simulate(
+        Dataset(X, y), "linf-sam", 2, 1.0, rho=0.3, t_max=5.6, n_points=401, backend="numpy",
+    )  # fmt: skip
+    assert run.cause is Cause.REACHED_END and run.status == 0, run.message
+    assert run.own_steps_from == pytest.approx(4.85249, abs=1e-5) and run.own_steps > 100
+    assert 0 < run.step_error <= 1e-3 and "own steps" in run.message
+    assert [e.kind for e in run.events].count("own steps") == 1
+    steps = twelve_points_steps((50.0, 100.0, 300.0))
+    engine = engine_directions(run, [50.0, 100.0])
+    for b in (50.0, 100.0):
+        np.testing.assert_allclose(engine[b], steps[b], atol=2e-3, err_msg=f"|beta|_1 = {b}")
+    log_t = run.log_t_original[1:]
+    assert np.all(np.isfinite(log_t)) and np.all(np.diff(log_t) > 0)
+    back = Trajectory.from_arrays(run.to_arrays())
+    assert (back.own_steps_from, back.own_steps, back.step_error) == (
+        run.own_steps_from, run.own_steps, run.step_error,
+    )  # fmt: skip

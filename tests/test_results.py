@@ -29,7 +29,7 @@ import pytest
 from flows import Dataset, iterate, simulate, single_example
 from flows import run as flows_run
 from flows.datasets import MU5, gaussian_blobs, teacher_data
-from flows.integrator import driver, filippov, junctions
+from flows.integrator import driver, filippov, junctions, stepping
 from flows.results import ARRAY_NAMES, Cause, Trajectory, write_csv
 from flows.schedules import warmup_cosine
 from flows.sweep.kinds import SIMULATE_KEYS, run_simulate
@@ -301,8 +301,9 @@ def test_an_arbitrary_callable_cannot_be_stored():
 
 
 def _too_many_events(monkeypatch) -> Trajectory:
-    """The crossings run (4 events) allowed 2."""
+    """The crossings run (4 events) allowed 2, not continued by its own steps."""
     monkeypatch.setattr(driver, "MAX_EVENTS", 2)
+    monkeypatch.setattr(stepping, "CONTINUED", ())
     return RUNS["linf-sam crossings"]()
 
 
@@ -315,14 +316,17 @@ def _seed3_linf_sam(t_max: float, **kw) -> Trajectory:
 
 def _too_many_surfaces(monkeypatch) -> Trajectory:
     """G_2 reaches 0 while G_3 slides (tau = 0.64): whether both slide is a question on two
-    coupled surfaces, with at most one allowed."""
+    coupled surfaces, with at most one allowed (not continued by its own steps)."""
     monkeypatch.setattr(filippov, "MAX_COUPLED", 1)
+    monkeypatch.setattr(stepping, "CONTINUED", ())
     return _seed3_linf_sam(4.8, n_points=9)
 
 
 def _no_way_left(monkeypatch) -> Trajectory:
-    """The junction of :func:`_seed3_linf_sam` at tau = 4.85249 with no way through it tried."""
+    """The junction of :func:`_seed3_linf_sam` at tau = 4.85249 with no way through it tried
+    (not continued by its own steps)."""
     monkeypatch.setattr(junctions, "MAX_WAYS_AT_ONE_INSTANT", 0)
+    monkeypatch.setattr(stepping, "CONTINUED", ())
     return _seed3_linf_sam(8.0, n_points=33, backend="numpy")
 
 

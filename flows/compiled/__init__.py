@@ -6,6 +6,7 @@
 :mod:`~flows.compiled.sliding`             l_inf-SAM's sliding combination (:mod:`flows.integrator.filippov`)
 :mod:`~flows.compiled.quadrature`          the original-time interval rule (:mod:`flows.clocks`)
 :mod:`~flows.compiled.discrete`            the loop of ``iterate``'s steps (:mod:`flows.discrete`)
+:mod:`~flows.compiled.stepping`            l_inf-SAM's own steps (:mod:`flows.integrator.own_steps`)
 :mod:`~flows.compiled.warm`                compiles the kernels ahead (``python -m flows.compiled.warm``)
 :mod:`~flows.compiled.background`          compiles them in the background on the first ``auto`` call
 =========================================  ==================================================
@@ -116,6 +117,7 @@ from .field import CompiledField  # noqa: E402
 from .quadrature import interval_rule  # noqa: E402
 from .segment import Advance, advance, applies, call_capacity, exponent, kept_steps  # noqa: E402
 from .sliding import CompiledSliding  # noqa: E402
+from .stepping import own_steps  # noqa: E402
 
 __all__ = [
     "BACKGROUND_NOTICE",
@@ -140,6 +142,7 @@ __all__ = [
     "kernels_cached",
     "kernels_compiled",
     "mark_compiled",
+    "own_steps",
     "require",
     "stamp_path",
     "stepper",

@@ -10,7 +10,8 @@ stamp file per group in numba's cache folder when its calls are done
 
 * ``segment``: the compiled DOP853 segment loop, its events, the original-time quadrature;
 * ``sliding``: l_inf-SAM's sliding combination, on scipy's loop (so that it needs none of the
-  segment loop's kernels), with the field kernels and the quadrature's interval rule;
+  segment loop's kernels), with the field kernels and the quadrature's interval rule, and its
+  own steps;
 * ``discrete``: the compiled loop of ``iterate``'s steps.
 
 Regression (the squared loss) runs on the same kernels with the same argument types (the
@@ -46,18 +47,23 @@ def _segment_group() -> None:
 
 
 def _sliding_group() -> None:
-    """l_inf-SAM sliding on several examples, with scipy's RK45 (no compiled segment loop), and
-    the Newton solves (multilinear and tilted) of a point where several surfaces meet."""
+    """l_inf-SAM sliding on several examples, with scipy's RK45 (no compiled segment loop), the
+    Newton solves (multilinear and tilted) of a point where several surfaces meet, and
+    l_inf-SAM's own steps."""
     import numpy as np
 
     from ..datasets import gaussian_blobs
     from ..integrator.driver import simulate
+    from ..model import LOSSES
     from . import _sliding_kernels
+    from .stepping import own_steps
 
     simulate(gaussian_blobs(), "linf-sam", 2, [1.5, 0.8], rho=1.0, t_max=8.0, n_points=3,
              method="RK45", backend="numba")  # fmt: skip
     _sliding_kernels.newton(np.ones((2, 4)), np.ones((4, 2)), 1, 0.0, 0.0)
     _sliding_kernels.tilted(np.ones((2, 4)), 1, 0.0, 0.0, 1.0)
+    own_steps(np.ones((3, 2)), 0.0, 0.0, 1.0, False, 0.1, 3, np.array([0.5]), np.eye(2),
+              LOSSES["logistic"], 0.1, 1e-3)  # fmt: skip
 
 
 def _discrete_group() -> None:

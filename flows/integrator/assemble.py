@@ -133,14 +133,38 @@ def _integrate(run: Run, part: Part, upto: int) -> None:
     out = run.output
     start = [] if part.after is None else [part.after]
     grid = np.concatenate([start, part.times[:upto]])
-    rule = None if run.backend.interval_rule is None else run.backend.interval_rule()
-    steps = [seg.ts for seg in run.path.segments]
-    log_t = log_original_time(
-        grid, steps, exponent(run), rule=rule, report=out.report, initial=part.log_t_after
-    )
+    log_t = _log_original_time(run, grid, part.log_t_after)
     part.log_t = log_t[len(start) :]
     if upto == part.times.size and out.end is not None and part.times[-1] == out.taken_to:
         out.end = (out.end[0], out.end[1], float(log_t[-1]))
+
+
+def _log_original_time(run: Run, grid: np.ndarray, initial: float) -> np.ndarray:
+    """``log t`` at the increasing times ``grid`` of the held segments (``initial`` at the
+    first): the quadrature of :func:`flows.clocks.log_original_time`, and on a last segment of
+    l_inf-SAM's own steps the log-time the steps summed
+    (:attr:`~flows.integrator.segments.Segment.log_elapsed`) after the quadrature's value at
+    its start."""
+    segments = run.path.segments
+    rule = None if run.backend.interval_rule is None else run.backend.interval_rule()
+    own = segments[-1] if segments else None
+    log_elapsed = None if own is None else own.log_elapsed
+    if own is None or log_elapsed is None:
+        steps = [seg.ts for seg in segments]
+        return log_original_time(
+            grid, steps, exponent(run), rule=rule, report=run.output.report, initial=initial
+        )
+    inside = grid > own.start
+    head = np.append(grid[~inside], own.start)
+    if len(segments) > 1:
+        log_head = log_original_time(
+            head, [seg.ts for seg in segments[:-1]], exponent(run), rule=rule,
+            report=run.output.report, initial=initial,
+        )  # fmt: skip
+    else:  # the steps start where the flushed path ends
+        log_head = np.full(head.shape, initial)
+    elapsed = np.interp(grid[inside], own.ts, log_elapsed)
+    return np.concatenate([log_head[:-1], np.logaddexp(log_head[-1], elapsed)])
 
 
 def assemble(run: Run, algorithm: str) -> Trajectory:
@@ -190,6 +214,9 @@ def assemble(run: Run, algorithm: str) -> Trajectory:
         reduced=len(mult) == 1 and int(mult[0]) > 1,
         sliding_time=out.sliding_time,
         sliding_surfaces=out.sliding_surfaces,
+        own_steps_from=np.inf if run.own_steps is None else run.own_steps[0],
+        own_steps=0 if run.own_steps is None else run.own_steps[1],
+        step_error=0.0 if run.own_steps is None else run.own_steps[2],
     )
 
 

@@ -38,7 +38,7 @@ from ..results import Cause, Trajectory
 from ..schedules import Hyperparameter, kinks_of
 from ..signedlog import SignedLog, product_of_layers
 from . import events as ev
-from . import stiffness, ties
+from . import stepping, stiffness, ties
 from .arguments import (
     check_options,
     default_chart_scale,
@@ -227,6 +227,7 @@ def simulate(
             run, chattering
         ):
             run.stop(Cause.UNDECIDED_JUNCTION, _chattering_message(chattering, run.log))
+    stepping.go_on(run)
     return assemble(run, algorithm)
 
 

@@ -116,7 +116,9 @@ class Segment:
     ``dense(s, *stack) -> (len(s), n_state)`` (the numbers of :func:`_dop853_values`); a
     segment of scipy's DOP853 steps trades its interpolant objects for ``stack`` when
     :meth:`dop853_stack` is first called. ``clock``, where set, gives ``tau`` in place of the state's last entry (a
-    :class:`flows.integrator.retime.StepClock`).
+    :class:`flows.integrator.retime.StepClock`). ``log_elapsed``, where set, is the log of the
+    original time since the segment's start at each of ``ts`` (a path of l_inf-SAM's own steps,
+    :mod:`flows.integrator.stepping`, whose original time the steps sum themselves).
     """
 
     mode: Mode
@@ -125,6 +127,7 @@ class Segment:
     stack: tuple | None = field(default=None, repr=False)
     clock: Any = field(default=None, repr=False)
     dense: Callable[..., np.ndarray] | None = field(default=None, repr=False)
+    log_elapsed: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def start(self) -> float:

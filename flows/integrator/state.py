@@ -48,6 +48,7 @@ class Run:
     clocked: int = 0  # segments recorded when retime() last ran
     tau_end: float | None = None  # tau where the last segment recorded ends (see recorded())
     progress: tuple[int, float] = (0, 0.0)  # (nfev, s) at the last check of the steps' advance
+    own_steps: tuple[float, int, float] | None = None  # (tau, steps, error): see stepping.py
     start: Segment = field(init=False)
 
     def __post_init__(self) -> None:
