@@ -20,8 +20,7 @@ differences are both at most :data:`STEP_TOL` (three step sizes agree), the fine
 path and the larger of the two its error estimate (``Trajectory.step_error``); the message
 gives the blow-up time of all three, whose spread is its uncertainty (``tau`` is a clock of
 the path, and its Euler error does not shrink as fast as the path's). Where they do not agree
-within :data:`HALVINGS` halvings or :data:`MAX_OWN_STEPS` steps in all
-(:data:`MAX_NUMPY_STEPS` in the numpy loop), or a step leaves the float range, the run ends
+within :data:`HALVINGS` halvings or their budget of steps (:data:`MAX_OWN_WORK`), or a step leaves the float range, the run ends
 where the event-driven integration stopped, with its own cause, and the message says how far
 the step sizes still differ: the path past that point depends on the step (on the teacher data
 of ``benchmarks/bench_depth.py``, where the flow meets junctions whose continuation parts with
@@ -58,9 +57,10 @@ CONTINUED = (
 STEP = 1e-3
 HALVINGS = 5
 STEP_TOL = 1e-3
-#: Steps of all step sizes together, at most: compiled (about 1 us a step on the benchmark's
-#: data), and in the numpy loop (about 60 us a step).
-MAX_OWN_STEPS = 2_000_000
+#: Steps of all step sizes together, at most: compiled, ``MAX_OWN_WORK / (n d)`` (a step costs
+#: four products with the data; about 1 us a step at n d = 240), and in the numpy loop, whose
+#: steps cost about 60 us at that size, a tenth of that and at most ``MAX_NUMPY_STEPS``.
+MAX_OWN_WORK = 500_000_000
 MAX_NUMPY_STEPS = 200_000
 #: Largest ``|theta|`` at the start (the steps compute in plain floats).
 FLOAT_START = 1e100
@@ -105,8 +105,9 @@ def go_on(run: Run) -> None:
     grid = run.output.grid
     grid = grid[grid > run.s]
     loop = run.backend.own_steps
-    compiled = loop is not None and problem.loss.compiled_id is not None
-    budget = MAX_OWN_STEPS if compiled else MAX_NUMPY_STEPS
+    budget = MAX_OWN_WORK // (problem.data.n * problem.data.d)
+    if loop is None or problem.loss.compiled_id is None:
+        budget = min(MAX_NUMPY_STEPS, budget // 10)
     start = _layers(run)
     runs: list[Steps] = []
     differences: list[float] = []
