@@ -169,15 +169,29 @@ def test_checkpoints_are_at_fixed_sizes_from_the_start():
         np.testing.assert_allclose(np.sum(np.abs(direction), axis=1), 1.0, rtol=1e-12)
 
 
+#: Teacher sets of ``benchmarks/bench_depth.py`` at L = 3 continued by their own steps: where
+#: the event-driven run stops, and the step_error reported.
+CONTINUED_SETS = {
+    # tau = 17.4915, |beta|_1 = 1.8e5: an example leaves the tie while it carries a side;
+    # three step sizes agree to 8.4e-4; measured 1.7e-5 to 2.1e-4 from the steps from the start
+    2: 1e-3,
+    # tau = 12.2082, |beta|_1 = 455: the sliding surfaces are no longer resolved; the step sizes
+    # differ by up to 7.7e-3 along the path (the first tenfold growth), 1.9e-4 at the end;
+    # measured up to 7.6e-3 from the steps from the start (at |beta|_1 = 9.4e3)
+    1: 1e-2,
+}
+
+
 @pytest.mark.slow
-def test_a_continued_teacher_run_follows_the_steps_from_the_start():
-    """Teacher set 2 of ``benchmarks/bench_depth.py`` at L = 3 (defaults, rho 0.1): the
-    event-driven run stops at tau = 17.4915 (|beta|_1 = 1.8e5, an example leaves the tie while
-    it carries a side) and goes on by its own steps to the blow-up (status 1, step_error <=
-    1e-3). From 1.3 times that size to the end (|beta|_1 ~ 1e9) its beta / |beta|_1 is within
-    1e-3 of l_inf-SAM's own steps run from the initialisation at h = 2.5e-5, which never meet
-    the event-driven integration (measured 1.7e-5 to 2.1e-4; at h = 1e-4 and 5e-5 the same),
-    and its blow-up time within 0.02 of theirs (17.9489 and 17.9491)."""
+@pytest.mark.parametrize("seed", list(CONTINUED_SETS))
+def test_a_continued_teacher_run_follows_the_steps_from_the_start(seed):
+    """Teacher sets of ``benchmarks/bench_depth.py`` at L = 3 (defaults, rho 0.1) whose
+    event-driven run stops and goes on by its own steps to the blow-up (status 1, step_error
+    within :data:`CONTINUED_SETS`). From 1.3 times the size where the steps take over to the
+    end (|beta|_1 ~ 1e9) beta / |beta|_1 is within that tolerance of l_inf-SAM's own steps run
+    from the initialisation at h = 2.5e-5, which never meet the event-driven integration, and
+    at the end within 1e-3; the blow-up time within 0.02 of theirs (set 2: 17.9489 and
+    17.9491)."""
     pytest.importorskip("numba")
     import sys
     from pathlib import Path
@@ -188,12 +202,13 @@ def test_a_continued_teacher_run_follows_the_steps_from_the_start():
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     from bench_depth import teacher_set
 
-    X, y, signs = teacher_set(2)
+    X, y, signs = teacher_set(seed)
     alpha = orthant_init(signs, 3, 0.5)
     run = simulate(Dataset(X, y), "linf-sam", 3, alpha, rho=0.1, t_max=100.0,
                    original_time=False, n_points=20001)  # fmt: skip
     assert run.status == 1 and np.isfinite(run.own_steps_from), run.message
-    assert run.step_error <= 1e-3
+    tolerance = CONTINUED_SETS[seed]
+    assert run.step_error <= tolerance
     beta = run.sign_beta * np.exp(run.log_abs_beta)
     size = np.sum(np.abs(beta), axis=1)
     start = size[np.searchsorted(run.tau, run.own_steps_from)]
@@ -204,7 +219,8 @@ def test_a_continued_teacher_run_follows_the_steps_from_the_start():
     reference_size = np.sum(np.abs(reference), axis=1)
     for b in np.geomspace(1.3 * start, size[-1] / 2, 6):
         i, k = np.searchsorted(size, b), np.searchsorted(reference_size, b)
-        np.testing.assert_allclose(beta[i] / size[i], reference[k] / reference_size[k], atol=1e-3,
-                                   err_msg=f"|beta|_1 = {b:.3g}")  # fmt: skip
+        np.testing.assert_allclose(beta[i] / size[i], reference[k] / reference_size[k],
+                                   atol=tolerance, err_msg=f"|beta|_1 = {b:.3g}")  # fmt: skip
+    np.testing.assert_allclose(beta[-1] / size[-1], reference[-1] / reference_size[-1], atol=1e-3)
     blowup = [e.tau for e in run.events if e.kind == "blow-up"]
     assert blowup[-1] == pytest.approx(steps.tau + steps.time_left, abs=0.02)

@@ -16,15 +16,18 @@ its step shrinks. That is the path given here, at first order. The steps run at 
 :data:`STEP`, ``STEP / 2``, ... and compare the paths of successive step sizes as curves: the
 largest difference of ``beta / ||beta||_1`` where ``||beta||_1`` first reaches the same sizes
 (the checkpoints of :mod:`flows.integrator.own_steps`) and at their ends. Where two successive
-differences are both at most :data:`STEP_TOL` (three step sizes agree), the finest run is the
-path and the larger of the two its error estimate (``Trajectory.step_error``); the message
-gives the blow-up time of all three, whose spread is its uncertainty (``tau`` is a clock of
-the path, and its Euler error does not shrink as fast as the path's). Where they do not agree
-within :data:`HALVINGS` halvings or their budget of steps (:data:`MAX_OWN_WORK`), or a step leaves the float range, the run ends
+differences are both at most :data:`END_TOL` (three step sizes agree), the finest run is the
+path and the larger of the two its error estimate (``Trajectory.step_error``). Where no three
+do within :data:`HALVINGS` halvings or their budget of steps (:data:`MAX_OWN_WORK`), the three
+that agree best along the path are taken if they agree within :data:`PATH_TOL` there and
+:data:`END_TOL` at the end: on the teacher data of ``benchmarks/bench_depth.py`` the path
+parts with the step for about a tenfold growth of ``||beta||_1`` after the junction where the
+event-driven integration stopped (up to 8e-3), and converges at first order beyond it and at
+its end. The message gives both differences and the blow-up time at all three step sizes,
+whose spread is its uncertainty (``tau`` is a clock of the path, and its Euler error shrinks
+more slowly than the path's). Otherwise, or where a step leaves the float range, the run ends
 where the event-driven integration stopped, with its own cause, and the message says how far
-the step sizes still differ: the path past that point depends on the step (on the teacher data
-of ``benchmarks/bench_depth.py``, where the flow meets junctions whose continuation parts with
-the step; see ``docs/theory.md`` §23).
+the step sizes still differ.
 
 It applies to a margin loss, a constant ``rho``, no ``loss_floor``, and a state within the
 float range; the steps are compiled on the numba backend (:mod:`flows.compiled.stepping`).
@@ -53,10 +56,12 @@ CONTINUED = (
     Cause.SOLVER_FAILED,
 )
 #: The first relative step ``h``, how often it is halved at most, and the agreement of two
-#: successive step sizes on ``beta / ||beta||_1`` that ends the halving.
+#: successive step sizes on ``beta / ||beta||_1`` that ends the halving: along the path, and
+#: at its end.
 STEP = 1e-3
 HALVINGS = 5
-STEP_TOL = 1e-3
+PATH_TOL = 1e-2
+END_TOL = 1e-3
 #: Steps of all step sizes together, at most: compiled, ``MAX_OWN_WORK / (n d)`` (a step costs
 #: four products with the data; about 1 us a step at n d = 240), and in the numpy loop, whose
 #: steps cost about 60 us at that size, a tenth of that and at most ``MAX_NUMPY_STEPS``.
@@ -110,7 +115,7 @@ def go_on(run: Run) -> None:
         budget = min(MAX_NUMPY_STEPS, budget // 10)
     start = _layers(run)
     runs: list[Steps] = []
-    differences: list[float] = []
+    differences: list[tuple[float, float]] = []
     spent = 0
     for h in STEP * 0.5 ** np.arange(HALVINGS + 1):
         args = (start, run.s, float(run.y[-1]), float(run.output.grid[-1]),
@@ -124,20 +129,30 @@ def go_on(run: Run) -> None:
         runs.append(steps)
         if len(runs) >= 2:
             differences.append(_difference(runs[-2], runs[-1]))
-        if len(differences) >= 2 and max(differences[-2:]) <= STEP_TOL:
-            _append(run, runs[-3:], h, max(differences[-2:]))
+        if len(differences) >= 2 and max(np.max(differences[-2:], axis=0)) <= END_TOL:
+            _append(run, runs[-3:], h, *np.max(differences[-2:], axis=0))
             return
+    agreeing = [
+        (path, k)
+        for k in range(2, len(runs))
+        for path, end in [np.max(differences[k - 2 : k], axis=0)]
+        if path <= PATH_TOL and end <= END_TOL
+    ]
+    if agreeing:
+        path, k = min(agreeing)
+        _append(run, runs[k - 2 : k + 1], STEP * 0.5**k, *np.max(differences[k - 2 : k], axis=0))
+        return
     run.message += "; " + _not_continued(differences, spent, h)
 
 
-def _difference(coarser: Steps, finer: Steps) -> float:
-    """The largest difference of ``beta / ||beta||_1`` between two runs of steps at the
-    checkpoints both reached (the path as a curve, by the size of ``beta``) and at their
-    ends."""
+def _difference(coarser: Steps, finer: Steps) -> tuple[float, float]:
+    """The largest difference of ``beta / ||beta||_1`` between two runs of steps along the
+    path (at the checkpoints both reached: the path as a curve, by the size of ``beta``, and at
+    the ends), and at the ends."""
     both = min(coarser.checkpoints, finer.checkpoints)
     kept = np.abs(coarser.check_direction[:both] - finer.check_direction[:both])
-    ends = np.abs(_direction(coarser.theta) - _direction(finer.theta))
-    return float(max(np.max(ends), np.max(kept, initial=0.0)))
+    end = float(np.max(np.abs(_direction(coarser.theta) - _direction(finer.theta))))
+    return max(end, float(np.max(kept, initial=0.0))), end
 
 
 def _direction(theta: np.ndarray) -> np.ndarray:
@@ -146,9 +161,10 @@ def _direction(theta: np.ndarray) -> np.ndarray:
     return beta / np.sum(np.abs(beta))
 
 
-def _append(run: Run, last: list[Steps], h: float, error: float) -> None:
+def _append(run: Run, last: list[Steps], h: float, error: float, end: float) -> None:
     """Record the path of the finest of the ``last`` three runs of steps (at ``4h``, ``2h``,
-    ``h``) as the run's last segment and end the run there."""
+    ``h``; they differ by at most ``error`` along the path and ``end`` at its end) as the run's
+    last segment and end the run there."""
     steps = last[-1]
     tau0, why = float(run.y[-1]), run.message
     segment = _segment(run, steps)
@@ -156,12 +172,13 @@ def _append(run: Run, last: list[Steps], h: float, error: float) -> None:
     run.path.segments.append(segment)
     run.s, run.s_end = segment.end, segment.end
     run.mode, run.y = segment.mode.copy(), segment.raw(np.array([segment.end]))[0].copy()
-    run.own_steps = (tau0, steps.steps, error)
+    run.own_steps = (tau0, steps.steps, float(error))
     model = (
         f"from tau={tau0:.10g}, where {why}, the path follows l_inf-SAM's own steps (explicit "
         f"Euler in tau, each moving theta by {h:.3g} of its norm, {steps.steps} steps: the "
         f"limit of discrete l_inf-SAM as its step shrinks); at two and four times that step "
-        f"beta/|beta|_1 differs by at most {error:.2g} (step_error)"
+        f"beta/|beta|_1 differs by at most {error:.2g} along the path (step_error) and "
+        f"{end:.2g} at its end"
     )
     if steps.status == END:
         run.cause, run.message = Cause.REACHED_END, f"reached t_max; {model}"
@@ -211,7 +228,7 @@ def _linear(s0: float, s1: float, y0: np.ndarray, y1: np.ndarray):
     return at
 
 
-def _not_continued(differences: list[float], spent: int, h: float) -> str:
+def _not_continued(differences: list[tuple[float, float]], spent: int, h: float) -> str:
     """What the own steps reached where they do not continue the run."""
     if len(differences) < 2:
         return (
@@ -220,6 +237,6 @@ def _not_continued(differences: list[float], spent: int, h: float) -> str:
         )
     return (
         f"l_inf-SAM's own steps do not continue it: down to a step of {h:.3g} of theta's norm "
-        f"({spent} steps in all) beta/|beta|_1 differs by {differences[-1]:.2g} between "
-        "successive step sizes"
+        f"({spent} steps in all) beta/|beta|_1 differs by {differences[-1][0]:.2g} along the "
+        f"path and {differences[-1][1]:.2g} at its end between successive step sizes"
     )
