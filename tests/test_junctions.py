@@ -379,21 +379,23 @@ def test_teacher_set_five_at_depth_four_slides_on_two_directions_as_the_discrete
 def test_a_junction_with_no_way_left_stops_the_run(monkeypatch):
     """With no way through a junction to try (``MAX_WAYS_AT_ONE_INSTANT = 0``), the junction of
     :func:`twelve_points_run` at tau = 4.85249 is met undecided: each one-surface resolution
-    undoes the previous one at that instant. Not continued by its own steps, the run stops
-    there at once, status -1, naming the surfaces and the time, with the path up to there (not
-    after 10,000 events or the whole budget)."""
-    monkeypatch.setattr(stepping, "CONTINUED", ())
+    undoes the previous one at that instant. Not continued by its own steps
+    (``continue_by_steps=False``), the run stops there at once, status -1, naming the surfaces
+    and the time, with the path up to there (not after 10,000 events or the whole budget); a
+    flag that is not a bool is a ValueError naming it."""
     monkeypatch.setattr(junctions, "MAX_WAYS_AT_ONE_INSTANT", 0)
     X, y, _ = twelve_points_run("numpy")
     run = simulate(
         Dataset(X, y), "linf-sam", 2, 1.0, rho=0.3, t_max=8.0, n_points=33,
-        original_time=False, backend="numpy",
+        original_time=False, backend="numpy", continue_by_steps=False,
     )  # fmt: skip
     assert run.cause is Cause.UNDECIDED_JUNCTION and run.status == -1
     assert "G_0, G_2, G_3 meet at tau=4.85249" in run.message, run.message
     assert run.nfev < 5_000 and len(run.events) < 40
     assert run.tau[-1] == pytest.approx(4.8525, abs=1e-4)
     assert np.all(np.isfinite(run.log_abs_beta))
+    with pytest.raises(ValueError, match="continue_by_steps must be True or False"):
+        simulate(Dataset(X, y), "linf-sam", 2, 1.0, rho=0.3, continue_by_steps="no")
 
 
 def test_a_junction_with_no_way_left_goes_on_by_its_own_steps(monkeypatch):

@@ -33,9 +33,8 @@ def test_time_to_blowup_is_exact_on_one_coordinate(depth):
     alpha, mu = 1.2, 0.75
     exact = alpha ** (2 - depth) / ((depth - 2) * mu)
     options = dict(
-        t_max=10.0, clock=None, n_points=11, loss="exponential", reduced=None, rtol=1e-10,
-        atol=1e-100, method="DOP853", chart="auto", chart_scale=None, original_time=False,
-        max_nfev=200_000, loss_floor=None, backend="numpy",
+        simulate.__kwdefaults__, t_max=10.0, n_points=11, loss="exponential",
+        original_time=False, backend="numpy",
     )  # fmt: skip
     run = _setup(SYMMETRIC, "gd", depth, alpha, {}, options)
     field = run.field_for(run.mode)
@@ -49,9 +48,8 @@ def test_one_example_carrying_the_weight_is_not_stiff():
     """``S = u_min (1 - p_max)`` vanishes when one margin is far below the others."""
     data = Dataset(np.array([[1.0, 0.0], [30.0, 30.0]]), np.array([1.0, 1.0]))
     options = dict(
-        t_max=1.0, clock=None, n_points=2, loss="exponential", reduced=None, rtol=1e-10,
-        atol=1e-100, method="DOP853", chart="auto", chart_scale=None, original_time=False,
-        max_nfev=1000, loss_floor=None, backend="numpy",
+        simulate.__kwdefaults__, t_max=1.0, n_points=2, loss="exponential",
+        original_time=False, max_nfev=1000, backend="numpy",
     )  # fmt: skip
     run = _setup(data, "gd", 3, 3.0, {}, options)  # margins 27 and 1620: p_max = 1 - e^-1593
     assert weights_stiffness(run.field_for(run.mode), run.y) == pytest.approx(0.0, abs=1e-12)

@@ -25,8 +25,8 @@ def check_options(
     options: Mapping, max_points: int, methods: Collection[str], backends: Collection[str]
 ) -> dict:
     """The keyword settings of :func:`flows.simulate` (clock, loss, horizon, output grid,
-    tolerances, solver, chart, budget, backend, original time), checked and in their working
-    types (:mod:`flows.checks`)."""
+    tolerances, solver, chart, budget, backend, original time, own steps), checked and in their
+    working types (:mod:`flows.checks`)."""
     out = dict(options)
     choice(options["clock"], "clock", CLOCKS)
     choice(options["loss"], "loss", LOSSES)
@@ -35,8 +35,9 @@ def check_options(
     out["max_nfev"] = integer(options["max_nfev"], "max_nfev", 1)
     if options["loss_floor"] is not None:
         out["loss_floor"] = positive(options["loss_floor"], "loss_floor")
-    if not isinstance(options["original_time"], (bool, np.bool_)):
-        raise ValueError(f"original_time must be True or False, got {options['original_time']!r}")
+    for flag in ("original_time", "continue_by_steps"):
+        if not isinstance(options[flag], (bool, np.bool_)):
+            raise ValueError(f"{flag} must be True or False, got {options[flag]!r}")
     if options["chart_scale"] is not None:
         out["chart_scale"] = positive(options["chart_scale"], "chart_scale")
     out["rtol"] = positive(options["rtol"], "rtol")

@@ -92,6 +92,7 @@ def simulate(
     max_nfev: int = 200_000,
     loss_floor: float | None = None,
     backend: str = "auto",
+    continue_by_steps: bool = True,
     **hyperparameters: Hyperparameter | None,
 ) -> Trajectory:
     """Integrate a GD / SAM flow on an L-layer diagonal linear network.
@@ -143,6 +144,10 @@ def simulate(
         ends there with status 0, the path sampled up to that point (event 'loss floor').
     backend : 'auto', 'numba' (compiled; needs the extra ``fast``), 'numpy' (fused field) or
         'reference' (point by point); see :mod:`flows.backends`.
+    continue_by_steps : where l_inf-SAM's event-driven integration stops (a junction with no
+        consistent way, a stall), continue by its own steps where three step sizes agree
+        (:mod:`flows.integrator.stepping`; ``Trajectory.own_steps_from``, ``step_error``);
+        False: end there.
     **hyperparameters : the algorithm's hyper-parameters by name, as its table entry declares
         them (``ALGORITHMS[algorithm].hyperparameters``): ``rho`` (l2-sam, linf-sam, usam);
         ``sigma``, ``rho_max``, ``varrho`` (le-sam: loss budget, radius cap, stabiliser with
@@ -174,6 +179,7 @@ def simulate(
         max_nfev=max_nfev,
         loss_floor=loss_floor,
         backend=backend,
+        continue_by_steps=continue_by_steps,
     )
     conserved = _conserved_run(data, algorithm, depth, alpha, hyperparameters, options)
     if conserved is not None:
@@ -257,7 +263,7 @@ def _conserved_run(
         options, clock=clock_for(options["clock"], data), loss=loss_for(options["loss"], data)
     )
     checked = check_options(resolved, MAX_POINTS, METHODS, ("auto", *BACKENDS))
-    unused = ("reduced", "chart", "chart_scale", "backend")
+    unused = ("reduced", "chart", "chart_scale", "backend", "continue_by_steps")
     arguments = {key: value for key, value in checked.items() if key not in unused}
     traj = conserved_flow(data, runs, alpha, **arguments, **own)
     if runs == algorithm:
@@ -327,6 +333,7 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
         radius=largest_radius(algo, hp, t_max),
         kinks=kinks_of(hp.values()),
         loss_floor=None if options["loss_floor"] is None else float(options["loss_floor"]),
+        continue_by_steps=bool(options["continue_by_steps"]),
     )
 
 

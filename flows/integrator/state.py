@@ -35,6 +35,7 @@ class Run:
     radius: float
     kinks: np.ndarray
     loss_floor: float | None = None
+    continue_by_steps: bool = True  # see stepping.py
     s: float = 0.0
     nfev: int = 0
     cause: Cause = Cause.REACHED_END

@@ -29,8 +29,8 @@ more slowly than the path's). Otherwise, or where a step leaves the float range,
 where the event-driven integration stopped, with its own cause, and the message says how far
 the step sizes still differ.
 
-It applies to a margin loss, a constant ``rho``, no ``loss_floor``, and a state within the
-float range; the steps are compiled on the numba backend (:mod:`flows.compiled.stepping`).
+It applies (unless ``simulate(continue_by_steps=False)``) to a margin loss, a constant
+``rho``, no ``loss_floor``, and a state within the float range; the steps are compiled on the numba backend (:mod:`flows.compiled.stepping`).
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ def applies(run: Run) -> bool:
     """Whether the stopped ``run`` goes on by its own steps (see the module docstring)."""
     problem = run.problem
     if not (
-        problem.algorithm.sign_discontinuous
+        run.continue_by_steps
+        and problem.algorithm.sign_discontinuous
         and run.cause in CONTINUED
         and problem.data.offsets is None
         and run.loss_floor is None
