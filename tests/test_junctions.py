@@ -429,14 +429,15 @@ def test_a_junction_with_no_way_left_goes_on_by_its_own_steps(monkeypatch):
 def test_own_steps_take_the_closest_agreement_where_the_path_parts_with_the_step(monkeypatch):
     """Where no three step sizes agree to ``END_TOL`` along the whole path, the run takes the
     three that agree best along it, within ``PATH_TOL`` there and ``END_TOL`` at the end. With
-    the differences of successive step sizes given as (path, end) = (2e-3, 5e-4), (3e-3,
-    2e-4), (5e-2, 1e-4), (4e-3, 1e-4), (6e-3, 2e-4), the windows of the 3rd and the 6th
-    step size agree: the first (3e-3 along the path, 5e-4 at the end) is kept, its finest run
-    at h = 2.5e-4, and the message gives both differences. With (2e-3, 2e-3) everywhere (the end apart by
-    more than END_TOL) the run keeps its own ending."""
+    four step sizes (3 halvings) and their differences given as (path, end) = (2e-3, 5e-4),
+    (3e-3, 2e-4), (5e-2, 1e-4), the window of the first three agrees (3e-3 along the path,
+    5e-4 at the end) and that of the last three does not: the first is kept, its finest run at
+    h = 2.5e-4, and the message gives both differences. With (2e-3, 2e-3) everywhere (the end
+    apart by more than END_TOL) the run keeps its own ending."""
     monkeypatch.setattr(junctions, "MAX_WAYS_AT_ONE_INSTANT", 0)
+    monkeypatch.setattr(stepping, "HALVINGS", 3)
     X, y, _ = twelve_points_run("numpy")
-    given = iter([(2e-3, 5e-4), (3e-3, 2e-4), (5e-2, 1e-4), (4e-3, 1e-4), (6e-3, 2e-4)])
+    given = iter([(2e-3, 5e-4), (3e-3, 2e-4), (5e-2, 1e-4)])
     monkeypatch.setattr(stepping, "_difference", lambda coarser, finer: next(given))
     run = simulate(
         Dataset(X, y), "linf-sam", 2, 1.0, rho=0.3, t_max=5.0, n_points=101, backend="numpy",

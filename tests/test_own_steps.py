@@ -80,14 +80,14 @@ def test_gradient_flow_on_one_example_blows_up_at_its_closed_form_time(loop):
     """With rho = 0 the steps are Euler's on gradient flow. On one example with one feature z
     at L = 3 from balanced layers a0, da/dtau = z a^2: a = a0 / (1 - z a0 tau), blow-up at
     tau* = 1 / (z a0) = 1. The extrapolated tau* (``||theta||^-1`` linear in tau) is within
-    2e-3 of it at h = 1e-3 and within 5e-4 at h = 2.5e-4; and the path keeps the closed form
-    to 12 h relative at the output times (tau = 0.5, 0.9: Euler's first-order error, grown
-    with a tenfold a to 9e-3 at h = 1e-3)."""
+    1.5 h of it at h = 1e-3 and 5e-4 (measured h: first order); and the path keeps the closed
+    form to 12 h relative at the output times (tau = 0.5, 0.9: Euler's first-order error,
+    grown with a tenfold a to 9e-3 at h = 1e-3)."""
     z = np.array([[2.0]])
-    for h, tolerance in ((1e-3, 2e-3), (2.5e-4, 5e-4)):
+    for h in (1e-3, 5e-4):
         steps = _steps(loop, np.full((3, 1), 0.5), 10.0, h, 10**6, z, 0.0, grid=[0.5, 0.9])
         assert steps.status == numpy_steps.BLOWUP
-        assert steps.tau + steps.time_left == pytest.approx(1.0, abs=tolerance)
+        assert steps.tau + steps.time_left == pytest.approx(1.0, abs=1.5 * h)
         a = 0.5 / (1.0 - np.array([0.5, 0.9]))
         np.testing.assert_allclose(steps.kept_theta[:2, 0, 0], a, rtol=12 * h)
         np.testing.assert_allclose(steps.kept_tau[:2], [0.5, 0.9], atol=1e-12)
