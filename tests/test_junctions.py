@@ -452,3 +452,25 @@ def test_own_steps_take_the_closest_agreement_where_the_path_parts_with_the_step
         original_time=False,
     )  # fmt: skip
     assert run.cause is Cause.UNDECIDED_JUNCTION and "do not continue it" in run.message
+
+
+@pytest.mark.slow
+def test_own_steps_in_the_original_clock_reach_the_same_point(monkeypatch):
+    """The junction of :func:`test_a_junction_with_no_way_left_goes_on_by_its_own_steps`
+    continued by its own steps in both clocks: a rescaled run to tau = 5.6 reports
+    log t(5.6) = 43.82, summed by its steps past the handover; an original-clock run to that t
+    ends at tau = 5.6 (to 1e-4; measured 5.60000) with beta / |beta|_1 within 1e-6 of the
+    rescaled run's (measured 1.8e-9)."""
+    monkeypatch.setattr(junctions, "MAX_WAYS_AT_ONE_INSTANT", 0)
+    X, y, _ = twelve_points_run("numpy")
+    data = Dataset(X, y)
+    rescaled = simulate(data, "linf-sam", 2, 1.0, rho=0.3, t_max=5.6, n_points=401,
+                        backend="numpy")  # fmt: skip
+    assert rescaled.status == 0 and np.isfinite(rescaled.own_steps_from), rescaled.message
+    t_end = float(np.exp(rescaled.log_t_original[-1]))
+    original = simulate(data, "linf-sam", 2, 1.0, rho=0.3, t_max=t_end, n_points=401,
+                        clock="original", backend="numpy")  # fmt: skip
+    assert original.status == 0 and np.isfinite(original.own_steps_from), original.message
+    assert original.tau[-1] == pytest.approx(5.6, abs=1e-4)
+    ends = [run.beta[-1] / np.sum(np.abs(run.beta[-1])) for run in (rescaled, original)]
+    np.testing.assert_allclose(ends[1], ends[0], atol=1e-6)
