@@ -130,20 +130,27 @@ def go_on(run: Run) -> None:
         runs.append(steps)
         if len(runs) >= 2:
             differences.append(_difference(runs[-2], runs[-1]))
-        if len(differences) >= 2 and max(np.max(differences[-2:], axis=0)) <= END_TOL:
-            _append(run, runs[-3:], h, *np.max(differences[-2:], axis=0))
+        if len(runs) >= 3 and max(_window(differences, len(runs) - 1)) <= END_TOL:
+            _append(run, runs[-3:], h, *_window(differences, len(runs) - 1))
             return
     agreeing = [
         (path, k)
         for k in range(2, len(runs))
-        for path, end in [np.max(differences[k - 2 : k], axis=0)]
+        for path, end in [_window(differences, k)]
         if path <= PATH_TOL and end <= END_TOL
     ]
     if agreeing:
-        path, k = min(agreeing)
-        _append(run, runs[k - 2 : k + 1], STEP * 0.5**k, *np.max(differences[k - 2 : k], axis=0))
+        _, k = min(agreeing)
+        _append(run, runs[k - 2 : k + 1], STEP * 0.5**k, *_window(differences, k))
         return
     run.message += "; " + _not_continued(differences, spent, h)
+
+
+def _window(differences: list[tuple[float, float]], k: int) -> tuple[float, float]:
+    """How far the step sizes ``k - 2``, ``k - 1`` and ``k`` (``h = STEP 2^-k``) differ: the
+    larger of their two successive differences along the path, and at the end."""
+    path, end = np.max(differences[k - 2 : k], axis=0)
+    return float(path), float(end)
 
 
 def _difference(coarser: Steps, finer: Steps) -> tuple[float, float]:
