@@ -39,7 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..model import Loss
+from ..fused import _exclusive
+from ..model import Loss, logsumexp
 
 END, BLOWUP, BUDGET, RANGE = 0, 1, 2, 3
 #: Increase of ``log ||beta||_1`` between checkpoints, and their capacity.
@@ -83,22 +84,13 @@ class Steps(NamedTuple):
     check_log_norm: np.ndarray
 
 
-def leave_one_out(theta: np.ndarray) -> np.ndarray:
-    """``prod_{k != l} theta^(k)`` for each layer ``l`` (L, d)."""
-    ones = np.ones((1, theta.shape[1]))
-    before = np.cumprod(np.concatenate([ones, theta[:-1]]), axis=0)
-    after = np.cumprod(np.concatenate([ones, theta[:0:-1]]), axis=0)[::-1]
-    return before * after
-
-
 def rescaled_field(theta: np.ndarray, features: np.ndarray, loss: Loss) -> tuple[np.ndarray, float]:
     """``(F, log c)`` at ``theta``: ``F = G ⊙ prod_{k != l} theta^(k)``, ``G = sum_i p_i z_i``,
     and the clock factor."""
     log_w = loss.log_abs_derivative(features @ np.prod(theta, axis=0))
-    top = float(np.max(log_w))
-    w = np.exp(log_w - top)
-    total = float(np.sum(w))
-    return ((w / total) @ features) * leave_one_out(theta), top + np.log(total) - np.log(len(w))
+    total = logsumexp(log_w)
+    g = np.exp(log_w - total) @ features
+    return g * _exclusive(theta, np.multiply, 1.0), total - np.log(len(log_w))
 
 
 def own_steps(
