@@ -5,6 +5,7 @@ against the code under test."""
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from pathlib import Path
 
@@ -452,6 +453,34 @@ def test_own_steps_take_the_closest_agreement_where_the_path_parts_with_the_step
         original_time=False,
     )  # fmt: skip
     assert run.cause is Cause.UNDECIDED_JUNCTION and "do not continue it" in run.message
+
+
+def test_own_steps_whose_ends_agree_but_not_their_paths_say_so(monkeypatch):
+    """Where no three step sizes agree within ``PATH_TOL`` along the path but three agree
+    within ``END_TOL`` at the end, the run takes those that agree best along it, and says that
+    only the end is settled. With ``PATH_TOL = 1e-6`` (below what these step sizes reach) and
+    the differences given as (path, end) = (3e-5, 5e-4), (4e-5, 2e-4), (2e-5, 2e-3), the first
+    window is kept (step_error 4e-5 > PATH_TOL, its finest run at h = 2.5e-4; the last
+    window's end is apart by more than END_TOL), a RuntimeWarning names the stretch of
+    |beta|_1 where the runs' checkpoints part by more than PATH_TOL, and it lies past the
+    handover (|beta|_1 = 86 there)."""
+    monkeypatch.setattr(junctions, "MAX_WAYS_AT_ONE_INSTANT", 0)
+    monkeypatch.setattr(stepping, "HALVINGS", 3)
+    monkeypatch.setattr(stepping, "PATH_TOL", 1e-6)
+    X, y, _ = twelve_points_run("numpy")
+    given = iter([(3e-5, 5e-4), (4e-5, 2e-4), (2e-5, 2e-3)])
+    monkeypatch.setattr(stepping, "_difference", lambda coarser, finer: next(given))
+    with pytest.warns(RuntimeWarning, match="the path is not settled") as caught:
+        run = simulate(
+            Dataset(X, y), "linf-sam", 2, 1.0, rho=0.3, t_max=5.0, n_points=101,
+            backend="numpy", original_time=False,
+        )  # fmt: skip
+    assert run.status == 0 and run.step_error == 4e-5, run.message
+    assert "0.00025 of its norm" in run.message and "only its end is" in run.message
+    assert caught[0].filename == __file__
+    low, high = map(float, re.search(r"between \|beta\|_1 = (\S+) and (\S+),",
+                                     run.message).groups())  # fmt: skip
+    assert 86 <= low <= high <= float(np.sum(np.abs(run.beta[-1]))) * 1.001
 
 
 @pytest.mark.slow
