@@ -24,7 +24,7 @@ from flows.integrator.junctions import (
     select_way,
 )
 from flows.integrator.multilinear import vertex_signs
-from flows.integrator.tilted import SPREAD_RELEASE, solve_tilted
+from flows.integrator.tilted import SPREAD_RELEASE, solve_tilted, solve_tilted_in_tau
 from flows.results import Cause, Trajectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -131,32 +131,43 @@ def test_tilted_rule_is_the_maximum_entropy_member_of_filippovs_set(seed):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_compiled_tilted_rule_equals_numpys(seed):
-    """The compiled iteration (backend ``fast``) gives the numpy iteration's weights to 1e-12 and
-    the same verdict, inside the hull and outside it."""
+    """The compiled rule on shares of rescaled time (backend ``fast``) gives the numpy rule's
+    weights in both clocks to 1e-12 and the same verdict: inside the hull and outside it, with
+    clock factors over 12 decades and one that underflowed to 0 (no weight). Its kernel divides
+    as numpy does: on the rates of the moving vertices in the rescaled clock, scaled by numpy,
+    the compiled iteration gives its weights bit for bit."""
     kernels = pytest.importorskip("flows.compiled._sliding_kernels")
     from flows.integrator import tilted
 
     rng = np.random.default_rng(seed)
     k = 1 + seed % 3
-    rows = rng.standard_normal((k, 2**k + 2))
-    if seed != 3:
-        rows -= (rows @ rng.dirichlet(np.ones(rows.shape[1])))[:, None]  # 0 inside the hull
+    m = 2**k + 2
+    speeds = 10.0 ** rng.uniform(-12, 0, m)
+    speeds[seed % m] = 0.0
+    moving = speeds > 0
+    rates = rng.standard_normal((k, m))
+    if seed != 3:  # 0 inside the hull of the rates in the rescaled clock
+        in_tau = rates[:, moving] / speeds[moving]
+        rates[:, moving] -= (in_tau @ rng.dirichlet(np.ones(m - 1)))[:, None] * speeds[moving]
     else:
-        rows[0] = np.abs(rows[0]) + 0.1  # every rate of surface 0 positive: 0 outside
+        rates[0] = np.abs(rates[0]) + 0.1  # every rate of surface 0 positive: 0 outside
+    limits = (tilted.TILT_ITERATIONS, tilted.TILT_TOL, tilted.ROUNDING_TOL, tilted.SPREAD_RELEASE)
 
-    def compiled(scaled):
-        w, size, exact = kernels.tilted(
-            scaled, tilted.TILT_ITERATIONS, tilted.TILT_TOL, tilted.ROUNDING_TOL,
-            tilted.SPREAD_RELEASE,
-        )  # fmt: skip
+    def compiled(r, c):
+        w, size, exact = kernels.tilted_in_tau(r, c, *limits)
         return w, float(size), bool(exact)
 
-    w, size, exact = solve_tilted(rows)
-    w_c, size_c, exact_c = solve_tilted(rows, compiled)
+    w, shares, size, exact = solve_tilted_in_tau(rates, speeds)
+    w_c, shares_c, size_c, exact_c = solve_tilted_in_tau(rates, speeds, compiled)
     assert exact_c == exact == (seed != 3)
+    assert w_c[~moving].tolist() == shares_c[~moving].tolist() == [0.0]
     if exact:
         np.testing.assert_allclose(w_c, w, atol=1e-12)
+        np.testing.assert_allclose(shares_c, shares, atol=1e-12)
         assert size_c == pytest.approx(size, rel=1e-9)
+    rows = rates[:, moving] / speeds[moving]
+    rows = rows / np.abs(rows).max(axis=-1)[:, None]
+    assert kernels.tilted(rows, *limits)[0].tolist() == shares_c[moving].tolist()
 
 
 def test_tilted_rule_has_no_solution_outside_the_hull():

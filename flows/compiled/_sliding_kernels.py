@@ -309,3 +309,22 @@ def tilted(rows, iterations, tol, rounding_tol, spread_release):
         if np.max(exponent) - np.min(exponent) > 2.0 * spread_release:
             break
     return w, np.max(exponent) - np.min(exponent), False
+
+
+@njit(cache=True, error_model="numpy")
+def tilted_in_tau(rates, speeds, iterations, tol, rounding_tol, spread_release):
+    """``(w, spread, exact)`` of :func:`tilted` for the rates in the rescaled clock of the
+    vertices that move: ``rates / speeds`` over the columns with ``speeds > 0``, each row
+    divided by its largest entry (:func:`flows.integrator.tilted.solve_tilted_in_tau`'s call
+    of :func:`flows.integrator.tilted.solve_tilted`, the same divisions)."""
+    k = rates.shape[0]
+    moving = np.flatnonzero(speeds > 0)
+    rows = np.empty((k, moving.size))
+    for i in range(k):
+        for c in range(moving.size):
+            rows[i, c] = rates[i, moving[c]] / speeds[moving[c]]
+        scale = np.max(np.abs(rows[i]))
+        if scale > 0:
+            for c in range(moving.size):
+                rows[i, c] = rows[i, c] / scale
+    return tilted(rows, iterations, tol, rounding_tol, spread_release)

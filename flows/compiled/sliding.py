@@ -82,13 +82,13 @@ class CompiledSliding:
         )
         return lam, bool(exact)
 
-    def tilted(self, rows: np.ndarray) -> tuple[np.ndarray, float, bool]:
-        """``(w, spread, exact)``: the tilted rule of one point (rows scaled to 1,
-        :func:`flows.integrator.tilted.solve_tilted`)."""
+    def tilted(self, rates: np.ndarray, speeds: np.ndarray) -> tuple[np.ndarray, float, bool]:
+        """``(w, spread, exact)``: the tilted rule of one point on the rates in the rescaled
+        clock of the vertices that move (:func:`flows.integrator.tilted.solve_tilted_in_tau`)."""
         from ..integrator import tilted as rule
 
-        w, spread, exact = self.kernels.tilted(
-            np.ascontiguousarray(rows, dtype=float), rule.TILT_ITERATIONS, rule.TILT_TOL,
-            rule.ROUNDING_TOL, rule.SPREAD_RELEASE,
+        w, spread, exact = self.kernels.tilted_in_tau(
+            np.ascontiguousarray(rates, dtype=float), np.ascontiguousarray(speeds, dtype=float),
+            rule.TILT_ITERATIONS, rule.TILT_TOL, rule.ROUNDING_TOL, rule.SPREAD_RELEASE,
         )  # fmt: skip
         return w, float(spread), bool(exact)

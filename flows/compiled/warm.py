@@ -61,7 +61,7 @@ def _sliding_group() -> None:
     simulate(gaussian_blobs(), "linf-sam", 2, [1.5, 0.8], rho=1.0, t_max=8.0, n_points=3,
              method="RK45", backend="numba")  # fmt: skip
     _sliding_kernels.newton(np.ones((2, 4)), np.ones((4, 2)), 1, 0.0, 0.0)
-    _sliding_kernels.tilted(np.ones((2, 4)), 1, 0.0, 0.0, 1.0)
+    _sliding_kernels.tilted_in_tau(np.ones((2, 4)), np.ones(4), 1, 0.0, 0.0, 1.0)
     own_steps(np.ones((3, 2)), 0.0, 0.0, 1.0, False, 0.1, 3, np.array([0.5]), np.eye(2),
               LOSSES["logistic"], 0.1, 1e-3)  # fmt: skip
 

@@ -65,20 +65,16 @@ class _Point:
         return float(np.abs(self.gradient).max())
 
 
-def solve_tilted(
-    rows: np.ndarray, compiled: Callable | None = None
-) -> tuple[np.ndarray, float, bool]:
+def solve_tilted(rows: np.ndarray) -> tuple[np.ndarray, float, bool]:
     """``(w (M,), spread, exact)`` of the tilted rule for normal rates ``rows`` (k, M), each
     row scaled by its largest entry first. Damped Newton on the log-sum-exp from ``mu = 0``
     (uniform weights; Hessian ``sum_v w_v r_v r_v^T - g g^T``); ``exact`` where
     ``|sum w r| <= TILT_TOL`` with the spread (the log of the largest weight over the
     smallest) below :data:`SPREAD_RELEASE`. Otherwise the last iterate (finite weights, not a
-    solution). ``compiled``: the same iteration for scaled rows, compiled (the backend's,
-    :class:`flows.compiled.sliding.CompiledSliding`)."""
+    solution). :func:`flows.compiled._sliding_kernels.tilted` is the same iteration for scaled
+    rows, compiled."""
     scale = np.abs(rows).max(axis=-1)
     rows = rows / np.where(scale > 0, scale, 1.0)[:, None]
-    if compiled is not None:
-        return compiled(rows)
     ridge = 1e-14 * np.eye(rows.shape[0])
     point = _Point(np.zeros(rows.shape[0]), rows)
     for _ in range(TILT_ITERATIONS):
@@ -119,13 +115,18 @@ def solve_tilted_in_tau(
     others' has rates of 1e-30 too, and the maximum-entropy weights would pile onto it). Its
     shares ``w_tau`` combine the fields in the original clock with weights
     ``w_t ∝ w_tau / c_v``. A vertex whose clock factor underflows to 0 gets no weight.
-    ``compiled``: as for :func:`solve_tilted`.
+    ``compiled``: :func:`solve_tilted` of the moving vertices' rates in the rescaled clock,
+    compiled (the backend's, :meth:`flows.compiled.sliding.CompiledSliding.tilted`: the same
+    divisions, then the same iteration).
     """
     moving = speeds > 0
     shares = np.zeros(len(speeds))
     if not moving.any():
         return shares, shares, np.inf, False
-    found, size, exact = solve_tilted(rates[:, moving] / speeds[moving], compiled)
+    if compiled is None:
+        found, size, exact = solve_tilted(rates[:, moving] / speeds[moving])
+    else:
+        found, size, exact = compiled(rates, speeds)
     shares[moving] = found
     with np.errstate(divide="ignore"):  # a share that underflowed: log 0 = -inf, weight 0
         log_weights = np.log(found) - np.log(speeds[moving])  # speeds span 1e-300: in logs
