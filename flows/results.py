@@ -199,7 +199,8 @@ class Trajectory:
         own steps continued the path (:mod:`flows.integrator.stepping`): the ``tau`` they start
         at (``inf``: nowhere), how many the path took, and the largest difference of
         ``beta / ||beta||_1`` from the path at twice their step (its error estimate; 0 where
-        no steps ran).
+        no steps ran). Above ``flows.integrator.stepping.PATH_TOL`` (1e-2) only the path's
+        end is settled, the message says where the path is not, and the run warned.
     """
 
     t: np.ndarray
