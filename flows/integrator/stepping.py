@@ -66,9 +66,10 @@ CONTINUED = (
     Cause.PRECISION_LOST,
     Cause.SOLVER_FAILED,
 )
-#: The first relative step ``h``, how often it is halved at most, and the agreement of two
-#: successive step sizes on ``beta / ||beta||_1`` that ends the halving: along the path, and
-#: at its end.
+#: The first relative step ``h`` and how often it is halved at most; the agreement of two
+#: successive step sizes on ``beta / ||beta||_1`` above which the path is not settled
+#: (``PATH_TOL``), and that which ends the halving where both differences of three step sizes
+#: are within it, and that a continued run's end needs (``END_TOL``).
 STEP = 1e-3
 HALVINGS = 5
 PATH_TOL = 1e-2
@@ -144,21 +145,10 @@ def go_on(run: Run) -> None:
         if len(runs) >= 3 and max(_window(differences, len(runs) - 1)) <= END_TOL:
             _append(run, runs[-3:], h, *_window(differences, len(runs) - 1))
             return
-    agreeing = [
-        (path, k)
-        for k in range(2, len(runs))
-        for path, end in [_window(differences, k)]
-        if path <= PATH_TOL and end <= END_TOL
-    ]
-    if not agreeing:  # the end settled, the path did not
-        agreeing = [
-            (path, k)
-            for k in range(2, len(runs))
-            for path, end in [_window(differences, k)]
-            if end <= END_TOL
-        ]
-    if agreeing:
-        _, k = min(agreeing)
+    windows = [(*_window(differences, k), k) for k in range(2, len(runs))]
+    settled = [(path, k) for path, end, k in windows if end <= END_TOL]
+    if settled:  # the three closest along the path, of those whose ends agree
+        _, k = min(settled)
         _append(run, runs[k - 2 : k + 1], STEP * 0.5**k, *_window(differences, k))
         return
     run.message += "; " + _not_continued(differences, spent, h)
