@@ -5,7 +5,8 @@ and their pieces: the same tests, constants and formulas (the tables of :mod:`fl
 passed in, not copied), one piece at a time instead of one numpy call per quantity over all of
 them. Only the summation order differs, so values agree to rounding; the tests run the
 quadrature's closed-form cases through both rules. :mod:`flows.clocks` drives the levels either
-way (:func:`~flows.clocks.log_original_times` with ``rule=``).
+way (:func:`~flows.clocks.log_original_times` with ``rule=``). The kernels release the GIL
+(``nogil``): the runs of :func:`flows.simulate_many` in threads apply the rule at once.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def interval_rule(*level: Any) -> tuple[np.ndarray, ...]:
     )
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _chebyshev(coef, x, out, t, b1, b2):
     """:func:`flows.clocks._chebyshev` for one row at the points ``x``, into ``out`` (the
     recurrence runs over all points at once, in the separate buffers ``t``, ``b1``, ``b2`` at
@@ -71,7 +72,7 @@ def _chebyshev(coef, x, out, t, b1, b2):
         out[q] = coef[0] + 0.5 * t[q] * b1[q] - b2[q]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _at(coef, x):
     """The interpolant with coefficients ``coef`` at one point ``x`` (Clenshaw)."""
     t, b1, b2 = 2.0 * x - 1.0, 0.0, 0.0
@@ -80,7 +81,7 @@ def _at(coef, x):
     return coef[0] + t * b1 - b2
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _bounds(x):
     """``(min(x), max(x))`` (a loop: numba's ``np.min`` and ``np.max`` cost compile time)."""
     low, high = x[0], x[0]
@@ -89,7 +90,7 @@ def _bounds(x):
     return low, high
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _interpolation_error(a):
     """:func:`flows.clocks._interpolation_error` for one row of coefficients."""
     n = a.size - 1
@@ -100,7 +101,7 @@ def _interpolation_error(a):
     return 2.0 * max(abs(a[n]), r * abs(a[n - 1])) * r / (1.0 - r)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _log_exp_gauss(length, samples, kg, gl_logw):
     """:func:`flows.clocks._log_exp_gauss` for one row, from ``asinh K`` at the nodes
     (``samples``; ``K`` into ``kg``)."""
@@ -113,7 +114,7 @@ def _log_exp_gauss(length, samples, kg, gl_logw):
     return top + np.log(total) + np.log(length)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _window_end(coef, out, inside, floor, steps):
     """:func:`flows.clocks._window_end` for one row."""
     target = np.arcsinh(floor)
@@ -134,7 +135,7 @@ def _window_end(coef, out, inside, floor, steps):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _peak_window(coef, x, samples, floor, steps):
     """:func:`flows.clocks._peak_window` for one row: ``(x_lo, x_hi)``."""
     target = np.arcsinh(floor)
@@ -152,7 +153,7 @@ def _peak_window(coef, x, samples, floor, steps):
     return x_lo, x_hi
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _intervals(lo, hi, k, to_chebyshev, eps):
     """Per interval: Chebyshev coefficients of ``asinh K``, ``expm1`` of their error estimate,
     the float resolution of ``asinh K`` (``floor``), the float spacing of its times, and
