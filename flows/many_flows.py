@@ -30,6 +30,7 @@ the kernels of one release the GIL while another runs its Python.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import numbers
 from concurrent.futures import Executor
 from typing import Any, NamedTuple
@@ -243,16 +244,23 @@ class _Group:
         from .compiled import _segment_kernels as kernels
         from .compiled import segment as loop
 
-        model = self.model
-        rtol, atol = model.tolerances(self.mode)
-        budget = min(driver._allowance(model, "DOP853"), 2**62)  # the driver's first segment's
-        capacity = loop.call_capacity(y0.size)
+        rtol, atol, budget, capacity = self.limits
         status, count, ts, F, y_old, _, nfev, _ = kernels.segment(
-            y0, 0.0, model.s_end, rtol, atol, budget, problem, watch, capacity, 0.0
+            y0, 0.0, self.model.s_end, rtol, atol, budget, problem, watch, capacity, 0.0
         )
         if status != kernels.REACHED_END:
             return None
         return Steps(*loop.kept_steps(ts, F, y_old, count, capacity), int(nfev))
+
+    @functools.cached_property
+    def limits(self) -> tuple[float, np.ndarray, int, int]:
+        """The tolerances, field-evaluation budget and step capacity of the single call's
+        first compiled segment (the group's runs share them)."""
+        from .compiled import segment as loop
+
+        rtol, atol = self.model.tolerances(self.mode)
+        budget = min(driver._allowance(self.model, "DOP853"), 2**62)
+        return rtol, atol, budget, loop.call_capacity(self.model.y.size)
 
     def holding_at_start(self, y0: np.ndarray) -> np.ndarray:
         """Per run (state ``y0[r]``), whether an event the single call's driver watches holds
