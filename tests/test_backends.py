@@ -161,6 +161,8 @@ CASES = {
         3.0,
     ),
     "l2-sam collapse": (single_example([1, 2, 3, 4, 5]), "l2-sam", 2, 0.3, 2.0),
+    "l2-sam one example collapse": (single_example([1, 2, 3, 4, 5]), "l2-sam", 2, 0.1, 2.0),
+    "l2-sam blobs collapse": (blobs(), "l2-sam", 2, 0.05, 3.0),
     "l2-sam L3 blow-up": (single_example([1, 2, 3, 4, 5]), "l2-sam", 3, 0.4, 6.0),
     "gd L4 blow-up": (single_example([1, 2, 3]), "gd", 4, 0.5, 6.0),
     "linf-sam L2 teacher sliding": (teacher_data(), "linf-sam", 2, 1.0, 4.0),
@@ -197,6 +199,8 @@ COMPILED_LOOP = {
     "le-sam L2 blobs",
     "usam L1 blobs",
     "l2-sam collapse",
+    "l2-sam one example collapse",
+    "l2-sam blobs collapse",
     "linf-sam L2 sliding",
     "linf-sam L2 teacher sliding",
     "1-usam L2 blobs",
@@ -210,8 +214,9 @@ COMPILED_LOOP = {
 #: blow-up stays in the default run with GD at L = 4, the per-example algorithm with 1-USAM on
 #: blobs.
 SLOW_CASES = {"l2-sam L3 blow-up", "1-usam L3 blow-up"}
-#: Cases compared with the reference backend only with ``-m slow``.
-REFERENCE_SLOW_CASES = SLOW_CASES
+#: Cases compared with the reference backend only with ``-m slow`` (those and the approach to
+#: the blobs' collapse: ~3000 evaluations of the reference field).
+REFERENCE_SLOW_CASES = SLOW_CASES | {"l2-sam blobs collapse"}
 
 
 def cases_slow_in(slow: set[str]) -> list:
@@ -249,6 +254,37 @@ def test_numba_backend_equals_numpy_backend(name):
         rtol=1e-9,
         atol=1e-12,
     )
+
+
+@pytest.mark.parametrize("name", ["l2-sam one example collapse", "l2-sam blobs collapse"])
+def test_compiled_loop_takes_the_approach_to_a_collapse(name, monkeypatch):
+    """After the near-zero switch (the asinh chart, the entries near the largest watched for
+    reaching 0: :class:`flows.integrator.threshold_events.CollapseCrossing`) the compiled loop
+    integrates on, watching those entries' signs, and hands back to the Python loop a step
+    before the collapse: all but a few near-zero steps are compiled (the collapse time and path
+    are the numpy backend's: :func:`test_numba_backend_equals_numpy_backend`)."""
+    pytest.importorskip("numba")
+    from flows.compiled import segment as fast_segment
+    from flows.integrator import assemble
+
+    runs, exponent = [], assemble.exponent
+    monkeypatch.setattr(assemble, "exponent", lambda run: runs.append(run) or exponent(run))
+    data, algorithm, depth, alpha, t_max = CASES[name]
+    result = simulate(data, algorithm, depth, alpha, rho=0.5, t_max=t_max, n_points=31,
+                      backend="numba")  # fmt: skip
+    assert [e.kind for e in result.events] == ["collapse"]
+    (run,) = runs
+    near = [s for s in run.path.segments if s.mode.near_zero is not None and not s.mode.collapsed]
+    compiled = sum(len(s.ts) - 1 for s in near if s.dense is not None)
+    python = sum(len(s.ts) - 1 for s in near if s.dense is None)
+    assert compiled >= 50 and python <= 3, (compiled, python)
+    first = next(s for s in near if s.dense is not None)
+    y = first.raw(first.ts[:1])[0]
+    watch = fast_segment._watch(run.field_for(first.mode), first.mode, run.radius, True, y)
+    signs = np.zeros(y.size - 1)
+    signs[first.mode.near_zero] = np.sign(y[first.mode.near_zero])
+    assert np.all(signs[first.mode.near_zero] != 0)
+    np.testing.assert_array_equal(watch[1], signs)
 
 
 def test_compiled_loop_keeps_the_budget_and_the_path(monkeypatch):

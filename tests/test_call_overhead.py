@@ -97,7 +97,6 @@ def _modes(mode: Mode) -> dict[str, Mode]:
         "sliding direction": dataclasses.replace(mode.copy(), sliding_directions=(1,)),
         "collapsed": dataclasses.replace(mode.copy(), collapsed=True),
         "stationary": dataclasses.replace(mode.copy(), stationary=True),
-        "near zero": dataclasses.replace(mode.copy(), near_zero=np.array([0])),
         "undecided sign": undecided,
     }
 

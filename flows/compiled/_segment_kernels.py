@@ -155,7 +155,9 @@ def events_into(y, problem, watch, work, evaluated, out):
        :class:`flows.integrator.events.Stationary`; for the squared loss, i.e. in regression,
        ``S = max_j |G_j| / H_j`` over the movable coordinates, :func:`_log_largest_ratio`);
     3. ``min_i sign_i z_i`` over the parameters with ``watch[1][i] = sign_i != 0`` (a parameter
-       crosses 0 against its frozen sign: :class:`flows.integrator.surface_events.ZeroCrossing`);
+       crosses 0 against its frozen sign: :class:`flows.integrator.surface_events.ZeroCrossing`;
+       after the near-zero switch, a watched entry reaches 0:
+       :class:`flows.integrator.threshold_events.CollapseCrossing`);
     4. ``min_j (sign_j G_j + offset_j)`` over ``watch[2][j] = sign_j != 0``, exact zeros left
        out (:class:`flows.integrator.surface_events.DirectionCrossing`);
     5. ``watch[0][3] - max log(|F| / |w|)`` over the growing entries (``F w > 0``, ``|w| > 1``)

@@ -2,9 +2,10 @@
 
 Where it applies (:func:`applies`: the compiled backend, ``method='DOP853'``, an algorithm with
 a compiled perturbation (a per-example one too, unless its perturbation switches at a zero
-residual: the loop does not watch that event) and no schedule, no held, sliding or near-zero entries, and no parameter
-at 0 whose frozen sign is not decided yet (l_inf-SAM from an init with zeros: the Python loop
-meets its crossing at the first step); any depth),
+residual: the loop does not watch that event) and no schedule, no held or sliding entries, and
+no parameter at 0 whose frozen sign is not decided yet (l_inf-SAM from an init with zeros: the
+Python loop meets its crossing at the first step); any depth; after the near-zero switch too,
+its watched entries' crossing of 0 being the collapse, :func:`_watch`),
 :func:`advance` integrates the current segment with :func:`flows.compiled._segment_kernels.segment`
 (scipy's DOP853 to rounding, on the compiled float field) and records the steps as a
 :class:`~flows.integrator.segments.Segment` whose dense output is scipy's. It hands back to the Python
@@ -65,7 +66,6 @@ def applies(field, mode: Mode, method: str) -> bool:
         algorithm.compiled_id is not None
         and not algorithm.residual_switch
         and (not algorithm.per_example or algorithm.compiled_id in PER_EXAMPLE_IDS)
-        and mode.near_zero is None
         and not mode.collapsed
         and not mode.stationary
         and not mode.sliding_directions
@@ -110,8 +110,10 @@ def _watch(
 ):
     """What the compiled loop watches, as :func:`flows.integrator.events.segment_events` (and
     :class:`flows.integrator.events.LossFloor`) do: thresholds of collapse, near zero, stationary, blow-up
-    and loss floor (finite where watched), the frozen parameter signs
-    (l_inf-SAM zero crossings) and the frozen signs and offsets of the ``G_j``
+    and loss floor (finite where watched), the parameter signs whose loss is an event (the
+    frozen signs of l_inf-SAM's zero crossings; after the near-zero switch, the signs of the
+    entries :class:`flows.integrator.threshold_events.CollapseCrossing` watches, one reaching 0
+    being the collapse) and the frozen signs and offsets of the ``G_j``
     (:class:`flows.integrator.surface_events.DirectionCrossing`)."""
     thresholds = np.full(5, -np.inf)
     if radius > 0 and field.depth >= 2:
@@ -130,6 +132,8 @@ def _watch(
     offsets = np.zeros(data.d)
     if mode.sign_pattern is not None:
         parameter_signs = mode.sign_pattern.ravel().astype(float)
+    if mode.near_zero is not None:  # CollapseCrossing: z[i] (asinh chart) reaches 0
+        parameter_signs[mode.near_zero] = np.sign(y[mode.near_zero])
     if mode.sign_pattern is not None and data.n > 1:  # segment_events: none on one example
         crossing = next(
             (
@@ -202,6 +206,8 @@ def advance(
     (watched as an event; None: none)."""
     from . import _segment_kernels as loop
 
+    if mode.near_zero is not None and not np.all(y[mode.near_zero]):
+        return Advance(False, False, 0, None), s, y  # a watched entry at 0: the Python loop's
     rtol, atol = tolerances
     problem = _problem_tuple(field, mode)
     watch = _watch(field, mode, radius, near_zero, y, loss_floor)
