@@ -13,7 +13,10 @@ l_inf-SAM at L = 2 from alpha > rho (each a_j grows, so its field stays smooth),
 and 3; and Gaussian blobs (``flows.datasets.gaussian_blobs``, n = 40, d = 10, means
 +-linspace(0.5, 2, 10), seed 0), GD and l2-SAM at L = 2, tau <= 2 or 3 (beyond, the softmax
 weights of the tying margins make the flow stiff: ~2e4 DOP853 evaluations by tau = 4). Each case
-is a run that ``simulate`` ends with status 0 and no event.
+is a run that ``simulate`` ends with status 0 and no event. Apart from these, and outside their
+medians, :data:`SCALE_CASES` take blobs at research sizes (n d = 1e4 and 1e5: n = 200, d = 50
+and n = 1000, d = 100, means +-linspace(0.5, 2, d) / sqrt(d / 10)), GD and l2-SAM at L = 2,
+tau <= 2, where both sides spend their time in the field's matrix-vector products.
 
 ``simulate`` runs with its defaults (backend 'auto', DOP853, rtol 1e-10, the rescaled clock of
 classification, ``n_points`` outputs) except ``original_time=False``: diffrax computes no log t.
@@ -113,7 +116,10 @@ class Case:
         """The case's data set."""
         if self.data == "single":
             return single_example(MU)
-        return gaussian_blobs(seed=0, n=40, mean=BLOB_MEAN)
+        if self.data == "blobs":
+            return gaussian_blobs(seed=0, n=40, mean=BLOB_MEAN)
+        n, d = SCALE_SIZES[self.data]
+        return gaussian_blobs(seed=0, n=n, mean=np.linspace(0.5, 2.0, d) / np.sqrt(d / 10))
 
     def hyperparameters(self) -> dict[str, Any]:
         """``simulate``'s keyword hyper-parameters (rho, except for GD)."""
@@ -144,6 +150,13 @@ CASES = [
     Case("blobs", "l2-sam", 2, 1.0, 0.1, 2.0),
 ]
 QUICK = [CASES[0], CASES[8], CASES[17]]
+#: Blobs at research sizes, by name: (n, d).
+SCALE_SIZES = {"blobs n 200 d 50": (200, 50), "blobs n 1000 d 100": (1000, 100)}
+SCALE_CASES = [
+    Case(size, algorithm, 2, 0.4, rho, 2.0)
+    for size in SCALE_SIZES
+    for algorithm, rho in (("gd", 0.0), ("l2-sam", 0.1))
+]
 
 
 # --------------------------------------------------------------------------- the fields
@@ -477,9 +490,32 @@ def chosen_solver(rows: list[CaseRow]) -> str:
     return min(SOLVERS, key=lambda name: np.median([row.solvers[name].ratio for row in rows]))
 
 
-def report(rows: list[CaseRow], phases: dict[str, list[tuple[str, float]]], seconds: float) -> str:
+def table(rows: list[CaseRow], solver: str) -> list[str]:
+    """The lines of the table of ``rows`` against diffrax's ``solver``."""
+    lines = [
+        "| case | samflows ms | diffrax ms | ratio | samflows err | diffrax err | diffrax rtol "
+        "| samflows accepted steps (nfev) | diffrax accepted + rejected steps | compile s | ref check |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        d = row.solvers[solver]
+        lines.append(
+            f"| {row.case.name} | {ms(d.samflows_seconds)} | {ms(d.seconds)} | {d.ratio:.2f} | "
+            f"{row.error:.1e} | {d.error:.1e} | {d.rtol:.0e} | {row.steps} ({row.nfev}) | "
+            f"{d.accepted} + {d.rejected} | {d.compile_seconds:.2f} | {row.reference_check:.1e} |"
+        )
+    return lines
+
+
+def report(
+    rows: list[CaseRow],
+    phases: dict[str, list[tuple[str, float]]],
+    seconds: float,
+    scale: list[CaseRow],
+) -> str:
     """The section of ``results.md``: the chosen solver's table, medians, the phases of the
-    calls in ``phases`` (by case name)."""
+    calls in ``phases`` (by case name), and the research-size rows ``scale`` against both
+    solvers."""
     medians = {
         name: float(np.median([row.solvers[name].ratio for row in rows])) for name in SOLVERS
     }
@@ -504,17 +540,8 @@ def report(rows: list[CaseRow], phases: dict[str, list[tuple[str, float]]], seco
         "- ratio = diffrax time / samflows time (above 1: samflows faster); best of alternating "
         "calls; a diffrax error above samflows' would mean that rtol 1e-14 did not reach it",
         "",
-        "| case | samflows ms | diffrax ms | ratio | samflows err | diffrax err | diffrax rtol "
-        "| samflows accepted steps (nfev) | diffrax accepted + rejected steps | compile s | ref check |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        *table(rows, chosen),
     ]
-    for row in rows:
-        d = row.solvers[chosen]
-        lines.append(
-            f"| {row.case.name} | {ms(d.samflows_seconds)} | {ms(d.seconds)} | {d.ratio:.2f} | "
-            f"{row.error:.1e} | {d.error:.1e} | {d.rtol:.0e} | {row.steps} ({row.nfev}) | "
-            f"{d.accepted} + {d.rejected} | {d.compile_seconds:.2f} | {row.reference_check:.1e} |"
-        )
     lines += [
         "",
         f"Ratio over {len(rows)} cases: median {np.median(ratios):.2f}, p90 "
@@ -535,12 +562,19 @@ def report(rows: list[CaseRow], phases: dict[str, list[tuple[str, float]]], seco
         ),
         "",
     ]
+    for name in SOLVERS if scale else ():
+        lines += [
+            f"At research sizes (not in the ratios above), against {name}:",
+            "",
+            *table(scale, name),
+            "",
+        ]
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 cases")
+    parser.add_argument("--quick", action="store_true", help="3 cases, no research sizes")
     parser.add_argument("--reps", type=int, default=15, help="timed calls per side and case")
     parser.add_argument("--write", action="store_true", help="put the section into results.md")
     args = parser.parse_args()
@@ -551,9 +585,15 @@ def main() -> None:
         print(f"{case.name}: " + ", ".join(
             f"{name} {row.ratio:.2f}" for name, row in rows[-1].solvers.items()
         ), flush=True)  # fmt: skip
+    scale = []
+    for case in () if args.quick else SCALE_CASES:
+        scale.append(measure(case, args.reps))
+        print(f"{case.name}: " + ", ".join(
+            f"{name} {row.ratio:.2f}" for name, row in scale[-1].solvers.items()
+        ), flush=True)  # fmt: skip
     median = median_row(rows, chosen_solver(rows)).case
     phases = {case.name: phase_breakdown(case, 5 * args.reps) for case in (CASES[0], median)}
-    text = report(rows, phases, time.perf_counter() - start)
+    text = report(rows, phases, time.perf_counter() - start, scale)
     print(text)
     if args.write:
         write_section(text, HEADING)
