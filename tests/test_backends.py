@@ -25,6 +25,7 @@ from flows.field import Problem, ReferenceField, SignPattern, chart_rhs, gradien
 from flows.fused import FusedField
 from flows.model import LOSSES
 from flows.results import Cause
+from flows.schedules import cosine, warmup_cosine
 from flows.signedlog import SignedLog
 
 HP = dict(rho=0.3, sigma=0.2, rho_max=0.5)
@@ -285,6 +286,64 @@ def test_compiled_loop_takes_the_approach_to_a_collapse(name, monkeypatch):
     np.testing.assert_array_equal(watch[1], signs)
 
 
+SCHEDULED = {
+    "l2-sam cosine": (
+        single_example([1, 2, 3, 4, 5]),
+        "l2-sam",
+        {"rho": cosine(1.0, 10.0)},
+        "rescaled",
+    ),
+    "l2-sam warm-up blobs": (
+        blobs(),
+        "l2-sam",
+        {"rho": warmup_cosine(0.5, 1.0, 2.0, 4.0)},
+        "rescaled",
+    ),
+    "l2-sam cosine original": (blobs(), "l2-sam", {"rho": cosine(0.5, 2.0)}, "original"),
+    "le-sam cosine sigma": (
+        blobs(),
+        "le-sam",
+        {"sigma": cosine(0.3, 3.0), "rho_max": 5.0},  # the min never binds: no kink on the way
+        "rescaled",
+    ),
+    "1-usam cosine": (blobs(), "1-usam", {"rho": cosine(0.5, 3.0)}, "rescaled"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULED))
+def test_compiled_loop_takes_cosine_schedules(name):
+    """A hyper-parameter on a cosine or warm-up cosine schedule runs in the compiled loop, each
+    stage at scipy's stage time (``t + c h``); the path is the numpy backend's (its Python loop
+    evaluates the schedule at the same times) to 1e-10 in log|beta| and 1e-9 in log t, in both
+    clocks, for a full-gradient and a per-example algorithm."""
+    pytest.importorskip("numba")
+    data, algorithm, hp, clock = SCHEDULED[name]
+    kw = dict(t_max=4.0 if clock == "rescaled" else 2.0, n_points=41, clock=clock, **hp)
+    fast = simulate(data, algorithm, 2, 0.4, backend="numba", **kw)
+    ref = simulate(data, algorithm, 2, 0.4, backend="numpy", **kw)
+    assert "compiled DOP853" in fast.segment_loops, fast.segment_loops
+    assert fast.status == ref.status == 0, (fast.message, ref.message)
+    assert [e.kind for e in fast.events] == [e.kind for e in ref.events]
+    assert finite_gap(fast.log_abs_beta, ref.log_abs_beta) <= 1e-10
+    np.testing.assert_allclose(fast.log_t_original, ref.log_t_original, rtol=1e-9, atol=1e-12)
+
+
+def test_compiled_schedules_equal_the_schedules():
+    """The kernels' cosine and warm-up cosine (:func:`flows.compiled._field_kernels.hyperparameters_into`)
+    are :mod:`flows.schedules`' scalar formulas: the same numbers at times before, inside and
+    after each piece, including a length that makes the phase overflow."""
+    pytest.importorskip("numba")
+    from flows.compiled import _field_kernels as kernels
+    from flows.compiled import compiled_hyperparameters
+
+    times = np.concatenate([[-1.0, 0.0, 5e-324], np.linspace(-0.5, 6.0, 131), [1e300]])
+    for schedule in (cosine(0.7, 3.0), cosine(0.7, 5e-324), warmup_cosine(0.5, 1.0, 2.0, 4.0),
+                     warmup_cosine(0.5, 5e-324, 1.0, 1.0), warmup_cosine(0.5, 0.0, 0.0, 2.0)):  # fmt: skip
+        values, table = compiled_hyperparameters({"rho": schedule}, ("rho",))
+        got = [kernels.hyperparameters_into(values, table, t, np.empty(8))[0] for t in times]
+        assert got == [schedule(float(t)) for t in times], schedule
+
+
 def test_compiled_loop_keeps_the_budget_and_the_path(monkeypatch):
     """A budget spent inside the compiled loop: cause BUDGET_SPENT (status -1), the max_nfev
     message, the path up to there (as the Python loop does)."""
@@ -432,11 +491,11 @@ def test_compiled_blowup_event_equals_python_event(name, monkeypatch):
         s = np.sort(rng.uniform(seg.start, seg.end, 60))
         for when, y in zip(s, seg.raw(s), strict=True):
             work = _field_kernels.workspace(problem[0], problem[6].shape[0])
-            if not _numba_dop853.field_into(y, problem, work, np.empty(y.size)):
+            if not _numba_dop853.field_into(y, problem, work, np.empty(y.size), when):
                 continue  # the compiled loop hands back here (1-USAM's perturbed points
                 # leave the float range first, ~|w|^(2L-1)); the Python loop watches the event
             watch = fast_segment._watch(fld, seg.mode, run.radius, False, y)
-            compiled = _numba_dop853.event_values(y, problem, watch)[5]
+            compiled = _numba_dop853.event_values(y, problem, watch, when)[5]
             python = BlowUp(fld)(when, y)
             if python == np.log(BLOWUP_RATE):
                 assert compiled > 0
@@ -715,7 +774,7 @@ def test_compiled_regression_events_equal_python_events(monkeypatch):
         s = np.sort(rng.uniform(seg.start, seg.end, 40))
         for when, y in zip(s, seg.raw(s), strict=True):
             watch = fast_segment._watch(fld, seg.mode, run.radius, False, y, 1e-6)
-            compiled = loop.event_values(y, problem, watch)
+            compiled = loop.event_values(y, problem, watch, when)
             python = Stationary(fld)(when, y)
             # near the critical point G is a cancelling sum: a rounding of w (the two read it
             # from the chart differently) moves log S by ~1e-16 / S

@@ -176,11 +176,12 @@ def test_events_read_from_the_field_equal_events_afresh(algorithm, depth):
         problem = fast_segment._problem_tuple(fld, segment.mode)
         watch = fast_segment._watch(fld, segment.mode, run.radius, False, run.y)
         watch[0][3] = np.log(1e-3)  # the blow-up rate watched at every depth
-        for y in segment.raw(np.linspace(segment.start, segment.end, 4)):
+        times = np.linspace(segment.start, segment.end, 4)
+        for when, y in zip(times, segment.raw(times), strict=True):
             work = kernels.workspace(problem[0], data.n)
-            assert loop.field_into(y, problem, work, np.empty(y.size))
-            reused = loop.event_values_into(y, problem, watch, work, True)
-            afresh = loop.event_values(y, problem, watch)
+            assert loop.field_into(y, problem, work, np.empty(y.size), when)
+            reused = loop.event_values_into(y, problem, watch, work, True, when)
+            afresh = loop.event_values(y, problem, watch, when)
             np.testing.assert_allclose(reused, afresh, rtol=1e-12, atol=1e-12)
 
 
@@ -247,7 +248,7 @@ def test_a_first_step_off_the_float_path_is_shortened():
     watch = fast_segment._watch(fld, seg.mode, run.radius, False, run.y)
     y0 = seg.raw(np.array([0.0]))[0]
     rtol, atol = run.tolerances(seg.mode)
-    ok, f0 = loop.field(y0, problem)
+    ok, f0 = loop.field(y0, problem, 0.0)
     guess, ok = loop.initial_step(y0, f0, 0.0, 1.0, rtol, atol, problem)
     given = loop.segment(y0, 0.0, 1.0, rtol, atol, 10**6, problem, watch, 4, guess)
     chosen = loop.segment(y0, 0.0, 1.0, rtol, atol, 10**6, problem, watch, 4, 0.0)

@@ -113,7 +113,7 @@ from .background import (  # noqa: E402
     stamp_path,
 )
 from .discrete import CompiledSteps, stepper  # noqa: E402
-from .field import CompiledField  # noqa: E402
+from .field import CompiledField, compiled_hyperparameters  # noqa: E402
 from .quadrature import interval_rule  # noqa: E402
 from .segment import Advance, advance, applies, call_capacity, exponent, kept_steps  # noqa: E402
 from .sliding import CompiledSliding  # noqa: E402
@@ -134,6 +134,7 @@ __all__ = [
     "available",
     "cache_folder",
     "call_capacity",
+    "compiled_hyperparameters",
     "compiled_ready",
     "compile_seconds",
     "exponent",

@@ -302,13 +302,60 @@ def workspace(shape, n):
     ``(beta, loo, log_w, direction)`` of :func:`forward_into`, then ``g``, ``sign``, ``unit``
     (:func:`summary_into`), ``w``, the perturbed point, the velocity ``F`` (G, d), an
     example's ``beta`` (d) and leave-one-out products (G, d)
-    (:func:`per_example_field_into`), and the example weights ``p`` (n) of
-    :func:`forward_into`."""
+    (:func:`per_example_field_into`), the example weights ``p`` (n) of
+    :func:`forward_into`, and the hyper-parameters at an evaluation's time
+    (:func:`hyperparameters_into`, :data:`MOST_HYPERPARAMETERS`)."""
     groups, d = shape
     return (np.empty(d), np.empty((groups, d)), np.empty(n), np.empty(d),
             np.empty((groups, d)), np.empty((groups, d)), np.empty((groups, d)),
             np.empty((groups, d)), np.empty((groups, d)), np.empty((groups, d)),
-            np.empty(d), np.empty((groups, d)), np.empty(n))  # fmt: skip
+            np.empty(d), np.empty((groups, d)), np.empty(n),
+            np.empty(MOST_HYPERPARAMETERS))  # fmt: skip
+
+
+#: Hyper-parameters of an algorithm of the table, at most (:func:`workspace`'s buffer).
+MOST_HYPERPARAMETERS = 8
+#: The schedules (:mod:`flows.schedules`) the compiled field evaluates, by their code in a row of
+#: the schedule table (:func:`hyperparameters_into`; 0: the hyper-parameter is a number).
+SCHEDULE_CODES = {"cosine": 1, "warmup_cosine": 2}
+
+
+@njit(cache=True, nogil=True, inline="always")
+def cosine_at(t: float, value: float, t_end: float) -> float:
+    """:func:`flows.schedules.cosine` at one time: ``value (1 + cos(pi t / t_end)) / 2`` on
+    ``[0, t_end]`` (a phase that overflows, ``t_end`` subnormal, clipped as there)."""
+    if t_end <= 0:
+        return value if t < 0 else 0.0
+    phase = min(max(t / t_end, 0.0), 1.0)
+    return 0.5 * value * (1.0 + np.cos(np.pi * phase))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def warmup_cosine_at(t: float, value: float, t_warmup: float, t_hold: float, t_end: float) -> float:
+    """:func:`flows.schedules.warmup_cosine` at one time."""
+    if t >= t_hold:
+        return cosine_at(t - t_hold, value, t_end - t_hold)
+    if t_warmup <= 0:
+        return value
+    return value * min(max(t / t_warmup, 0.0), 1.0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def hyperparameters_into(hp, schedule, time, out):
+    """The hyper-parameters at clock time ``time`` into ``out`` (returned): ``hp[k]`` where row
+    ``k`` of ``schedule`` starts with 0, else its schedule (:data:`SCHEDULE_CODES`) with the
+    arguments that follow."""
+    for k in range(hp.size):
+        code = schedule[k, 0]
+        if code == 1.0:
+            out[k] = cosine_at(time, schedule[k, 1], schedule[k, 2])
+        elif code == 2.0:
+            out[k] = warmup_cosine_at(
+                time, schedule[k, 1], schedule[k, 2], schedule[k, 3], schedule[k, 4]
+            )
+        else:
+            out[k] = hp[k]
+    return out
 
 
 @njit(cache=True, nogil=True)

@@ -6,7 +6,9 @@ and order of operations; the first step :func:`flows.integrator.solver.initial_s
 segment integrated here takes the steps the Python loop would take, to rounding. The field is :mod:`flows.compiled._field_kernels`'s float path
 with the perturbation of the algorithm selected by ``algorithm_id`` (its table entry's
 ``compiled_id``, :data:`flows.algorithms.ALGORITHMS`; ``hp`` holds its hyper-parameters in the
-entry's declared order). The loop hands back to the Python driver
+entry's declared order, and the problem's last entry a row per hyper-parameter that follows a
+cosine or warm-up cosine schedule, evaluated at each stage's clock time ``t + c h`` as scipy's
+loop does: :func:`flows.compiled._field_kernels.hyperparameters_into`). The loop hands back to the Python driver
 (status codes below) where the float path does not hold (at a stage of the first step:
 after :data:`RANGE_SHRINKS` shorter tries), where a threshold event (collapse,
 near zero, stationary, blow-up, loss floor) or a sign of l_inf-SAM's frozen pattern changes over a step (the
@@ -57,27 +59,28 @@ STAGE_BOUNDS = np.array([1, N_STAGES + 1, A.shape[0]])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def field(y, problem):
-    """``d(z, tau)/ds`` at the flat state ``y`` (ok flag first)."""
+def field(y, problem, time):
+    """``d(z, tau)/ds`` at the flat state ``y`` and clock time ``time`` (ok flag first)."""
     out = np.empty(y.size)
-    ok = field_called_into(y, problem, kernels.workspace(problem[0], problem[6].shape[0]), out)
+    work = kernels.workspace(problem[0], problem[6].shape[0])
+    ok = field_called_into(y, problem, work, out, time)
     return ok, out
 
 
 @kernels.uncounted(forceinline=True, error_model="numpy")
-def field_into(y, problem, work, out):
+def field_into(y, problem, work, out, time):
     """:func:`field` into ``out`` with the buffers ``work`` (:func:`kernels.workspace`)."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern, offsets, per_example, _) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets, per_example, _, schedule) = problem  # fmt: skip
     z = y[:-1].reshape(shape)
     if per_example:
-        ok, log_c = per_example_into(z, problem, work)
+        ok, log_c = per_example_into(z, problem, work, time)
         if not ok:
             out[:] = 0.0
             return False
         return kernels.chart_map_into(work[9], log_c, work[7], held, original, log_chart,
                                       delta, out)  # fmt: skip
-    if not perturbed_into(z, problem, work):
+    if not perturbed_into(z, problem, work, time):
         out[:] = 0.0
         return False
     return kernels.chart_velocity_into(work[7], work[8], held, depth, features, offsets,
@@ -86,59 +89,64 @@ def field_into(y, problem, work, out):
 
 
 @kernels.uncounted(error_model="numpy")
-def field_called_into(y, problem, work, out):
+def field_called_into(y, problem, work, out, time):
     """:func:`field_into` called, not inlined: the evaluations outside the steps' loop (each
     inlined copy of the field costs seconds of compile time)."""
-    return field_into(y, problem, work, out)
+    return field_into(y, problem, work, out, time)
 
 
 @kernels.uncounted(error_model="numpy")
-def per_example_into(z, problem, work):
+def per_example_into(z, problem, work, time):
     """The float parameters ``w`` (into ``work[7]``) at chart coordinates ``z`` and the
     per-example field ``F`` there (into ``work[9]``,
-    :func:`kernels.per_example_field_into`); ``(ok, log c)``, not ok outside the float path."""
+    :func:`kernels.per_example_field_into`) at clock time ``time``; ``(ok, log c)``, not ok
+    outside the float path."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern, offsets, per_example, _) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets, per_example, _, schedule) = problem  # fmt: skip
     w = work[7]
     if not kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
         return False, 0.0
+    now = kernels.hyperparameters_into(hp, schedule, time, work[13])
     return kernels.per_example_field_into(
-        w, depth, mult, features, offsets, loss_id, algorithm_id, hp, limit, work, work[8], work[9]
+        w, depth, mult, features, offsets, loss_id, algorithm_id, now, limit, work, work[8], work[9]
     )
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def perturbed_into(z, problem, work):
+def perturbed_into(z, problem, work, time):
     """The float parameters ``w`` (into ``work[7]``) at chart coordinates ``z`` (G, d) and the
     perturbed point ``w + eps`` (into ``work[8]``, :func:`kernels.perturbed_point_into`; l_inf-SAM
-    with the segment's frozen sign(grad L)); False outside the float path."""
+    with the segment's frozen sign(grad L)) with the hyper-parameters at clock time ``time``;
+    False outside the float path."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern, offsets, per_example, _) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets, per_example, _, schedule) = problem  # fmt: skip
     w, point = work[7], work[8]
     if not kernels.parameters_into(z, log_chart, chart_sign, delta, depth, limit, w):
         return False
+    now = kernels.hyperparameters_into(hp, schedule, time, work[13])
     return kernels.perturbed_point_into(
-        w, depth, mult, features, offsets, loss_id, algorithm_id, hp, pattern, True, work, point
+        w, depth, mult, features, offsets, loss_id, algorithm_id, now, pattern, True, work, point
     )
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def event_values(y, problem, watch):
-    """:func:`event_values_into` with buffers of its own, the field evaluated at ``y`` first."""
+def event_values(y, problem, watch, time):
+    """:func:`event_values_into` with buffers of its own, the field evaluated at ``y`` (clock
+    time ``time``) first."""
     work = kernels.workspace(problem[0], problem[6].shape[0])
     out = np.empty(7)
-    evaluated = field_called_into(y, problem, work, np.empty(y.size))
+    evaluated = field_called_into(y, problem, work, np.empty(y.size), time)
     events_into(y, problem, watch, work, evaluated, out)
     return out
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def event_values_into(y, problem, watch, work, evaluated):
-    """:func:`events_into` into an array of its own, after :func:`field_into` at ``y`` unless
-    ``evaluated``."""
+def event_values_into(y, problem, watch, work, evaluated, time):
+    """:func:`events_into` into an array of its own, after :func:`field_into` at ``y`` (clock
+    time ``time``) unless ``evaluated``."""
     out = np.empty(7)
     if not evaluated:
-        evaluated = field_called_into(y, problem, work, np.empty(y.size))
+        evaluated = field_called_into(y, problem, work, np.empty(y.size), time)
     events_into(y, problem, watch, work, evaluated, out)
     return out
 
@@ -166,7 +174,7 @@ def events_into(y, problem, watch, work, evaluated, out):
        (:class:`flows.integrator.events.LossFloor`).
     """
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern, offsets, per_example, _) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets, per_example, _, schedule) = problem  # fmt: skip
     thresholds, parameter_signs, direction_signs, direction_offsets = watch
     z = y[:-1].reshape(shape)
     top = -np.inf  # max log|w|: log|delta sinh z| increases with |z| (one sinh, not one each)
@@ -308,7 +316,7 @@ def initial_step(y0, f0, s0, s_end, rtol, atol, problem):
     h0 = min(h0, interval)
     trial = np.empty(n)
     _axpy_into(trial, y0, h0, f0)
-    ok, f1 = field(trial, problem)
+    ok, f1 = field(trial, problem, s0 + h0)
     if not ok:
         return 0.0, False
     d2 = _scaled_rms(f1, f0, scale, counted) / h0
@@ -396,8 +404,8 @@ def _dense_output_into(y, y_new, K, f_new, h, F_step, y_old):
 
 
 @kernels.uncounted(error_model="numpy")
-def _stages_into(y, h, problem, work, K, first, last, stage, y_new):
-    """The stages ``first <= s < last`` of the DOP853 step of size ``h`` from ``y`` (``K[:first]``
+def _stages_into(y, t, h, problem, work, K, first, last, stage, y_new):
+    """The stages ``first <= s < last`` of the DOP853 step of size ``h`` from ``(t, y)`` (``K[:first]``
     known): the state of stage ``s`` (:func:`_stage`; for ``s = N_STAGES`` the solution
     :func:`_solution_into`, into ``y_new``) and the field there, into ``K[s]``;
     ``(ok, evaluations)``, not ok at the first evaluation off the float path (counted). One call
@@ -405,12 +413,14 @@ def _stages_into(y, h, problem, work, K, first, last, stage, y_new):
     the dense output."""
     for s in range(first, last):
         point = stage
+        time = t + C[s] * h  # scipy's stage times: t + c h, the solution at t + h
         if s == N_STAGES:
             _solution_into(y, K, h, y_new)
             point = y_new
+            time = t + h
         else:
             _stage(y, K, s, h, stage)
-        if not field_into(point, problem, work, K[s]):
+        if not field_into(point, problem, work, K[s], time):
             return False, s - first + 1
     return True, last - first
 
@@ -433,7 +443,7 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
     y = y0.copy()
     f = np.empty(n)
     work = kernels.workspace(problem[0], problem[6].shape[0])
-    ok = field_called_into(y, problem, work, f)
+    ok = field_called_into(y, problem, work, f, s0)
     nfev = 1
     if not ok:
         return LEFT_FLOAT_RANGE, 0, ts, F, y_olds, y, nfev, 0.0
@@ -473,7 +483,7 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
             for i in range(n):
                 K[0, i] = f[i]
             ok, used = _stages_into(
-                y, h, problem, work, K, STAGE_BOUNDS[0], STAGE_BOUNDS[1], stage, y_new
+                y, t, h, problem, work, K, STAGE_BOUNDS[0], STAGE_BOUNDS[1], stage, y_new
             )
             nfev += used
             if not ok:  # a stage outside the float path: a smaller first step, or Python's loop
@@ -494,7 +504,7 @@ def segment(y0, s0, s_end, rtol, atol, budget, problem, watch, capacity, first_s
             if g_old[k] >= 0 and g_new[k] <= 0 and (g_old[k] != 0 or g_new[k] != 0):
                 return EVENT_AHEAD, steps, ts, F, y_olds, y, nfev, abs(h)
         ok, used = _stages_into(
-            y, h, problem, work, K, STAGE_BOUNDS[1], STAGE_BOUNDS[2], stage, y_new
+            y, t, h, problem, work, K, STAGE_BOUNDS[1], STAGE_BOUNDS[2], stage, y_new
         )
         nfev += used
         if not ok:
@@ -556,21 +566,22 @@ def exponents(s, t_old, h, F, y_old, problem):
     work = kernels.workspace(problem[0], problem[6].shape[0])
     for q in range(s.size):
         _dense_into(s[q], t_old, h, F, y_old, y)
-        out[q] = exponent_at(y, problem, work)
+        out[q] = exponent_at(y, problem, work, s[q])
     return out
 
 
 @kernels.uncounted(error_model="numpy")
-def exponent_at(y, problem, work):
-    """``K = -log c`` at the perturbed point of the state ``y`` (the float path of
+def exponent_at(y, problem, work, time):
+    """``K = -log c`` at the perturbed point of the state ``y`` at clock time ``time`` (the float path of
     :meth:`flows.fused.FusedField.log_c`, with the buffers ``work``); NaN where that path does
     not hold."""
     (shape, log_chart, chart_sign, delta, depth, mult, features, loss_id, original, held,
-     algorithm_id, hp, limit, pattern, offsets, per_example, _) = problem  # fmt: skip
+     algorithm_id, hp, limit, pattern, offsets, per_example, _, schedule) = problem  # fmt: skip
     z = y[:-1].reshape(shape)
     if per_example:
-        ok, log_c = per_example_into(z, problem, work)
+        ok, log_c = per_example_into(z, problem, work, time)
         return -log_c if ok else np.nan
-    if perturbed_into(z, problem, work) and kernels.in_float_range(work[8], depth, False, limit):
+    moved = perturbed_into(z, problem, work, time)
+    if moved and kernels.in_float_range(work[8], depth, False, limit):
         return -kernels.forward_into(work[8], depth, features, offsets, loss_id, work)
     return np.nan

@@ -27,9 +27,36 @@ from ..charts import LogChart
 from ..data import abs_signed_features
 from ..field import Problem
 from ..fused import FLOAT_RANGE, FusedField, log_magnitudes
-from ..schedules import constant_values
+from ..schedules import Schedule, constant_values
 from ..signedlog import SignedLog
 from . import announce_compiles, require
+
+
+def compiled_hyperparameters(
+    hp: dict, keys: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The hyper-parameters ``keys`` (in that order) as the compiled field evaluates them at a
+    clock time (:func:`flows.compiled._field_kernels.hyperparameters_into`): their values (a
+    constant schedule's value; 0 for a schedule) and a table with a row per hyper-parameter, 0
+    for a number, else its schedule's code (:data:`~flows.compiled._field_kernels.SCHEDULE_CODES`)
+    and arguments; None where one follows a schedule the kernels do not evaluate (a callable of
+    the caller's, a staircase)."""
+    from ._field_kernels import SCHEDULE_CODES
+
+    values = np.zeros(len(keys))
+    table = np.zeros((len(keys), 5))
+    for k, key in enumerate(keys):
+        value = hp[key]
+        if isinstance(value, Schedule) and value.name in SCHEDULE_CODES:
+            table[k, 0] = SCHEDULE_CODES[value.name]
+            table[k, 1 : 1 + len(value.args)] = value.args
+        elif isinstance(value, Schedule) and value.name == "constant":
+            values[k] = value.maximum
+        elif callable(value):
+            return None
+        else:
+            values[k] = float(value)
+    return values, table
 
 
 class CompiledField(FusedField):
@@ -59,8 +86,10 @@ class CompiledField(FusedField):
         self.mult_f = self.multiplicity.astype(float)
         self.no_pattern = np.zeros(problem.shape)
         #: The algorithm's hyper-parameters in its declared order (None if one follows a
-        #: schedule): what the compiled segment loop takes.
+        #: schedule).
         self.hp_values = constant_values(problem.hyperparameters, problem.algorithm.names)
+        #: What the compiled segment loop takes: :func:`compiled_hyperparameters`.
+        self.hp_table = compiled_hyperparameters(problem.hyperparameters, problem.algorithm.names)
 
     @property
     def abs_features(self) -> np.ndarray:

@@ -2,9 +2,11 @@
 
 Where it applies (:func:`applies`: the compiled backend, ``method='DOP853'``, an algorithm with
 a compiled perturbation (a per-example one too, unless its perturbation switches at a zero
-residual: the loop does not watch that event) and no schedule, no held or sliding entries, and
-no parameter at 0 whose frozen sign is not decided yet (l_inf-SAM from an init with zeros: the
-Python loop meets its crossing at the first step); any depth; after the near-zero switch too,
+residual: the loop does not watch that event), numbers or cosine and warm-up cosine schedules
+as hyper-parameters (:func:`flows.compiled.field.compiled_hyperparameters`), no held or sliding
+entries, and no parameter at 0 whose frozen sign is not decided yet (l_inf-SAM from an init
+with zeros: the Python loop meets its crossing at the first step); any depth; after the
+near-zero switch too,
 its watched entries' crossing of 0 being the collapse, :func:`_watch`),
 :func:`advance` integrates the current segment with :func:`flows.compiled._segment_kernels.segment`
 (scipy's DOP853 to rounding, on the compiled float field) and records the steps as a
@@ -59,7 +61,7 @@ class Advance(NamedTuple):
 
 def applies(field, mode: Mode, method: str) -> bool:
     """Whether the compiled loop can integrate this segment (see the module docstring)."""
-    if not isinstance(field, CompiledField) or method != "DOP853" or field.hp_values is None:
+    if not isinstance(field, CompiledField) or method != "DOP853" or field.hp_table is None:
         return False
     algorithm = field.problem.algorithm
     return (
@@ -75,10 +77,12 @@ def applies(field, mode: Mode, method: str) -> bool:
 
 
 def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
-    """The arguments of the compiled field and of the events it watches (the ``|z_ij|`` last:
-    the stationary event's)."""
+    """The arguments of the compiled field and of the events it watches (the ``|z_ij|`` of the
+    stationary event, then the hyper-parameters' schedule table,
+    :func:`flows.compiled.field.compiled_hyperparameters`)."""
     problem = field.problem
-    values = field.hp_values
+    assert field.hp_table is not None  # applies() checked
+    values, schedule = field.hp_table
     return (
         problem.shape,
         field.log_chart,
@@ -97,6 +101,7 @@ def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
         field.offsets_c,
         problem.algorithm.per_example,
         field.abs_features,
+        schedule,
     )
 
 
