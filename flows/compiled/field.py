@@ -27,7 +27,7 @@ from ..charts import LogChart
 from ..data import abs_signed_features
 from ..field import Problem
 from ..fused import FLOAT_RANGE, FusedField, log_magnitudes
-from ..schedules import Schedule, constant_values
+from ..schedules import Schedule
 from ..signedlog import SignedLog
 from . import announce_compiles, require
 
@@ -85,10 +85,8 @@ class CompiledField(FusedField):
         self.offsets_c = np.zeros(self.n) if offsets is None else np.array(offsets, dtype=float)
         self.mult_f = self.multiplicity.astype(float)
         self.no_pattern = np.zeros(problem.shape)
-        #: The algorithm's hyper-parameters in its declared order (None if one follows a
-        #: schedule).
-        self.hp_values = constant_values(problem.hyperparameters, problem.algorithm.names)
-        #: What the compiled segment loop takes: :func:`compiled_hyperparameters`.
+        #: The hyper-parameters as the compiled segment loop takes them (None where it cannot):
+        #: :func:`compiled_hyperparameters`.
         self.hp_table = compiled_hyperparameters(problem.hyperparameters, problem.algorithm.names)
 
     @property
