@@ -430,7 +430,9 @@ def maximum_of(value, t_max: float, key: str = "value") -> float:
 
 def constant_values(hp: dict, keys: tuple[str, ...]) -> np.ndarray | None:
     """The hyper-parameters ``keys`` (in that order) as numbers (a constant schedule is its
-    value), or None if one of them varies in time (compiled code takes numbers only)."""
+    value), or None if one of them varies in time (what the compiled steps, the sliding
+    combination and the batched flows take; the compiled segment loop takes cosine schedules too:
+    :func:`flows.compiled.field.compiled_hyperparameters`)."""
     values = []
     for key in keys:
         value = hp[key]
