@@ -40,9 +40,12 @@ def compiled_hyperparameters(
     constant schedule's value; 0 for a schedule) and a table with a row per hyper-parameter, 0
     for a number, else its schedule's code (:data:`~flows.compiled._field_kernels.SCHEDULE_CODES`)
     and arguments; None where one follows a schedule the kernels do not evaluate (a callable of
-    the caller's, a staircase)."""
-    from ._field_kernels import SCHEDULE_CODES
+    the caller's, a staircase), or where the kernels' buffer of
+    :data:`~flows.compiled._field_kernels.MOST_HYPERPARAMETERS` would not hold them all."""
+    from ._field_kernels import MOST_HYPERPARAMETERS, SCHEDULE_CODES
 
+    if len(keys) > MOST_HYPERPARAMETERS:
+        return None
     values = np.zeros(len(keys))
     table = np.zeros((len(keys), 5))
     for k, key in enumerate(keys):
