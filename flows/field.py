@@ -49,6 +49,13 @@ class Problem:
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", (len(self.multiplicity), self.data.d))
 
+    @property
+    def residual_switches(self) -> bool:
+        """Whether the perturbation can jump along the path: an algorithm that normalises each
+        example's gradient (``Algorithm.residual_switch``) on a loss whose ``l'(u_i)`` changes
+        sign where a residual reaches 0 (the squared loss; a margin loss's ``l'`` never does)."""
+        return self.algorithm.residual_switch and self.loss.descent_sign is not None
+
 
 class SignPattern(NamedTuple):
     """The signs frozen inside ``sign(grad L)`` over a segment of l_inf-SAM.

@@ -59,8 +59,17 @@ def _example_terms(fused, sign: np.ndarray, log_abs: np.ndarray, own: bool):
 
 def _float_velocity(fused, theta: SignedLog, time) -> Velocity | None:
     """:func:`per_example_velocity` in plain floats (the same formulas), or None unless every
-    point, every perturbed point and every ``|l'|`` is far inside the float range (the range
-    of :meth:`flows.fused.FusedField._float_rows`) and no example's gradient is 0."""
+    point and every perturbed point is far inside the float range (the range of
+    :meth:`flows.fused.FusedField._float_rows`), every ``log|l'(u_i)|`` is finite at ``theta``
+    and some is at the perturbed points.
+
+    The sizes ``|l'(u_i)|`` stay in log form, as the signed-log path keeps them: an example's
+    gradient ``-s_i |l'(u_i)| h_i`` (``h_i = z_i * prod_{k != l} w^(k)``) has the unit vector
+    ``-s_i h_i / ||h_i||`` and ``log`` norm ``log|l'(u_i)| + log ||h_i||``, and the weights are
+    ``q_i = s_i e^(a_i - a) / sum_k e^(a_k - a)`` with ``a_i = log|l'(u_i(theta_i))|``,
+    ``a = max_i a_i`` and ``log c = a + log sum_k e^(a_k - a) - log n``. Squared, or summed as
+    floats, the sizes would underflow once the margins pass ~170 (``|l'|^2 < 1e-308``,
+    classification well into training) and lose their digits before that."""
     problem, loss = fused.problem, fused.problem.loss
     log_abs = np.where(theta.sign == 0, 0.0, theta.log_abs)
     if not np.all(fused._float_rows(log_abs, small_matter=False)):
@@ -68,44 +77,47 @@ def _float_velocity(fused, theta: SignedLog, time) -> Velocity | None:
     w = np.where(theta.sign == 0, 0.0, theta.sign * np.exp(log_abs))
     loo = _float_leave_one_out(fused, w)
     u = fused.loss_arguments(_float_products(fused, w) @ fused.features.T)  # (..., n)
-    with np.errstate(over="ignore"):  # exponential loss at a negative margin: checked below
-        lw = np.exp(loss.log_abs_derivative(u))
+    log_w = loss.log_abs_derivative(u)
     s = np.ones_like(u) if loss.descent_sign is None else loss.descent_sign(u)
-    g = (s * lw)[..., :, None, None] * fused.features[:, None, :] * loo[..., None, :, :]  # -grad
-    weights = fused.layer_weights
-    norm = np.sqrt(np.sum(weights * g * g, axis=(-2, -1), keepdims=True))
-    if not (np.all(norm > 0) and np.all(np.isfinite(norm)) and np.all(np.isfinite(lw))):
+    h = s[..., :, None, None] * fused.features[:, None, :] * loo[..., None, :, :]  # -grad / |l'|
+    size = np.sqrt(np.sum(fused.layer_weights * h * h, axis=(-2, -1), keepdims=True))
+    if not (np.all(size > 0) and np.all(np.isfinite(size)) and np.all(np.isfinite(log_w))):
         return None
-    unit = -g / norm
+    unit = -h / size
     summary = GradientSummary(
         unit,
         np.sign(unit),
-        np.log(norm),
+        np.log(size) + log_w[..., :, None, None],
         fused.multiplicity,
-        log_magnitudes(np.broadcast_to(w[..., None, :, :], g.shape))
+        log_magnitudes(np.broadcast_to(w[..., None, :, :], h.shape))
         if problem.algorithm.reads_theta
         else None,
     )
     t = np.asarray(time, dtype=float)
     when = float(t) if t.ndim == 0 else t.reshape(t.shape + (1, 1, 1))
-    point = w[..., None, :, :] + problem.algorithm.perturb(summary, fused.hyperparameters(when))
+    with np.errstate(over="ignore", invalid="ignore"):  # a radius e^(log norm) beyond floats
+        eps = problem.algorithm.perturb(summary, fused.hyperparameters(when))
+    point = w[..., None, :, :] + eps
     with np.errstate(divide="ignore", invalid="ignore"):
         if not np.all(fused._float_rows(np.log(np.abs(point)), small_matter=False)):
             return None
     m_i = np.sum(_float_products(fused, point) * fused.features, axis=-1)  # (..., n)
     u_i = fused.loss_arguments(m_i)
-    with np.errstate(over="ignore"):
-        lw_i = np.exp(loss.log_abs_derivative(u_i))
-    s_i = np.ones_like(u_i) if loss.descent_sign is None else loss.descent_sign(u_i)
-    total = np.sum(lw_i, axis=-1)
-    if not np.all(total > 0) or not np.all(np.isfinite(total)):
+    log_w_i = loss.log_abs_derivative(u_i)
+    top = np.max(log_w_i, axis=-1, keepdims=True)
+    if not np.all(np.isfinite(top)):  # every l'(u_i) = 0, or one infinite: the signed-log path
         return None
-    q = s_i * lw_i / total[..., None]
+    s_i = np.ones_like(u_i) if loss.descent_sign is None else loss.descent_sign(u_i)
+    sizes = np.exp(log_w_i - top)
+    total = np.sum(sizes, axis=-1, keepdims=True)
     field = np.sum(
-        q[..., :, None, None] * fused.features[:, None, :] * _float_leave_one_out(fused, point),
+        (s_i * sizes / total)[..., :, None, None]
+        * fused.features[:, None, :]
+        * _float_leave_one_out(fused, point),
         axis=-3,
     )
-    return Velocity(SignedLog(np.sign(field), log_magnitudes(field)), np.log(total) - fused.log_n)
+    log_c = top[..., 0] + np.log(total[..., 0]) - fused.log_n
+    return Velocity(SignedLog(np.sign(field), log_magnitudes(field)), log_c)
 
 
 def _float_products(fused, w: np.ndarray) -> np.ndarray:

@@ -176,6 +176,7 @@ CASES = {
     "1-usam L2 blobs": (blobs(), "1-usam", 2, 0.5, 3.0),
     "1-usam L2 blobs original": (blobs(), "1-usam", 2, 0.3, 3.0),
     "1-usam L3 blow-up": (single_example([1, 2, 3]), "1-usam", 3, 0.5, 6.0),
+    "1-sam L2 blobs": (blobs(), "1-sam", 2, 0.5, 3.0),
 }
 #: Cases that end before ``t_max`` (status 1).
 ENDS_EARLY = {"l2-sam L3 blow-up", "gd L4 blow-up", "1-usam L3 blow-up"}
@@ -205,6 +206,7 @@ COMPILED_LOOP = {
     "1-usam L2 blobs",
     "1-usam L2 blobs original",
     "1-usam L3 blow-up",
+    "1-sam L2 blobs",
 }
 
 
@@ -253,6 +255,25 @@ def test_numba_backend_equals_numpy_backend(name):
         rtol=1e-9,
         atol=1e-12,
     )
+
+
+@pytest.mark.parametrize("algorithm", ["1-sam", "1-usam"])
+def test_per_example_runs_stay_on_the_compiled_loop_as_the_margins_grow(algorithm):
+    """A per-example run on classification data goes on in the compiled loop until its largest
+    margin passes 400, where the examples' ``|l'(u_i)|`` squared underflow (1-SAM's residual
+    switch cannot happen on a margin loss: the loop takes it too), and equals the numpy
+    backend's run: 1e-10 in log|beta|, 1e-9 in log t."""
+    pytest.importorskip("numba")
+    data = blobs()
+    kw = dict(rho=0.5, t_max=14.0, n_points=31)
+    fast = simulate(data, algorithm, 2, 0.5, backend="numba", **kw)
+    ref = simulate(data, algorithm, 2, 0.5, backend="numpy", **kw)
+    assert fast.status == ref.status == 0, (fast.message, ref.message)
+    assert fast.segment_loops == ("compiled DOP853",)
+    beta = fast.sign_beta[-1] * np.exp(fast.log_abs_beta[-1])
+    assert np.max(data.signed_features @ beta) > 400.0
+    assert finite_gap(fast.log_abs_beta, ref.log_abs_beta) <= 1e-10
+    np.testing.assert_allclose(fast.log_t_original, ref.log_t_original, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["l2-sam collapse", "l2-sam blobs collapse"])
@@ -744,8 +765,9 @@ def test_compiled_regression_events_equal_python_events(monkeypatch):
     :class:`LossFloor` on the run's own path (rtol 1e-10; where ``S`` is small, to ``1e-13 / S``
     in ``log S``), and the run ends stationary on both
     backends; a loss floor ends a GD run where the numpy backend's does (tau to 1e-9, rtol
-    1e-12). Per-example algorithms (the residual switch) have no compiled loop, and their
-    field on the compiled backend is numpy's: 1-sam ends at the same residual switch."""
+    1e-12). 1-SAM on the squared loss (its perturbation switches at a zero residual) has no
+    compiled loop, and its field on the compiled backend is numpy's: it ends at the same
+    residual switch."""
     pytest.importorskip("numba")
     from flows.compiled import _segment_kernels as loop
     from flows.compiled import segment as fast_segment

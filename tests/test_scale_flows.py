@@ -26,6 +26,7 @@ reassociated). Checked here, each against a computation that shares none of its 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -160,6 +161,51 @@ def test_float_paths_at_scale_equal_the_signed_log_field(chart, task, algorithm,
                 general = fused.chart_rhs(z, held)
             for got in (fast_numba, fast_numpy, general):
                 np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("chart", ["asinh", "log"])
+@pytest.mark.parametrize("loss", ["logistic", "exponential"])
+@pytest.mark.parametrize("algorithm", ["1-sam", "1-usam"])
+def test_per_example_float_paths_hold_where_example_sizes_underflow(chart, loss, algorithm):
+    """Where the margins spread over hundreds (classification well into training), the
+    per-example float paths hold and equal the point-by-point signed-log field: the examples'
+    ``|l'(u_i)|`` there reach ``e^-400`` and below, whose squares underflow, and the paths keep
+    them in log form (an example's unit gradient from ``z_i * prod_{k != l} w^(k)`` alone, the
+    weights relative to the largest). At depth 2 (one group of multiplicity 2 and two layers)
+    and 3, to 1e-12 of the largest entry, or to the rounding the margins carry into the
+    weights' exponents where that is larger (``64 eps max|u_i|`` relative)."""
+    from flows.integrator.segments import Mode
+    from flows.per_example import _float_velocity
+
+    data = blobs()
+    teacher_draws = np.random.default_rng(0)  # blobs()' own teacher: every margin positive
+    teacher_draws.normal(size=(data.n, data.d))
+    teacher = np.abs(teacher_draws.normal(size=data.d))
+    base = data.signed_features @ teacher
+    for mult, split in (([2], [0.0]), ([1, 1], [0.3, -0.3]), ([3], [0.0])):
+        shape, depth = (len(mult), data.d), int(np.sum(mult))
+        problem = dataclasses.replace(
+            problem_of(data, algorithm, mult, CHARTS[chart](shape)), loss=LOSSES[loss]
+        )
+        compiled, fused = CompiledField(problem), FusedField(problem)
+        held = np.zeros(shape, dtype=bool)
+        tuple_ = fast_segment._problem_tuple(compiled, Mode(problem.chart, held=held))
+        for median in (300.0, 900.0):
+            # layers apart by exp(+-0.3), their product median / median(base) times the teacher
+            beta = median / np.median(base) * teacher
+            log_abs = np.log(beta) / depth + np.array(split)[:, None]
+            theta = SignedLog(np.ones(shape), log_abs)
+            margins = data.signed_features @ beta
+            sizes = problem.loss.log_abs_derivative(margins)  # log|l'(u_i)|
+            assert np.min(margins) > 0 and np.min(sizes) < -400.0  # squares below 1e-347
+            z = problem.chart.coordinates(theta).ravel()
+            want = chart_rhs(z, problem, held)
+            tol = max(1e-12, 64 * np.finfo(float).eps * np.max(margins)) * np.max(np.abs(want))
+            assert _float_velocity(fused, theta, 0.0) is not None
+            ok, fast_numba = loop.field(np.append(z, 0.0), tuple_, 0.0)
+            assert ok
+            for got in (fast_numba, fused.chart_rhs(z, held)):
+                np.testing.assert_allclose(got, want, rtol=0, atol=tol)
 
 
 @pytest.mark.parametrize("algorithm, depth", [("gd", 2), ("gd", 3), ("l2-sam", 3)])

@@ -582,51 +582,67 @@ def per_example_field_into(w, depth, multiplicity, features, offsets, loss_id, a
     ``F = sum_i q_i z_i prod_{k != l} w_i^(k)`` into ``velocity``, ``w_i = w + eps(grad l_i(w))``
     (``algorithm_id`` 1: ``rho`` times the unit gradient; 2: ``rho grad l_i``; norms over the
     layers counted with ``multiplicity``), ``q_i = s_i |l'(u_i(w_i))| / sum_k |l'(u_k(w_k))|``;
-    returns ``(ok, log c)``, ``c = (1/n) sum_i |l'(u_i(w_i))|``. Not ok where the numpy float
-    path (:func:`flows.per_example._float_velocity`) would not hold: an example's gradient 0 or
-    not finite, a perturbed point outside the float range (``point`` is the scratch for it), or
-    every ``l'(u_i(w_i)) = 0``."""
+    returns ``(ok, log c)``, ``c = (1/n) sum_i |l'(u_i(w_i))|``. The sizes ``|l'|`` stay in log
+    form, as in :func:`flows.per_example._float_velocity`: an example's unit gradient is
+    ``-s_i h_i / ||h_i||`` (``h_i = z_i prod_{k != l} w^(k)``, its norm ``|l'(u_i)| ||h_i||``),
+    and the weights are summed relative to the largest ``log|l'(u_i(w_i))|`` seen so far (the
+    sums rescaled where a larger one comes). Not ok where that float path would not hold: a
+    ``log|l'(u_i)|`` not finite or an ``h_i`` of norm 0 or not finite, a perturbed point
+    outside the float range (``point`` is the scratch for it), or every ``l'(u_i(w_i)) = 0``."""
     groups, d = w.shape
     n = features.shape[0]
-    beta, loo, g = work[0], work[1], work[4]
+    beta, loo, h = work[0], work[1], work[4]
     example_beta, example_loo = work[10], work[11]
     products_into(w, depth, beta, loo)
     for layer in range(groups):
         for j in range(d):
             velocity[layer, j] = 0.0
-    total = 0.0
+    top, total = -np.inf, 0.0
     for i in range(n):
         u = -offsets[i]
         for j in range(d):
             u += features[i, j] * beta[j]
-        weight = descent_sign(u, loss_id) * quiet_exp(log_abs_derivative(u, loss_id))
+        log_size = log_abs_derivative(u, loss_id)
+        s = descent_sign(u, loss_id)
         norm2 = 0.0
         for layer in range(groups):
             for j in range(d):
-                g[layer, j] = weight * features[i, j] * loo[layer, j]  # -grad l_i
-                norm2 += multiplicity[layer] * g[layer, j] ** 2
+                h[layer, j] = s * features[i, j] * loo[layer, j]  # -grad l_i / |l'(u_i)|
+                norm2 += multiplicity[layer] * h[layer, j] ** 2
         norm = np.sqrt(norm2)
-        if not (norm > 0.0 and np.isfinite(norm) and np.isfinite(weight)):
+        if not (norm > 0.0 and np.isfinite(norm) and np.isfinite(log_size)):
             return False, 0.0
-        radius = hp[0] if algorithm_id == 1 else hp[0] * np.exp(np.log(norm))
+        radius = hp[0] if algorithm_id == 1 else hp[0] * np.exp(np.log(norm) + log_size)
         for layer in range(groups):
             for j in range(d):
-                point[layer, j] = w[layer, j] + radius * (-g[layer, j] / norm)
+                point[layer, j] = w[layer, j] + radius * (-h[layer, j] / norm)
         if not in_float_range(point, depth, False, limit):
             return False, 0.0
         products_into(point, depth, example_beta, example_loo)
         u = -offsets[i]
         for j in range(d):
             u += features[i, j] * example_beta[j]
-        size = quiet_exp(log_abs_derivative(u, loss_id))
+        log_size = log_abs_derivative(u, loss_id)
+        if log_size == -np.inf:  # l'(u_i) = 0: no weight
+            continue
+        if not log_size < np.inf:
+            return False, 0.0
+        if log_size > top:  # the sums so far, relative to the new largest
+            shrink = quiet_exp(top - log_size)
+            total *= shrink
+            for layer in range(groups):
+                for j in range(d):
+                    velocity[layer, j] *= shrink
+            top = log_size
+        size = quiet_exp(log_size - top)
         total += size
         weight = descent_sign(u, loss_id) * size
         for layer in range(groups):
             for j in range(d):
                 velocity[layer, j] += weight * features[i, j] * example_loo[layer, j]
-    if not (total > 0.0 and np.isfinite(total)):
+    if top == -np.inf:
         return False, 0.0
     for layer in range(groups):
         for j in range(d):
             velocity[layer, j] = velocity[layer, j] / total
-    return True, np.log(total) - np.log(n)
+    return True, top + np.log(total) - np.log(n)

@@ -2,7 +2,7 @@
 
 Where it applies (:func:`applies`: the compiled backend, ``method='DOP853'``, an algorithm with
 a compiled perturbation (a per-example one too, unless its perturbation switches at a zero
-residual: the loop does not watch that event), numbers or cosine and warm-up cosine schedules
+residual, :attr:`flows.field.Problem.residual_switches`: the loop does not watch that event), numbers or cosine and warm-up cosine schedules
 as hyper-parameters (:func:`flows.compiled.field.compiled_hyperparameters`), no held or sliding
 entries, and no parameter at 0 whose frozen sign is not decided yet (l_inf-SAM from an init
 with zeros: the Python loop meets its crossing at the first step); any depth; after the
@@ -65,7 +65,7 @@ def applies(field, mode: Mode, method: str) -> bool:
     algorithm = field.problem.algorithm
     return (
         algorithm.compiled_id is not None
-        and not algorithm.residual_switch
+        and not field.problem.residual_switches
         and (not algorithm.per_example or algorithm.compiled_id in PER_EXAMPLE_IDS)
         and not mode.collapsed
         and not mode.stationary

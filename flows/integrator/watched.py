@@ -71,7 +71,7 @@ def segment_events(
         found.append(BlowUp(vector_field))
     if problem.data.n > 1 and sliding is None:
         found.append(Stationary(vector_field))
-    if problem.algorithm.residual_switch and problem.loss.descent_sign is not None:
+    if problem.residual_switches:
         switch = ResidualSwitch(vector_field)
         found.append(switch if y is None else switch.starting_at(y))
     return found
