@@ -97,6 +97,27 @@ def test_budget_spent_returns_the_path_so_far():
     assert tr.t[-1] > 10.0 and len(tr.t) > 10 and np.all(np.isfinite(tr.log_abs_beta[:, 0]))
 
 
+def test_budget_spent_on_stiff_tied_margins_says_so():
+    """GD at depth 2 on Gaussian blobs in 10 dimensions: as the margins grow their weights tie
+    between examples and the explicit method's steps shrink (no switch to the stiff method
+    at depth 2). The run whose budget runs out there says so and names the smallest margin;
+    an implicit method, as it advises, goes further on the same budget and is not advised;
+    neither is a run on one example."""
+    rng = np.random.default_rng(0)
+    y = np.where(np.arange(40) % 2 == 0, 1.0, -1.0)
+    X = y[:, None] * np.linspace(0.5, 2.0, 10) + 0.6 * rng.normal(size=(40, 10))
+    data = Dataset(X, y)
+    explicit = simulate(data, "gd", 2, 0.4, max_nfev=2000)
+    assert explicit.cause is Cause.BUDGET_SPENT
+    assert "tie between examples and the flow is stiff" in explicit.message
+    assert "method='BDF'" in explicit.message
+    implicit = simulate(data, "gd", 2, 0.4, max_nfev=2000, method="BDF")
+    assert implicit.t[-1] > 1.5 * explicit.t[-1]
+    assert "tie between" not in implicit.message
+    one = simulate(single_example([1.0, 2.0]), "gd", 2, 0.5, max_nfev=30)
+    assert one.cause is Cause.BUDGET_SPENT and "tie between" not in one.message
+
+
 def test_output_size_is_capped():
     """n_points is validated up front (10 million outputs would run for half an hour)."""
     with pytest.raises(ValueError, match="n_points"):

@@ -188,7 +188,7 @@ def simulate(
     idle = 0  # segments in a row that ended at once at an event that changed nothing
     while run.s < run.s_end:
         if run.nfev >= run.budget:  # segments that each end at an event spend it too
-            run.stop(Cause.BUDGET_SPENT, _budget_message(run))
+            run.stop(Cause.BUDGET_SPENT, _budget_message(run, method))
             break
         if _steps_stall(run):
             break
@@ -417,7 +417,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
             run.used(loop.name)
         run.nfev += done.nfev
         if done.budget_spent:
-            _allowance_spent(run, base)
+            _allowance_spent(run, base, method)
         if done.finished or done.budget_spent:
             return None
         first_step = done.first_step
@@ -460,7 +460,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
             _failure_message(run, rhs, result.ts[-1], result.message, split),
         )
     elif result.status == "budget":
-        _allowance_spent(run, base)
+        _allowance_spent(run, base, method)
     elif result.status == "event":
         assert result.event is not None
         return watched[result.event]
@@ -481,14 +481,14 @@ def _allowance(run: Run, method: str) -> int:
     return max(1, min(left, run.next_stiffness_check - run.nfev))
 
 
-def _allowance_spent(run: Run, base) -> None:
-    """A segment spent its allowance: the run's budget (the run ends), or the evaluations
-    up to a check. An explicit run goes on, with the stiff method from there if the field is
-    stiff (:func:`flows.integrator.stiffness.jacobian_stiffness`); a stiff run goes on if it
-    advanced enough (:func:`flows.integrator.stiffness.stalled`), and ends otherwise: in the
-    blow-up if it is near, else with 'precision lost'."""
+def _allowance_spent(run: Run, base, method: str) -> None:
+    """A segment of ``method`` spent its allowance: the run's budget (the run ends), or the
+    evaluations up to a check. An explicit run goes on, with the stiff method from there if
+    the field is stiff (:func:`flows.integrator.stiffness.jacobian_stiffness`); a stiff run
+    goes on if it advanced enough (:func:`flows.integrator.stiffness.stalled`), and ends
+    otherwise: in the blow-up if it is near, else with 'precision lost'."""
     if run.nfev >= run.budget:
-        run.stop(Cause.BUDGET_SPENT, _budget_message(run))
+        run.stop(Cause.BUDGET_SPENT, _budget_message(run, method))
         return
     if run.stiff:
         if stiffness.stalled(base, run.y, run.s, run.s - run.checked_at):
@@ -497,6 +497,16 @@ def _allowance_spent(run: Run, base) -> None:
         run.checked_at = run.s
         run.next_stiffness_check = run.nfev + stiffness.STALL_CHECK_NFEV
         return
+    run.stiff = _stiffness_ratio(run) > stiffness.STIFF_RATIO
+    run.checked_at = run.s
+    run.next_stiffness_check = run.nfev + (
+        stiffness.STALL_CHECK_NFEV if run.stiff else stiffness.STIFFNESS_CHECK_NFEV
+    )
+
+
+def _stiffness_ratio(run: Run) -> float:
+    """The chart field's stiffness ratio at the run's state
+    (:func:`flows.integrator.stiffness.jacobian_stiffness`), its evaluations counted."""
     mode = run.mode
     fld = run.moving_field(mode)
     pattern = fld.pattern_signs(mode.pattern)
@@ -504,11 +514,7 @@ def _allowance_spent(run: Run, base) -> None:
         lambda s, y: fld.chart_rhs(y[:-1], mode.held, pattern, s), run.y, run.s
     )
     run.nfev += stiffness.POWER_ITERATIONS + 1
-    run.stiff = ratio > stiffness.STIFF_RATIO
-    run.checked_at = run.s
-    run.next_stiffness_check = run.nfev + (
-        stiffness.STALL_CHECK_NFEV if run.stiff else stiffness.STIFFNESS_CHECK_NFEV
-    )
+    return ratio
 
 
 def _stop_stalled(run: Run, base) -> None:
@@ -691,11 +697,35 @@ def _when(run: Run, s: float) -> str:
     return f"tau={s:.6g}"
 
 
-def _budget_message(run: Run) -> str:
-    """The message of a run whose ``max_nfev`` is spent."""
+def _budget_message(run: Run, method: str) -> str:
+    """The message of a run whose ``max_nfev`` is spent by ``method`` (with what held it
+    back where that was stiff tied margins, :func:`_stiff_margins`)."""
     return (
         f"max_nfev={run.budget} field evaluations spent by {_when(run, run.s)} "
-        f"(t_max={run.s_end:g}); the path up to there is returned"
+        f"(t_max={run.s_end:g}){_stiff_margins(run, method)}; the path up to there is returned"
+    )
+
+
+def _stiff_margins(run: Run, method: str) -> str:
+    """Where an explicit ``method`` spent the budget of a classification run on several
+    examples whose field is stiff there (:func:`flows.integrator.stiffness.jacobian_stiffness`
+    above :data:`~flows.integrator.stiffness.STIFF_RATIO`, its evaluations counted): the
+    clause that says so, naming the smallest margin (the margins tie between examples: at
+    depth 2 the runs that do not switch to the stiff method meet this as the margins grow);
+    else ''."""
+    problem = run.problem
+    if method in stiffness.IMPLICIT or run.stiff or run.mode.sliding:
+        return ""
+    if problem.data.regression or problem.data.n < 2:
+        return ""
+    ratio = _stiffness_ratio(run)
+    if not ratio > stiffness.STIFF_RATIO:
+        return ""
+    u_min, _ = stiffness.tied_margins(run.field_for(run.mode), run.y)
+    return (
+        f", where the margins (smallest {u_min:.3g}) tie between examples and the flow is "
+        f"stiff (its fastest relaxation {ratio:.3g} times its largest rate): an implicit "
+        "method (method='BDF') takes longer steps"
     )
 
 
