@@ -217,10 +217,10 @@ class Algorithm:
         perturbation of ``w_j`` is a multiple of ``prod_{k != l} w_j^(k)``), so ``a_j`` cannot
         cross 0 (:func:`flows.initialization.kept_sign_pattern`).
     compiled_id : the id of its compiled perturbation in
-        :func:`flows.compiled._segment_kernels.perturbed_into` and
-        :mod:`flows.compiled._discrete_kernels` (for a per-example algorithm: the perturbation
-        each example's gradient gets, which only the discrete kernel applies; None: the
-        compiled loops do not apply and the run takes the Python loops, on any backend).
+        :func:`flows.compiled._field_kernels.perturbed_point_into` and, for those in
+        :data:`flows.compiled.discrete.STEP_IDS`, :mod:`flows.compiled._discrete_kernels` (for
+        a per-example algorithm: the perturbation each example's gradient gets); None: the
+        compiled loops do not apply and the run takes the Python loops, on any backend.
     reads_theta : ``perturb`` reads :attr:`GradientSummary.log_abs_theta` (the fields compute
         it only then).
     per_example : m-sharpness with m = 1 (:mod:`flows.per_example`): ``perturb`` acts on each
@@ -379,6 +379,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         (RHO, ETA_ASAM),
         _asam_radius,
         zero_invariant=True,
+        compiled_id=5,
         reads_theta=True,
         zeroed_by=("rho",),
     ),

@@ -148,6 +148,9 @@ def test_fused_log_c_batch_equals_pointwise():
         )
 
 
+#: An unbalanced init at depth 3 on :func:`blobs` (three layers of three entries).
+UNBALANCED = np.array([[1.2, 0.5, 0.9], [0.6, 1.1, 0.4], [0.8, 0.7, 1.0]])
+
 CASES = {
     "l2-sam L2 one example": (single_example([1, 2, 3, 4, 5]), "l2-sam", 2, 0.4, 6.0),
     "l2-sam L3 blobs": (blobs(), "l2-sam", 3, 0.5, 3.0),
@@ -166,17 +169,13 @@ CASES = {
     "l2-sam L3 blow-up": (single_example([1, 2, 3, 4, 5]), "l2-sam", 3, 0.4, 6.0),
     "gd L4 blow-up": (single_example([1, 2, 3]), "gd", 4, 0.5, 6.0),
     "linf-sam L2 teacher sliding": (teacher_data(), "linf-sam", 2, 1.0, 4.0),
-    "usam L3 unbalanced blobs": (
-        blobs(),
-        "usam",
-        3,
-        np.array([[1.2, 0.5, 0.9], [0.6, 1.1, 0.4], [0.8, 0.7, 1.0]]),
-        3.0,
-    ),
+    "usam L3 unbalanced blobs": (blobs(), "usam", 3, UNBALANCED, 3.0),
     "1-usam L2 blobs": (blobs(), "1-usam", 2, 0.5, 3.0),
     "1-usam L2 blobs original": (blobs(), "1-usam", 2, 0.3, 3.0),
     "1-usam L3 blow-up": (single_example([1, 2, 3]), "1-usam", 3, 0.5, 6.0),
     "1-sam L2 blobs": (blobs(), "1-sam", 2, 0.5, 3.0),
+    "asam L2 blobs": (blobs(), "asam", 2, 0.5, 3.0),
+    "asam L3 unbalanced blobs": (blobs(), "asam", 3, UNBALANCED, 3.0),
 }
 #: Cases that end before ``t_max`` (status 1).
 ENDS_EARLY = {"l2-sam L3 blow-up", "gd L4 blow-up", "1-usam L3 blow-up"}
@@ -207,6 +206,8 @@ COMPILED_LOOP = {
     "1-usam L2 blobs original",
     "1-usam L3 blow-up",
     "1-sam L2 blobs",
+    "asam L2 blobs",
+    "asam L3 unbalanced blobs",
 }
 
 

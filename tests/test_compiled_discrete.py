@@ -15,6 +15,7 @@ import pytest
 
 from flows import iterate, single_example
 from flows.algorithms import ALGORITHMS
+from flows.compiled import steps_compiled
 from flows.datasets import gaussian_blobs, sparse_regression
 from flows.results import Cause
 from flows.schedules import cosine
@@ -22,7 +23,7 @@ from flows.schedules import cosine
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 numba = pytest.importorskip("numba")
 
-COMPILED = sorted(name for name, a in ALGORITHMS.items() if a.compiled_id is not None)
+COMPILED = sorted(name for name, a in ALGORITHMS.items() if steps_compiled(a))
 #: Hyper-parameters of each compiled algorithm in the runs below.
 HP = {
     "gd": {},

@@ -163,6 +163,31 @@ def test_float_paths_at_scale_equal_the_signed_log_field(chart, task, algorithm,
                 np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * scale)
 
 
+@pytest.mark.parametrize("chart", list(CHARTS))
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_compiled_asam_field_equals_the_signed_log_field(chart, task):
+    """ASAM's compiled field (its perturbation ``rho T^2 u / (||T u|| + 1e-16 / ||grad L||)``,
+    ``T = |w| + eta_asam``, in floats) equals the point-by-point signed-log field (which scales
+    ``T`` by its largest entry) at random points, at depth 2 (one group of multiplicity 2 and
+    two layers) and 3: to 1e-12 of the largest entry."""
+    from flows.integrator.segments import Mode
+
+    data = blobs() if task == "classification" else sparse_targets()
+    rng = np.random.default_rng(31)
+    for mult in ([2], [1, 1], [3]):
+        shape = (len(mult), data.d)
+        problem = problem_of(data, "asam", mult, CHARTS[chart](shape))
+        held = np.zeros(shape, dtype=bool)
+        problem_tuple = fast_segment._problem_tuple(
+            CompiledField(problem), Mode(problem.chart, held=held)
+        )
+        for z in _chart_states(problem, rng):
+            want = chart_rhs(z, problem, held)
+            ok, got = loop.field(np.append(z, 0.0), problem_tuple, 0.0)
+            assert ok
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.max(np.abs(want)))
+
+
 @pytest.mark.parametrize("chart", ["asinh", "log"])
 @pytest.mark.parametrize("loss", ["logistic", "exponential"])
 @pytest.mark.parametrize("algorithm", ["1-sam", "1-usam"])

@@ -112,7 +112,7 @@ from .background import (  # noqa: E402
     mark_compiled,
     stamp_path,
 )
-from .discrete import CompiledSteps, stepper  # noqa: E402
+from .discrete import CompiledSteps, stepper, steps_compiled  # noqa: E402
 from .field import CompiledField, compiled_hyperparameters  # noqa: E402
 from .quadrature import interval_rule  # noqa: E402
 from .segment import Advance, advance, applies, call_capacity, exponent, kept_steps  # noqa: E402
@@ -147,4 +147,5 @@ __all__ = [
     "require",
     "stamp_path",
     "stepper",
+    "steps_compiled",
 ]

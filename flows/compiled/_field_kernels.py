@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from ..algorithms import ASAM_STABILISER
 from ..signedlog import LOG2
 from ._cache import install
 
@@ -442,8 +443,9 @@ def perturbed_point_into(w, depth, multiplicity, features, offsets, loss_id, alg
     ``compiled_id`` in :data:`flows.algorithms.ALGORITHMS`, ``hp`` its hyper-parameters in the
     entry's order): 0 GD, 1 l2-SAM ``rho u``, 2 USAM ``rho ||grad L|| u``, 3 LE-SAM
     ``min(sigma / (||grad L|| + varrho), rho_max) u``, 4 l_inf-SAM ``rho sign(grad L)`` (the signs
-    ``pattern`` where ``frozen``), with ``u = grad L / ||grad L||``. False where ``grad L = 0``
-    or the radius is not finite (the numpy path decides there)."""
+    ``pattern`` where ``frozen``), 5 ASAM (:func:`asam_point_into`), with
+    ``u = grad L / ||grad L||``. False where ``grad L = 0`` or the radius is not finite (the
+    numpy path decides there)."""
     for layer in range(w.shape[0]):
         for j in range(w.shape[1]):
             point[layer, j] = w[layer, j]
@@ -457,11 +459,34 @@ def perturbed_point_into(w, depth, multiplicity, features, offsets, loss_id, alg
     )
     if not ok or not np.isfinite(log_norm):
         return False
+    if algorithm_id == 5:
+        asam_point_into(w, multiplicity, hp, log_norm, work[6], point)
+        return True
     radius = perturbation_radius(algorithm_id, hp, log_norm)
     if not np.isfinite(radius):
         return False
     _add_scaled(point, w, radius, work[5] if algorithm_id == 4 else work[6])
     return True
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def asam_point_into(w, multiplicity, hp, log_norm, unit, point):
+    """ASAM's perturbed point (:func:`flows.algorithms.asam_perturbation`, ``hp`` its
+    ``(rho, eta_asam)``): ``point = w + rho T^2 u / (||T u|| + 1e-16 / ||grad L||)`` with
+    ``T = |w| + eta_asam`` and ``u`` the unit gradient (``||grad L|| = e^log_norm``; the norm
+    counts each row ``multiplicity`` times); in floats, ``|w|`` being in the float range."""
+    groups, d = w.shape
+    total = 0.0
+    for layer in range(groups):
+        for j in range(d):
+            scaled = (abs(w[layer, j]) + hp[1]) * unit[layer, j]
+            total += multiplicity[layer] * scaled * scaled
+    denominator = np.sqrt(total) + ASAM_STABILISER * quiet_exp(-log_norm)
+    factor = hp[0] / denominator if denominator > 0 else 0.0
+    for layer in range(groups):
+        for j in range(d):
+            size = abs(w[layer, j]) + hp[1]
+            point[layer, j] = w[layer, j] + factor * size * size * unit[layer, j]
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")

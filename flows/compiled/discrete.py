@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..algorithms import Algorithm
 from ..field import Problem
 from ..fused import FLOAT_RANGE
 from ..schedules import Schedule, constant_values
 from . import announce_compiles, require
 
+#: The perturbations (``compiled_id``) the step kernels apply: GD, l2-SAM, USAM, LE-SAM and
+#: l_inf-SAM (ASAM's, 5, only the flows' field kernels).
+STEP_IDS = (0, 1, 2, 3, 4)
 #: The perturbations the per-example kernel applies to each example's gradient (l2, unnormalised).
 PER_EXAMPLE_IDS = (1, 2)
 #: Iterates recorded per compiled call (a run that records more takes several calls).
@@ -83,12 +87,17 @@ class CompiledSteps:
                 return k, theta, buffer if started else None
 
 
+def steps_compiled(algorithm: Algorithm) -> bool:
+    """Whether the step kernels have ``algorithm``'s perturbation (:data:`STEP_IDS`)."""
+    return algorithm.compiled_id in STEP_IDS
+
+
 def stepper(problem: Problem, eta, momentum: float, weight_decay: float,
             loss_limit: float) -> CompiledSteps | None:  # fmt: skip
     """The compiled loop for this run, or None where it does not apply (see the module
     docstring)."""
     algorithm = problem.algorithm
-    if algorithm.compiled_id is None or problem.loss.compiled_id is None:
+    if not steps_compiled(algorithm) or problem.loss.compiled_id is None:
         return None
     if algorithm.per_example and algorithm.compiled_id not in PER_EXAMPLE_IDS:
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..algorithms import ALGORITHMS
+from ..compiled import steps_compiled
 from ..data import Dataset, single_example
 from ..discrete import iterate
 from ..integrator.driver import simulate
@@ -88,14 +89,14 @@ def iterate_cost(params: dict) -> float:
     loop (an algorithm with a compiled twin, no schedule), 0.2 ms in numpy's."""
     algorithm = ALGORITHMS.get(params.get("algorithm", "l2-sam"))
     scheduled = any(isinstance(v, dict) for v in params.values())
-    per_step = 2.2e-4 if algorithm is None or algorithm.compiled_id is None or scheduled else 1e-5
+    per_step = 2.2e-4 if algorithm is None or not steps_compiled(algorithm) or scheduled else 1e-5
     return per_step * float(params.get("steps", 1000)) * (1.0 + _samples(params) / 20.0)
 
 
 def iterate_kernels(params: dict) -> frozenset[str]:
     """``'discrete'`` where the run may take the compiled loop of ``iterate``."""
     algorithm = ALGORITHMS.get(params.get("algorithm", "l2-sam"))
-    compiled = algorithm is not None and algorithm.compiled_id is not None
+    compiled = algorithm is not None and steps_compiled(algorithm)
     return frozenset({"discrete"} if compiled else ())
 
 
