@@ -371,6 +371,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         (OFFICIAL_SIGMA, OFFICIAL_RHO_MAX, EPS, ADAPTIVE),
         _official_radius,
         zero_invariant=True,
+        compiled_id=6,
         reads_theta=True,
         zeroed_by=("sigma",),  # rho_max <= 0 is no cap
     ),

@@ -176,6 +176,7 @@ CASES = {
     "1-sam L2 blobs": (blobs(), "1-sam", 2, 0.5, 3.0),
     "asam L2 blobs": (blobs(), "asam", 2, 0.5, 3.0),
     "asam L3 unbalanced blobs": (blobs(), "asam", 3, UNBALANCED, 3.0),
+    "le-sam-official L2 blobs": (blobs(), "le-sam-official", 2, 0.5, 3.0),
 }
 #: Cases that end before ``t_max`` (status 1).
 ENDS_EARLY = {"l2-sam L3 blow-up", "gd L4 blow-up", "1-usam L3 blow-up"}
@@ -208,6 +209,7 @@ COMPILED_LOOP = {
     "1-sam L2 blobs",
     "asam L2 blobs",
     "asam L3 unbalanced blobs",
+    "le-sam-official L2 blobs",
 }
 
 

@@ -163,20 +163,36 @@ def test_float_paths_at_scale_equal_the_signed_log_field(chart, task, algorithm,
                 np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * scale)
 
 
+#: The perturbations that read ``|theta|``, with the hyper-parameters of their runs below.
+READS_THETA = {
+    "asam": {"rho": 0.2},
+    "le-sam-official": {"sigma": 0.1, "rho_max": 0.3},
+    "le-sam-official adaptive": {"sigma": 0.1, "rho_max": 0.0, "adaptive": True},
+}
+
+
 @pytest.mark.parametrize("chart", list(CHARTS))
 @pytest.mark.parametrize("task", ["classification", "regression"])
-def test_compiled_asam_field_equals_the_signed_log_field(chart, task):
-    """ASAM's compiled field (its perturbation ``rho T^2 u / (||T u|| + 1e-16 / ||grad L||)``,
-    ``T = |w| + eta_asam``, in floats) equals the point-by-point signed-log field (which scales
-    ``T`` by its largest entry) at random points, at depth 2 (one group of multiplicity 2 and
-    two layers) and 3: to 1e-12 of the largest entry."""
+@pytest.mark.parametrize("case", list(READS_THETA))
+def test_compiled_field_of_theta_scaled_perturbations_equals_the_signed_log_field(
+    case, task, chart
+):
+    """ASAM's and the official LE-SAM's compiled fields (their perturbations in floats:
+    ``rho T^2 u / (||T u|| + 1e-16 / ||grad L||)``, ``T = |w| + eta_asam``; ``rho_t s grad L /
+    (N + e)``, ``s = |w|`` or 1) equal the point-by-point signed-log field (which scales
+    ``|theta|`` by its largest entry) at random points, at depth 2 (one group of multiplicity 2
+    and two layers) and 3: to 1e-12 of the largest entry."""
     from flows.integrator.segments import Mode
 
+    algorithm = case.split()[0]
     data = blobs() if task == "classification" else sparse_targets()
     rng = np.random.default_rng(31)
     for mult in ([2], [1, 1], [3]):
         shape = (len(mult), data.d)
-        problem = problem_of(data, "asam", mult, CHARTS[chart](shape))
+        problem = dataclasses.replace(
+            problem_of(data, algorithm, mult, CHARTS[chart](shape)),
+            hyperparameters=resolve_hyperparameters(algorithm, READS_THETA[case]),
+        )
         held = np.zeros(shape, dtype=bool)
         problem_tuple = fast_segment._problem_tuple(
             CompiledField(problem), Mode(problem.chart, held=held)

@@ -443,7 +443,8 @@ def perturbed_point_into(w, depth, multiplicity, features, offsets, loss_id, alg
     ``compiled_id`` in :data:`flows.algorithms.ALGORITHMS`, ``hp`` its hyper-parameters in the
     entry's order): 0 GD, 1 l2-SAM ``rho u``, 2 USAM ``rho ||grad L|| u``, 3 LE-SAM
     ``min(sigma / (||grad L|| + varrho), rho_max) u``, 4 l_inf-SAM ``rho sign(grad L)`` (the signs
-    ``pattern`` where ``frozen``), 5 ASAM (:func:`asam_point_into`), with
+    ``pattern`` where ``frozen``), 5 ASAM (:func:`asam_point_into`), 6 the official LE-SAM
+    (:func:`official_lesam_point_into`), with
     ``u = grad L / ||grad L||``. False where ``grad L = 0`` or the radius is not finite (the
     numpy path decides there)."""
     for layer in range(w.shape[0]):
@@ -461,6 +462,9 @@ def perturbed_point_into(w, depth, multiplicity, features, offsets, loss_id, alg
         return False
     if algorithm_id == 5:
         asam_point_into(w, multiplicity, hp, log_norm, work[6], point)
+        return True
+    if algorithm_id == 6:
+        official_lesam_point_into(w, multiplicity, hp, log_norm, work[6], point)
         return True
     radius = perturbation_radius(algorithm_id, hp, log_norm)
     if not np.isfinite(radius):
@@ -487,6 +491,43 @@ def asam_point_into(w, multiplicity, hp, log_norm, unit, point):
         for j in range(d):
             size = abs(w[layer, j]) + hp[1]
             point[layer, j] = w[layer, j] + factor * size * size * unit[layer, j]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def log_add_exp(a: float, b: float) -> float:
+    """``log(e^a + e^b)`` (-inf where both are)."""
+    top = max(a, b)
+    if top == -np.inf:
+        return top
+    return top + np.log1p(np.exp(-abs(a - b)))
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def official_lesam_point_into(w, multiplicity, hp, log_norm, unit, point):
+    """The official LE-SAM's perturbed point (:func:`flows.algorithms.official_lesam_perturbation`,
+    ``hp`` its ``(sigma, rho_max, eps, adaptive)``): ``point = w + rho_t s grad L / (N + e)``,
+    ``N = sqrt(||s grad L||^2 + e)``, ``rho_t = sigma / (N + e)`` capped at ``rho_max`` where
+    that is positive, ``s = |w|`` if ``adaptive`` else 1, ``e = eps``; from ``log ||grad L||``
+    (``log_norm``) and the unit gradient ``unit``, in log form as there (the norm counts each
+    row ``multiplicity`` times)."""
+    groups, d = w.shape
+    sigma, rho_max, e, adaptive = hp[0], hp[1], hp[2], hp[3] != 0.0
+    total = 0.0
+    for layer in range(groups):
+        for j in range(d):
+            scaled = (abs(w[layer, j]) if adaptive else 1.0) * unit[layer, j]
+            total += multiplicity[layer] * scaled * scaled
+    log_e = np.log(e)
+    log_n = 0.5 * log_add_exp(2.0 * (log_norm + 0.5 * np.log(total)), log_e)
+    log_shifted = log_add_exp(log_n, log_e)  # log(N + e)
+    rate = sigma * np.exp(-log_shifted)
+    if rho_max > 0:
+        rate = min(rate, rho_max)
+    factor = rate * np.exp(log_norm - log_shifted)
+    for layer in range(groups):
+        for j in range(d):
+            size = abs(w[layer, j]) if adaptive else 1.0
+            point[layer, j] = w[layer, j] + factor * size * unit[layer, j]
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")

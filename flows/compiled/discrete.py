@@ -20,7 +20,7 @@ from ..schedules import Schedule, constant_values
 from . import announce_compiles, require
 
 #: The perturbations (``compiled_id``) the step kernels apply: GD, l2-SAM, USAM, LE-SAM and
-#: l_inf-SAM (ASAM's, 5, only the flows' field kernels).
+#: l_inf-SAM (ASAM's, 5, and the official LE-SAM's, 6, only the flows' field kernels).
 STEP_IDS = (0, 1, 2, 3, 4)
 #: The perturbations the per-example kernel applies to each example's gradient (l2, unnormalised).
 PER_EXAMPLE_IDS = (1, 2)
