@@ -209,7 +209,8 @@ def test_compiled_field_of_theta_scaled_perturbations_equals_the_signed_log_fiel
 @pytest.mark.parametrize("algorithm", ["1-sam", "1-usam"])
 def test_per_example_float_paths_hold_where_example_sizes_underflow(chart, loss, algorithm):
     """Where the margins spread over hundreds (classification well into training), the
-    per-example float paths hold and equal the point-by-point signed-log field: the examples'
+    per-example float paths (the compiled loop's, the compiled one-point field of scipy's loops,
+    numpy's) hold and equal the point-by-point signed-log field: the examples'
     ``|l'(u_i)|`` there reach ``e^-400`` and below, whose squares underflow, and the paths keep
     them in log form (an example's unit gradient from ``z_i * prod_{k != l} w^(k)`` alone, the
     weights relative to the largest). At depth 2 (one group of multiplicity 2 and two layers)
@@ -245,7 +246,9 @@ def test_per_example_float_paths_hold_where_example_sizes_underflow(chart, loss,
             assert _float_velocity(fused, theta, 0.0) is not None
             ok, fast_numba = loop.field(np.append(z, 0.0), tuple_, 0.0)
             assert ok
-            for got in (fast_numba, fused.chart_rhs(z, held)):
+            one_point = compiled._float_rhs(z.reshape(shape), held, None)  # scipy's loops'
+            assert one_point is not None
+            for got in (fast_numba, one_point, fused.chart_rhs(z, held)):
                 np.testing.assert_allclose(got, want, rtol=0, atol=tol)
 
 

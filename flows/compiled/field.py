@@ -10,9 +10,10 @@ code. The formulas are those of :meth:`FusedField._float_rhs`, written as loops;
 hold the two to 1e-10 in log|beta|. The kernels take the data as the rows ``z_i`` and the
 offsets ``o_i`` of the loss arguments ``u_i = <beta, z_i> - o_i``
 (:attr:`flows.data.Dataset.offsets`; zeros in classification). At one point a
-per-example algorithm (:mod:`flows.per_example`) is evaluated by the inherited numpy code; the
-compiled segment loop has its own kernel for it
-(:func:`flows.compiled._field_kernels.per_example_field_into`).
+per-example algorithm (:mod:`flows.per_example`) is evaluated by the compiled segment loop's
+own kernel (:func:`flows.compiled._field_kernels.per_example_field_into`, through
+:func:`flows.compiled._segment_kernels.field` on :meth:`CompiledField.problem_tuple`), where
+the kernels evaluate its hyper-parameters; a batch of points by the inherited numpy code.
 
 numba compiles on first use (all kernels, with the compiled loop of :mod:`flows.compiled.segment`:
 ~25 s on 2 cores) and caches the machine code on disk.
@@ -92,6 +93,36 @@ class CompiledField(FusedField):
         #: :func:`compiled_hyperparameters`.
         self.hp_table = compiled_hyperparameters(problem.hyperparameters, problem.algorithm.names)
 
+    def problem_tuple(self, held: np.ndarray, pattern_signs: np.ndarray | None) -> tuple:
+        """The arguments of the compiled field and of the events it watches
+        (:mod:`flows.compiled._segment_kernels`), with the ``held`` entries and the frozen
+        ``pattern_signs`` (None: no pattern): the |z_ij| of the stationary event, then the
+        hyper-parameters' schedule table (:func:`compiled_hyperparameters`; :attr:`hp_table`
+        not None)."""
+        problem = self.problem
+        assert self.hp_table is not None  # the callers checked
+        values, schedule = self.hp_table
+        return (
+            problem.shape,
+            self.log_chart,
+            self.chart_sign,
+            self.delta,
+            self.depth,
+            self.mult_f,
+            self.features_c,
+            self.loss_id,
+            problem.clock.original,
+            np.ascontiguousarray(held),
+            problem.algorithm.compiled_id,
+            values,
+            FLOAT_RANGE,
+            np.zeros(problem.shape) if pattern_signs is None else pattern_signs,
+            self.offsets_c,
+            problem.algorithm.per_example,
+            self.abs_features,
+            schedule,
+        )
+
     @property
     def abs_features(self) -> np.ndarray:
         """``|z_ij|`` (n, d) for the stationary event of the compiled loop: made on first use,
@@ -119,13 +150,27 @@ class CompiledField(FusedField):
             self.kernels.log_mean_loss(w, self.depth, self.features_c, self.offsets_c, self.loss_id)
         )
 
+    def _per_example_rhs(self, z: np.ndarray, held: np.ndarray, time: float) -> np.ndarray | None:
+        """``d(z, tau)/ds`` of a per-example algorithm at one point, compiled
+        (:func:`flows.compiled._segment_kernels.field`: the float path of
+        :func:`flows.per_example._float_velocity`, then the chart map), or None outside that
+        path or where the kernels do not evaluate the hyper-parameters."""
+        from . import _segment_kernels
+        from .discrete import PER_EXAMPLE_IDS
+
+        if self.hp_table is None or self.problem.algorithm.compiled_id not in PER_EXAMPLE_IDS:
+            return None
+        y = np.append(np.ravel(z), 0.0).astype(float)
+        ok, out = _segment_kernels.field(y, self.problem_tuple(held, None), float(time))
+        return out if ok else None
+
     def _float_rhs(
         self, z: np.ndarray, held: np.ndarray, pattern_signs: np.ndarray | None, time: float = 0.0
     ) -> np.ndarray | None:
         """The compiled version of :meth:`FusedField._float_rhs` (None outside its range)."""
         problem = self.problem
         if problem.algorithm.per_example:
-            return None
+            return self._per_example_rhs(z, held, time)
         # one array layout for every solver (a strided state is a second numba specialisation)
         z = np.ascontiguousarray(z, dtype=float)
         w, ok = self.kernels.parameters(

@@ -22,7 +22,6 @@ from typing import NamedTuple
 import numpy as np
 
 from ..charts import LogChart
-from ..fused import FLOAT_RANGE
 from ..integrator import events as ev
 from ..integrator.segments import Mode, Segment
 from ..integrator.surface_events import DirectionCrossing
@@ -76,32 +75,9 @@ def applies(field, mode: Mode, method: str) -> bool:
 
 
 def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
-    """The arguments of the compiled field and of the events it watches (the ``|z_ij|`` of the
-    stationary event, then the hyper-parameters' schedule table,
-    :func:`flows.compiled.field.compiled_hyperparameters`)."""
-    problem = field.problem
-    assert field.hp_table is not None  # applies() checked
-    values, schedule = field.hp_table
-    return (
-        problem.shape,
-        field.log_chart,
-        field.chart_sign,
-        field.delta,
-        field.depth,
-        field.mult_f,
-        field.features_c,
-        field.loss_id,
-        problem.clock.original,
-        np.ascontiguousarray(mode.held),
-        problem.algorithm.compiled_id,
-        values,
-        FLOAT_RANGE,
-        np.zeros(problem.shape) if mode.pattern is None else field.pattern_signs(mode.pattern),
-        field.offsets_c,
-        problem.algorithm.per_example,
-        field.abs_features,
-        schedule,
-    )
+    """:meth:`CompiledField.problem_tuple` in ``mode`` (its held entries and frozen pattern)."""
+    signs = None if mode.pattern is None else field.pattern_signs(mode.pattern)
+    return field.problem_tuple(mode.held, signs)
 
 
 def _watch(
