@@ -2,10 +2,11 @@
 
 Where it applies (:func:`applies`: the compiled backend, ``method='DOP853'``, an algorithm with
 a compiled perturbation (a per-example one too, unless its perturbation switches at a zero
-residual, :attr:`flows.field.Problem.residual_switches`: the loop does not watch that event), numbers or cosine and warm-up cosine schedules
-as hyper-parameters (:func:`flows.compiled.field.compiled_hyperparameters`), no held or sliding
-entries, and no parameter at 0 whose frozen sign is not decided yet (l_inf-SAM from an init
-with zeros: the Python loop meets its crossing at the first step); any depth; after the
+residual, :attr:`flows.field.Problem.residual_switches`: the loop does not watch that event),
+numbers or cosine and warm-up cosine schedules as hyper-parameters
+(:func:`flows.compiled.field.compiled_hyperparameters`), no held or sliding entries, and no
+parameter at 0 whose frozen sign is not decided yet (l_inf-SAM from an init with zeros: the
+Python loop meets its crossing at the first step); any depth; after the
 near-zero switch too, its watched entries' crossing of 0 being the collapse, :func:`_watch`),
 :func:`advance` integrates the current segment with :func:`flows.compiled._segment_kernels.segment`
 (scipy's DOP853 to rounding, on the compiled float field) and records the steps as a
