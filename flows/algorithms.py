@@ -71,10 +71,11 @@ def unnormalized_perturbation(grad: GradientSummary, hp: Mapping[str, float]) ->
 
 
 def loss_equilibrated_perturbation(grad: GradientSummary, hp: Mapping[str, float]) -> np.ndarray:
-    """LE-SAM: ``eps = rho_t grad L / ||grad L||``, ``rho_t = min(sigma / (||grad L|| + varrho), rho_max)``."""
-    with np.errstate(over="ignore"):
+    """LE-SAM: ``eps = rho_t grad L / ||grad L||``, ``rho_t = min(sigma / (||grad L|| + varrho), rho_max)``
+    (``rho_max`` where ``||grad L||`` underflows with ``varrho = 0``: ``sigma / 0`` is inf)."""
+    with np.errstate(over="ignore", divide="ignore"):
         grad_norm = np.exp(grad.log_norm)
-    return np.minimum(hp["sigma"] / (grad_norm + hp["varrho"]), hp["rho_max"]) * grad.unit
+        return np.minimum(hp["sigma"] / (grad_norm + hp["varrho"]), hp["rho_max"]) * grad.unit
 
 
 def no_factor(log_norm: np.ndarray, hp: Mapping[str, float]) -> np.ndarray:

@@ -31,8 +31,9 @@ hyper-parameters, numba ready) together, up to :data:`CHUNK` runs at a time, in
 compiled loop, with the products of all runs' iterates with the data taken as matrix-matrix
 products. A run that a check stops there (the single call would take that step in numpy), or
 whose initial loss is not below :data:`LOSS_MARGIN`, is the single :func:`flows.iterate` call.
-A run of a per-example algorithm takes its steps in one call of the single call's compiled
-kernel, bit for bit. The runs with minibatches or noise are stepped together in numpy
+A run of a per-example algorithm, or of one whose perturbation reads ``|theta|`` (ASAM, the
+official LE-SAM: not in :data:`flows.compiled.discrete.BATCHED_IDS`), takes its steps in one
+call of the single call's compiled kernel, bit for bit. The runs with minibatches or noise are stepped together in numpy
 (:class:`flows.many_steps.ManyFloatSteps`), each with its own draws from its seed (the iid
 batches compiled where they match numpy's: :mod:`flows.seeded_draws`). Every other run (a
 schedule, ``start`` or ``batches``, numpy's backend for a deterministic run) is the single
@@ -66,6 +67,7 @@ from .algorithms import Algorithm, effective_algorithm, get_algorithm, resolve_h
 from .batch_steps import FloatBatchSteps, float_batch_steps
 from .checks import integer
 from .clocks import CLOCKS
+from .compiled.discrete import BATCHED_IDS
 from .data import Dataset
 from .discrete import (
     LOSS_CHECK_ARGUMENT,
@@ -482,7 +484,7 @@ class _Batched:
             rows = [constant_values(runs[i].hyperparameters, algo.names) for i in members]
             taken = [i for i, row in zip(members, rows, strict=True) if row is not None]
             table = {i: row for i, row in zip(members, rows, strict=True) if row is not None}
-            if algo.per_example:
+            if algo.per_example or algo.compiled_id not in BATCHED_IDS:
                 for i in taken:
                     done = self.one(compiled, runs[i], table[i])
                     if done is not None:

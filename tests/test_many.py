@@ -106,16 +106,28 @@ def test_iterate_many_agrees_for_each_compiled_perturbation(algorithm, depth, op
         assert_agrees(run, single)
 
 
-def test_per_example_runs_are_the_single_calls_bit_for_bit():
+@pytest.mark.parametrize(
+    ("algorithm", "options"),
+    [
+        ("1-sam", dict(rho=[0.01, 0.02])),
+        ("1-usam", dict(rho=[0.01, 0.02])),
+        ("asam", dict(rho=[0.01, 0.02])),
+        ("le-sam-official", dict(sigma=[0.05, 0.1], rho_max=0.05, adaptive=True)),
+    ],
+)
+def test_runs_outside_the_batched_kernel_are_the_single_calls_bit_for_bit(algorithm, options):
+    """Per-example algorithms and those whose perturbation reads |theta| (not in the batched
+    kernel) take the single call's compiled kernel, run by run: the same bits."""
     pytest.importorskip("numba")
     data = regression()
-    for algorithm in ("1-sam", "1-usam"):  # 1100 steps: the single call's kernel records in chunks
-        batch = iterate_many(data, algorithm, 2, [0.2, 0.5], rho=[0.01, 0.02], eta=0.02,
-                             steps=1100)  # fmt: skip
-        for run, alpha, rho in zip(batch, [0.2, 0.5], [0.01, 0.02], strict=True):
-            single = iterate(data, algorithm, 2, alpha, rho=rho, eta=0.02, steps=1100)
-            assert single.backend == "numba"
-            assert_same(run, single)
+    # 1100 steps: the single call's kernel records in chunks
+    batch = iterate_many(data, algorithm, 2, [0.2, 0.5], eta=0.02, steps=1100, **options)
+    axis = next(key for key, value in options.items() if isinstance(value, list))
+    fixed = {key: value for key, value in options.items() if key != axis}
+    for run, alpha, value in zip(batch, [0.2, 0.5], options[axis], strict=True):
+        single = iterate(data, algorithm, 2, alpha, eta=0.02, steps=1100, **fixed, **{axis: value})
+        assert single.backend == "numba"
+        assert_same(run, single)
 
 
 def test_iterate_many_classification_and_vector_inits_agree():

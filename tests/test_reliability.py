@@ -15,6 +15,7 @@ from scipy.optimize import brentq
 from scipy.special import expit
 
 from flows import Dataset, simulate, single_example
+from flows.algorithms import ALGORITHMS, GradientSummary, resolve_hyperparameters
 from flows.results import Cause
 
 #: Separable (by beta = (1, -1)) but by no beta >= 0: balanced positive inits at even depth keep
@@ -116,6 +117,21 @@ def test_budget_spent_on_stiff_tied_margins_says_so():
     assert "tie between" not in implicit.message
     one = simulate(single_example([1.0, 2.0]), "gd", 2, 0.5, max_nfev=30)
     assert one.cause is Cause.BUDGET_SPENT and "tie between" not in one.message
+
+
+def test_lesam_without_its_stabiliser_takes_the_cap_where_the_gradient_underflows():
+    """LE-SAM with ``varrho = 0`` where ``||grad L||`` underflows to 0 (``log ||grad L||`` =
+    -800): ``sigma / ||grad L||`` is infinite, ``rho_t`` the cap ``rho_max``, without a
+    floating-point warning (the suite makes one an error); and the run that met it (one
+    example, depth 3, the numpy backend's quadrature of log t) keeps the contract."""
+    unit = np.array([[0.6, 0.8]])
+    summary = GradientSummary(unit, np.sign(unit), np.array([[-800.0]]), np.array([1]))
+    hp = resolve_hyperparameters("le-sam", {"sigma": 1.0, "rho_max": 0.7, "varrho": 0.0})
+    np.testing.assert_array_equal(ALGORITHMS["le-sam"].perturb(summary, hp), 0.7 * unit)
+    data = Dataset(np.array([[1.0]]), np.array([1.0]))
+    run = simulate(data, "le-sam", 3, np.array([1.5]), sigma=1.0, rho_max=1.0, varrho=0.0,
+                   t_max=1.0, max_nfev=2000, backend="numpy")  # fmt: skip
+    assert run.status in (0, 1), run.message
 
 
 def test_output_size_is_capped():

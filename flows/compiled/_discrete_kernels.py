@@ -150,8 +150,8 @@ def perturbed_point_into(w, algorithm_id, hp, log_c, work, point):
     (``work[1]``) at ``w``: the perturbation ``algorithm_id`` of
     :func:`flows.compiled._field_kernels.perturbed_point_into` (1 l2-SAM ``rho u``, 2 USAM
     ``rho ||grad L|| u``, 3 LE-SAM ``min(sigma / (||grad L|| + varrho), rho_max) u``,
-    4 l_inf-SAM ``rho sign(grad L)``; ``u = grad L / ||grad L||``). False where ``grad L = 0``
-    or the radius is not finite."""
+    4 l_inf-SAM ``rho sign(grad L)``, 5 ASAM, 6 the official LE-SAM; ``u = grad L /
+    ||grad L||``). False where ``grad L = 0`` or the radius is not finite."""
     direction, loo, g, sign, unit = work[3], work[1], work[4], work[5], work[6]
     groups, d = w.shape
     norm2 = 0.0
@@ -167,6 +167,13 @@ def perturbed_point_into(w, algorithm_id, hp, log_c, work, point):
         for j in range(d):
             sign[layer, j] = -np.sign(g[layer, j])
             unit[layer, j] = sign[layer, j] * (abs(g[layer, j]) / norm)
+    if algorithm_id == 5 or algorithm_id == 6:  # every layer a row of its own
+        ones = np.ones(groups)
+        if algorithm_id == 5:
+            kernels.asam_point_into(w, ones, hp, log_norm, unit, point)
+        else:
+            kernels.official_lesam_point_into(w, ones, hp, log_norm, unit, point)
+        return True
     step = sign if algorithm_id == 4 else unit
     radius = kernels.perturbation_radius(algorithm_id, hp, log_norm)
     if not np.isfinite(radius):

@@ -19,9 +19,12 @@ from ..fused import FLOAT_RANGE
 from ..schedules import Schedule, constant_values
 from . import announce_compiles, require
 
-#: The perturbations (``compiled_id``) the step kernels apply: GD, l2-SAM, USAM, LE-SAM and
-#: l_inf-SAM (ASAM's, 5, and the official LE-SAM's, 6, only the flows' field kernels).
-STEP_IDS = (0, 1, 2, 3, 4)
+#: The perturbations (``compiled_id``) the step kernels apply: GD, l2-SAM, USAM, LE-SAM,
+#: l_inf-SAM, ASAM and the official LE-SAM.
+STEP_IDS = (0, 1, 2, 3, 4, 5, 6)
+#: Those the batched kernel of :func:`flows.iterate_many` applies
+#: (:mod:`flows.compiled._many_kernels`); the others' runs take the single call's kernel each.
+BATCHED_IDS = (0, 1, 2, 3, 4)
 #: The perturbations the per-example kernel applies to each example's gradient (l2, unnormalised).
 PER_EXAMPLE_IDS = (1, 2)
 #: Iterates recorded per compiled call (a run that records more takes several calls).
