@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flows import Dataset, simulate, single_example
+from flows import Dataset, iterate, simulate, single_example
 from flows.algorithms import ALGORITHMS, get_algorithm, resolve_hyperparameters
 from flows.charts import AsinhChart
 from flows.clocks import get_clock
@@ -258,6 +258,39 @@ def test_numba_backend_equals_numpy_backend(name):
         rtol=1e-9,
         atol=1e-12,
     )
+
+
+#: Hyper-parameters of every algorithm of the table, for :func:`test_every_algorithm_runs_compiled`
+#: (an algorithm added to the table needs its entry here).
+EVERY_ALGORITHM = {
+    "gd": {},
+    "l2-sam": {"rho": 0.2},
+    "linf-sam": {"rho": 0.1},
+    "usam": {"rho": 0.2},
+    "le-sam": {"sigma": 0.1, "rho_max": 0.3},
+    "le-sam-official": {"sigma": 0.1, "rho_max": 0.3},
+    "asam": {"rho": 0.2},
+    "1-sam": {"rho": 0.2},
+    "1-usam": {"rho": 0.2},
+}
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_every_algorithm_runs_compiled(algorithm):
+    """Every algorithm of the table runs its flow in the compiled segment loop (on blobs to
+    tau = 8, margins up to ~100; l_inf-SAM until it slides, which scipy's loop takes) and its
+    steps in the compiled step loop (on a regression): an algorithm that the kernels do not
+    cover, or a run that leaves them, fails here."""
+    pytest.importorskip("numba")
+    hp = EVERY_ALGORITHM[algorithm]
+    flow = simulate(blobs(), algorithm, 2, 0.5, t_max=8.0, n_points=9, backend="numba", **hp)
+    assert flow.status == 0, flow.message
+    if get_algorithm(algorithm).sign_discontinuous:
+        assert flow.segment_loops[0] == "compiled DOP853"
+    else:
+        assert flow.segment_loops == ("compiled DOP853",)
+    steps = iterate(regression(), algorithm, 2, 0.5, eta=0.05, steps=50, backend="numba", **hp)
+    assert steps.backend == "numba" and steps.status == 0
 
 
 @pytest.mark.parametrize("algorithm", ["1-sam", "1-usam"])
