@@ -168,11 +168,8 @@ def perturbed_point_into(w, algorithm_id, hp, log_c, work, point):
             sign[layer, j] = -np.sign(g[layer, j])
             unit[layer, j] = sign[layer, j] * (abs(g[layer, j]) / norm)
     if algorithm_id == 5 or algorithm_id == 6:  # every layer a row of its own
-        ones = np.ones(groups)
-        if algorithm_id == 5:
-            kernels.asam_point_into(w, ones, hp, log_norm, unit, point)
-        else:
-            kernels.official_lesam_point_into(w, ones, hp, log_norm, unit, point)
+        kernels.theta_scaled_point_into(w, np.ones(groups), algorithm_id, hp, log_norm, unit,
+                                        point)  # fmt: skip
         return True
     step = sign if algorithm_id == 4 else unit
     radius = kernels.perturbation_radius(algorithm_id, hp, log_norm)

@@ -443,8 +443,8 @@ def perturbed_point_into(w, depth, multiplicity, features, offsets, loss_id, alg
     ``compiled_id`` in :data:`flows.algorithms.ALGORITHMS`, ``hp`` its hyper-parameters in the
     entry's order): 0 GD, 1 l2-SAM ``rho u``, 2 USAM ``rho ||grad L|| u``, 3 LE-SAM
     ``min(sigma / (||grad L|| + varrho), rho_max) u``, 4 l_inf-SAM ``rho sign(grad L)`` (the signs
-    ``pattern`` where ``frozen``), 5 ASAM (:func:`asam_point_into`), 6 the official LE-SAM
-    (:func:`official_lesam_point_into`), with
+    ``pattern`` where ``frozen``), 5 ASAM and 6 the official LE-SAM
+    (:func:`theta_scaled_point_into`), with
     ``u = grad L / ||grad L||``. False where ``grad L = 0`` or the radius is not finite (the
     numpy path decides there)."""
     for layer in range(w.shape[0]):
@@ -460,17 +460,25 @@ def perturbed_point_into(w, depth, multiplicity, features, offsets, loss_id, alg
     )
     if not ok or not np.isfinite(log_norm):
         return False
-    if algorithm_id == 5:
-        asam_point_into(w, multiplicity, hp, log_norm, work[6], point)
-        return True
-    if algorithm_id == 6:
-        official_lesam_point_into(w, multiplicity, hp, log_norm, work[6], point)
+    if algorithm_id == 5 or algorithm_id == 6:
+        theta_scaled_point_into(w, multiplicity, algorithm_id, hp, log_norm, work[6], point)
         return True
     radius = perturbation_radius(algorithm_id, hp, log_norm)
     if not np.isfinite(radius):
         return False
     _add_scaled(point, w, radius, work[5] if algorithm_id == 4 else work[6])
     return True
+
+
+@uncounted(error_model="numpy")
+def theta_scaled_point_into(w, multiplicity, algorithm_id, hp, log_norm, unit, point):
+    """The perturbed point of 5 ASAM (:func:`asam_point_into`) or 6 the official LE-SAM
+    (:func:`official_lesam_point_into`), whose perturbations read ``|w|``: called, not inlined
+    (one compiled copy serves every kernel that calls it)."""
+    if algorithm_id == 5:
+        asam_point_into(w, multiplicity, hp, log_norm, unit, point)
+    else:
+        official_lesam_point_into(w, multiplicity, hp, log_norm, unit, point)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
