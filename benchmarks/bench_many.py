@@ -265,22 +265,29 @@ def largest_difference(runs, singles) -> float:
 
 def left_to_single_calls(batch: Callable[[], list]) -> tuple[int, Callable[[], list]]:
     """How many single calls a ``simulate_many`` batch leaves to :func:`flows.simulate` (a
-    collapse, an event), and one call that makes them again: a floor of the batch."""
+    collapse, an event; those it started go on from its first kernel call,
+    :func:`flows.many_flows.go_on`), and one call that makes them again: a floor of the
+    batch."""
     import flows.many as many
 
     calls: list = []
-    single = many.simulate
+    originals = {"simulate": many.simulate, "go_on": many.go_on}
 
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        calls.append((args, kwargs))
-        return single(*args, **kwargs)
+    def spy(name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls.append((originals[name], args, kwargs))
+            return originals[name](*args, **kwargs)
 
-    many.simulate = spy
+        return call
+
+    for name in originals:
+        setattr(many, name, spy(name))
     try:
         batch()
     finally:
-        many.simulate = single
-    return len(calls), lambda: [single(*a, **k) for a, k in calls]
+        for name, original in originals.items():
+            setattr(many, name, original)
+    return len(calls), lambda: [f(*a, **k) for f, a, k in calls]
 
 
 def measure(repeat: int) -> list[Row]:

@@ -68,6 +68,7 @@ from .batch_steps import FloatBatchSteps, float_batch_steps
 from .checks import integer
 from .clocks import CLOCKS
 from .compiled.discrete import BATCHED_IDS
+from .compiled.segment import Call
 from .data import Dataset
 from .discrete import (
     LOSS_CHECK_ARGUMENT,
@@ -85,7 +86,7 @@ from .discrete import (
 from .field import Problem
 from .initialization import Initialization, check_depth, initialization
 from .integrator.driver import simulate
-from .many_flows import batched_flows
+from .many_flows import batched_flows, go_on
 from .many_steps import ManyFloatSteps
 from .minibatch import Minibatches, StepNoise, minibatches, step_noise
 from .model import get_loss, loss_for
@@ -352,11 +353,18 @@ def simulate_many(
     options, hyperparameters = _split_settings(settings, _SIMULATE_OPTIONS)
     runs = _checked_runs(data, algorithm, depth, alpha, hyperparameters, product, reduced)
 
+    made: dict[int, Call] = {}  # by the id of a run: the batch's first kernel call of it
+
     def one(run: _Run) -> Trajectory:
+        call = made.pop(id(run), None)
+        if call is not None:
+            return go_on(data, algorithm, depth, run, options, reduced, call)
         return simulate(data, algorithm, depth, run.alpha, reduced=reduced, **options, **run.given)
 
     def together(pool: Executor | None) -> dict[int, Trajectory]:
-        return batched_flows(data, algorithm, depth, runs, options, reduced, pool, threads)
+        batched = batched_flows(data, algorithm, depth, runs, options, reduced, pool, threads)
+        made.update({id(runs[i]): call for i, call in batched.made.items()})
+        return batched.done
 
     return _run_batch("simulate_many", runs, one, progress, threads, together)
 

@@ -21,8 +21,10 @@ run, so the same numbers; ``K`` by :func:`~flows.compiled._segment_kernels.expon
 steps), ``beta`` by the single call's formulas over the batch, the loss on its first read as
 the single call's (:class:`flows.integrator.assemble.Losses`). A run that the batch does not
 take, or that it cannot finish as the single call would (a handed-back segment, an event, a
-budget or a cap of the quadrature met, a NaN), is left to the single call (:func:`batched_flows`
-returns the others). The runs go in chunks of at most :data:`STATE_ENTRIES` state entries (their
+budget or a cap of the quadrature met, a NaN), is left to the single call; where the batch made
+its first kernel call, :func:`batched_flows` returns that call with the trajectories, and the
+single call takes it as its first segment's (:func:`go_on`: the same call, not made twice; kept
+while their dense output stays within :data:`MADE_BYTES`). The runs go in chunks of at most :data:`STATE_ENTRIES` state entries (their
 dense output is held until assembled), and with ``threads > 1`` in that many chunks at once:
 the kernels of one release the GIL while another runs its Python.
 """
@@ -40,6 +42,7 @@ import numpy as np
 from . import clocks
 from .algorithms import effective_algorithm, get_algorithm
 from .charts import LogChart
+from .compiled.segment import Call, call_kernel
 from .data import Dataset
 from .integrator import driver
 from .integrator.arguments import SMALL_INIT, largest_radius, warn_if_signs_cannot_separate
@@ -62,6 +65,19 @@ from .signedlog import SignedLog
 #: 100 MB).
 STATE_ENTRIES = 2**14
 
+#: The kernel calls the batch made for runs it leaves to the single call are kept for it up to
+#: this many bytes of dense output in all (each chunk of runs its share); past that, the single
+#: call makes its own.
+MADE_BYTES = 2**26
+
+
+class Batched(NamedTuple):
+    """What :func:`batched_flows` did: the trajectories of the runs it finished, and the first
+    kernel calls it made for runs it leaves to the single call (:func:`go_on`), by index."""
+
+    done: dict[int, Trajectory]
+    made: dict[int, Call]
+
 
 def batched_flows(
     data: Dataset,
@@ -72,8 +88,9 @@ def batched_flows(
     reduced: bool | None,
     pool: Executor | None = None,
     parts: int = 1,
-) -> dict[int, Trajectory]:
-    """The trajectories of the runs the batch takes, by index (see the module docstring).
+) -> Batched:
+    """The trajectories of the runs the batch finishes, and its kernel calls for the runs it
+    started and leaves to the single call, by index (see the module docstring).
 
     ``runs`` have ``alpha``, ``given`` (the hyper-parameters as given), ``hyperparameters``
     (resolved; runs of equal values may share one dict) and ``init`` (the initialization); ``options`` are the keyword options of :func:`flows.simulate` given to the batch.
@@ -82,7 +99,7 @@ def batched_flows(
     """
     settings = dict(driver.simulate.__kwdefaults__ or {}, **options, reduced=reduced)
     if settings["method"] != "DOP853" or settings["chart"] == "conserved":
-        return {}
+        return Batched({}, {})
     groups: dict[tuple, list[int]] = {}
     kinds: dict[int, tuple[str, bool] | None] = {}  # by the id of a run's resolved dict
     for i, run in enumerate(runs):
@@ -108,13 +125,35 @@ def batched_flows(
             members[start : start + size_here] for start in range(0, len(members), size_here)
         ]
 
-    def integrate(chunk: list[int]) -> dict[int, Trajectory]:
-        return _Group(data, algorithm, depth, [runs[i] for i in chunk], settings).run(chunk)
+    share = MADE_BYTES // max(1, len(chunks))
 
-    out: dict[int, Trajectory] = {}
-    for done in map(integrate, chunks) if pool is None else pool.map(integrate, chunks):
-        out.update(done)
+    def integrate(chunk: list[int]) -> Batched:
+        group = _Group(data, algorithm, depth, [runs[i] for i in chunk], settings)
+        return group.run(chunk, share)
+
+    out = Batched({}, {})
+    for part in map(integrate, chunks) if pool is None else pool.map(integrate, chunks):
+        out.done.update(part.done)
+        out.made.update(part.made)
     return out
+
+
+def go_on(
+    data: Dataset,
+    algorithm: str,
+    depth: int,
+    run: Any,
+    options: dict[str, Any],
+    reduced: bool | None,
+    made: Call,
+) -> Trajectory:
+    """The single call of ``run`` (:func:`flows.simulate` with ``options``, ``reduced`` and the
+    run's hyper-parameters), taking the kernel call ``made`` (:func:`batched_flows`) as its
+    first segment's; its warnings were given by the batch."""
+    settings = dict(driver.simulate.__kwdefaults__ or {}, **options, reduced=reduced)
+    return driver.simulate_options(
+        data, algorithm, depth, run.alpha, run.given, settings, made, warn=False
+    )
 
 
 def _positive_number(alpha: Any) -> bool:
@@ -144,6 +183,11 @@ def _chart_scale(alpha: Any) -> float:
     return float(alpha) if float(alpha) < SMALL_INIT else 1.0
 
 
+def _held_bytes(call: Call) -> int:
+    """The bytes of dense output ``call`` holds (the buffers its stack views)."""
+    return sum((a if a.base is None else a.base).nbytes for a in call.stack)
+
+
 class _Group:
     """Runs that share their problem but for ``alpha`` and the hyper-parameters' values."""
 
@@ -151,7 +195,9 @@ class _Group:
         self.data, self.algorithm, self.depth, self.runs = data, algorithm, depth, runs
         self.settings = settings
         first = runs[0]
-        self.model: Run = driver._setup(data, algorithm, depth, first.alpha, first.given, settings)
+        self.model: Run = driver._setup(
+            data, algorithm, depth, first.alpha, first.given, settings, warn=False
+        )
         self.problem = self.model.problem
         self.mode = self.model.mode
         self.field = self.model.field_for(self.mode)
@@ -174,16 +220,19 @@ class _Group:
             return model.backend.interval_rule is not None and not too_large
         return True
 
-    def run(self, indices: list[int]) -> dict[int, Trajectory]:
-        """The trajectories of the runs it finishes as the single call would, by index."""
+    def run(self, indices: list[int], share: int) -> Batched:
+        """The trajectories of the runs that one kernel call takes to ``t_max``, assembled
+        together, and the first kernel calls of the others, up to ``share`` bytes of their
+        dense output, by index (none where the single call's compiled loop does not take the
+        group's first segment)."""
         if not self.compiled():
-            return {}
+            return Batched({}, {})
         from .compiled import _segment_kernels as kernels
         from .compiled import segment as loop
 
-        model, problem, runs = self.model, self.problem, self.runs
+        problem, runs = self.problem, self.runs
         algo = problem.algorithm
-        for run in runs[1:]:
+        for run in runs:
             warn_if_signs_cannot_separate(self.data, run.alpha, self.depth, self.algorithm)
         groups = np.array([r.init.groups for r in runs])
         z0 = self.mode.chart.coordinates(SignedLog.from_float(groups))
@@ -198,15 +247,31 @@ class _Group:
         starting = self.holding_at_start(y0)
         problem_tuple = loop._problem_tuple(self.field, self.mode)
         problems = [problem_tuple[:11] + (hp[r],) + problem_tuple[12:] for r in range(len(runs))]
-        finished: list[tuple[int, Steps]] = []
-        for r in np.flatnonzero(~starting):
-            steps = self.segment(y0[r], problems[r], watches[r])
-            if steps is not None:
-                finished.append((int(r), steps))
-        if not finished:
-            return {}
-        done = np.array([r for r, _ in finished])
-        stacks = [steps for _, steps in finished]
+        calls = {
+            int(r): self.segment(y0[r], problems[r], watches[r]) for r in np.flatnonzero(~starting)
+        }
+        finished = {r: c for r, c in calls.items() if c.status == kernels.REACHED_END}
+        done = self.assembled(finished, problems, indices) if finished else {}
+        made = {}
+        for r, call in calls.items():
+            size = _held_bytes(call)
+            if indices[r] not in done and size <= share:
+                made[indices[r]] = call
+                share -= size
+        return Batched(done, made)
+
+    def assembled(
+        self, finished: dict[int, Call], problems: list[tuple], indices: list[int]
+    ) -> dict[int, Trajectory]:
+        """The trajectories of the runs that one kernel call each (``finished[r]``) took to
+        ``t_max``, assembled together, by index; a run it cannot finish as the single call
+        would is left out."""
+        from .compiled import _segment_kernels as kernels
+
+        model, problem, runs = self.model, self.problem, self.runs
+        algo = problem.algorithm
+        done = np.array(list(finished))
+        stacks = list(finished.values())
         grid = self.grid()
         states = np.stack([kernels.dense_values(grid, *steps.stack) for steps in stacks])
         shape = (done.size, grid.size) + problem.shape
@@ -236,21 +301,13 @@ class _Group:
             )  # fmt: skip
         return out
 
-    def segment(self, y0: np.ndarray, problem: tuple, watch: tuple) -> Steps | None:
-        """The steps of the single call's first compiled segment from ``(0, y0)``
-        (:func:`flows.compiled.segment.advance`'s call of
-        :func:`flows.compiled._segment_kernels.segment`, with the same arguments), or None where
-        it did not reach ``t_max`` in that one call."""
-        from .compiled import _segment_kernels as kernels
-        from .compiled import segment as loop
-
+    def segment(self, y0: np.ndarray, problem: tuple, watch: tuple) -> Call:
+        """The single call's first compiled kernel call from ``(0, y0)``
+        (:func:`flows.compiled.segment.advance`'s, with the same arguments)."""
         rtol, atol, budget, capacity = self.limits
-        status, count, ts, F, y_old, _, nfev, _ = kernels.segment(
+        return call_kernel(
             y0, 0.0, self.model.s_end, rtol, atol, budget, problem, watch, capacity, 0.0
         )
-        if status != kernels.REACHED_END:
-            return None
-        return Steps(*loop.kept_steps(ts, F, y_old, count, capacity), int(nfev))
 
     @functools.cached_property
     def limits(self) -> tuple[float, np.ndarray, int, int]:
@@ -334,7 +391,7 @@ class _Group:
         return np.linspace(0.0, t_max, int(self.settings["n_points"]))
 
     def log_t(
-        self, grid: np.ndarray, stacks: list[Steps], problems: list[tuple]
+        self, grid: np.ndarray, stacks: list[Call], problems: list[tuple]
     ) -> tuple[np.ndarray, list]:
         """``log_t_original`` on ``grid`` of the runs of steps ``stacks`` (problem tuples
         ``problems``), as :func:`assemble`, and per run the note its message takes ('' or the
@@ -355,7 +412,7 @@ class _Group:
         make_rule = self.model.backend.interval_rule
         assert make_rule is not None  # checked by compiled()
         log_t, samples, capped = clocks.log_original_times(
-            grid, [[st.ts] for st in stacks], K, rule=make_rule()
+            grid, [[st.bounds] for st in stacks], K, rule=make_rule()
         )
         notes: list[str | None] = []
         for k in range(count):
@@ -371,14 +428,16 @@ class _Group:
                 notes.append("")
         return log_t, notes
 
-    def retimed(self, done: np.ndarray, stacks: list[Steps], grid: np.ndarray) -> list:
+    def retimed(self, done: np.ndarray, stacks: list[Call], grid: np.ndarray) -> list:
         """``tau`` on ``grid`` of the runs ``done`` (steps ``stacks``) whose ``tau`` the single
         call computes by quadrature along the steps (:func:`flows.integrator.retime.retime`)."""
         from .compiled import _segment_kernels as kernels
 
         out = []
         for r, steps in zip(done, stacks, strict=True):
-            seg = Segment(self.mode.copy(), steps.ts, [], steps.stack, dense=kernels.dense_values)
+            seg = Segment(
+                self.mode.copy(), steps.bounds, [], steps.stack, dense=kernels.dense_values
+            )
             problem = dataclasses.replace(
                 self.problem, hyperparameters=self.runs[r].hyperparameters
             )
@@ -418,18 +477,8 @@ class _Group:
         )
 
 
-class Steps(NamedTuple):
-    """A run's compiled segment from 0 to ``t_max``: its step boundaries ``ts``, the stack
-    ``(t_old, h, F, y_old)`` of its dense output (the single call's
-    :meth:`flows.integrator.segments.Segment.dop853_stack`) and its field evaluations."""
-
-    ts: np.ndarray
-    stack: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-    nfev: int
-
-
 def exponents(
-    s: np.ndarray, which: np.ndarray, stacks: list[Steps], problems: list[tuple]
+    s: np.ndarray, which: np.ndarray, stacks: list[Call], problems: list[tuple]
 ) -> np.ndarray:
     """``K = -log c`` of run ``which[q]`` at time ``s[q]`` (NaN where the float path does not
     hold): the single call's :func:`flows.compiled._segment_kernels.exponents` on each run's

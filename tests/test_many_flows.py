@@ -12,6 +12,7 @@ from test_many import assert_same
 
 import flows.clocks as clocks
 import flows.compiled.segment as compiled_segment
+import flows.integrator.driver as driver
 import flows.many as many
 import flows.many_flows as many_flows
 from flows import Dataset, simulate, simulate_many, single_example
@@ -19,6 +20,7 @@ from flows.datasets import gaussian_blobs
 from flows.schedules import cosine
 
 pytest.importorskip("numba")
+kernels = pytest.importorskip("flows.compiled._segment_kernels")
 
 MU = single_example([1.0, 2.0, 3.0])
 BLOBS = gaussian_blobs()
@@ -33,15 +35,21 @@ def regression() -> Dataset:
 
 @pytest.fixture
 def single_calls(monkeypatch):
-    """The ``alpha`` of every run that ``simulate_many`` leaves to the single call."""
+    """The ``alpha`` of every run that ``simulate_many`` leaves to the single call: the runs it
+    does not take, and those it starts and the single call finishes."""
     calls: list = []
-    original = many.simulate
+    original, finish = many.simulate, many.go_on
 
     def counted(data, algorithm, depth, alpha, **options):
         calls.append(alpha)
         return original(data, algorithm, depth, alpha, **options)
 
+    def finished(data, algorithm, depth, run, *rest):
+        calls.append(run.alpha)
+        return finish(data, algorithm, depth, run, *rest)
+
     monkeypatch.setattr(many, "simulate", counted)
+    monkeypatch.setattr(many, "go_on", finished)
     return calls
 
 
@@ -81,6 +89,70 @@ def test_paper_example_batched_and_collapsing_runs_fall_back(single_calls):
     assert singles[0].events[0].kind == "collapse"
     assert all(s.segment_loops == ("compiled DOP853",) for s in singles[1:])
     assert np.all(np.isfinite(singles[1].log_t_original[1:]))
+
+
+@pytest.fixture
+def first_calls(monkeypatch):
+    """The initial states of the compiled kernel's calls from ``s = 0`` (a run's first)."""
+    started: list = []
+    original = kernels.segment
+
+    def counted(y0, s0, *arguments):
+        if s0 == 0.0:
+            started.append(y0.copy())
+        return original(y0, s0, *arguments)
+
+    monkeypatch.setattr(kernels, "segment", counted)
+    return started
+
+
+def test_a_run_the_single_call_finishes_goes_on_from_the_batchs_kernel_call(
+    single_calls, first_calls
+):
+    """The collapsing run's first kernel call ends one step before its collapse; the single call
+    takes that call as its own (one call from ``s = 0`` a run, not two) and gives the same
+    bits."""
+    check(MU, "l2-sam", 2, [0.1, 0.5, 1.0], single_calls, [0], rho=1.0, t_max=5.0, n_points=21)
+    assert len(first_calls) == 3 + 3  # the batch's three, then check()'s three single calls
+
+
+def test_calls_past_the_memory_bound_are_made_again(single_calls, first_calls, monkeypatch):
+    monkeypatch.setattr(many_flows, "MADE_BYTES", 0)
+    check(MU, "l2-sam", 2, [0.1, 0.5, 1.0], single_calls, [0], rho=1.0, t_max=5.0, n_points=21)
+    assert len(first_calls) == 4 + 3  # the collapsing run's call made twice
+
+
+def _first_call(monkeypatch, alpha: float) -> compiled_segment.Call:
+    """The first kernel call of ``simulate(MU, 'l2-sam', 2, alpha, ...)`` (:data:`SETTINGS`)."""
+    made: list = []
+    original = compiled_segment.call_kernel
+
+    def kept(*arguments):
+        made.append(original(*arguments))
+        return made[-1]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(compiled_segment, "call_kernel", kept)
+        simulate(MU, "l2-sam", 2, alpha, **SETTINGS)
+    return made[0]
+
+
+SETTINGS = {"rho": 1.0, "t_max": 5.0, "n_points": 21, "backend": "numba"}
+
+
+def test_a_call_made_ahead_is_taken_only_with_the_segments_own_arguments(monkeypatch, first_calls):
+    options = dict(simulate.__kwdefaults__, **SETTINGS, reduced=None)
+    options.pop("rho")
+    single = simulate(MU, "l2-sam", 2, 0.1, **SETTINGS)
+    own, other = _first_call(monkeypatch, 0.1), _first_call(monkeypatch, 0.5)
+    assert own.status != kernels.REACHED_END  # a collapse ahead: the Python loop goes on
+    first_calls.clear()
+    assert_same(driver.simulate_options(MU, "l2-sam", 2, 0.1, {"rho": 1.0}, options, own), single)
+    assert first_calls == []  # taken: not made again
+    assert_same(driver.simulate_options(MU, "l2-sam", 2, 0.1, {"rho": 1.0}, options, other), single)
+    assert len(first_calls) == 1  # another run's call: ignored, the segment makes its own
+    shifted = own._replace(arguments=own.arguments[:9] + (1e-3,))  # another first step
+    assert not shifted.made_with(own.arguments) and own.made_with(own.arguments)
 
 
 @pytest.mark.parametrize(
@@ -281,3 +353,18 @@ def test_batched_quadrature_is_each_runs_own_call(monkeypatch, capped):
         assert (samples[r], caps[r]) == (report.samples, report.capped)
     assert list(caps) == [False, capped]
     assert log_t[0, 0] == -1.0 and np.all(np.diff(log_t[0]) > 0)
+
+
+def test_a_call_is_made_with_arguments_of_the_same_bits():
+    """:meth:`Call.made_with` compares bits: NaN matches NaN, -0.0 differs from 0.0, a float from
+    an int, and arrays past the block size are compared block by block."""
+    same = compiled_segment._same
+    large = np.random.default_rng(0).standard_normal(300_000)  # 2.4 MB: three blocks
+    moved = large.copy()
+    moved[-1] = np.nextafter(moved[-1], np.inf)
+    assert same(
+        (np.array([1.0, np.nan]), 2.0, (True, 3)), (np.array([1.0, np.nan]), 2.0, (True, 3))
+    )
+    assert same(large, large.copy()) and not same(large, moved)
+    assert not same(np.array([0.0]), np.array([-0.0])) and not same(1.0, 1)
+    assert not same((1.0,), (1.0, 2.0)) and not same(np.zeros(2), np.zeros((2, 1)))

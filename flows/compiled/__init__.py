@@ -115,7 +115,16 @@ from .background import (  # noqa: E402
 from .discrete import CompiledSteps, stepper, steps_compiled  # noqa: E402
 from .field import CompiledField, compiled_hyperparameters  # noqa: E402
 from .quadrature import interval_rule  # noqa: E402
-from .segment import Advance, advance, applies, call_capacity, exponent, kept_steps  # noqa: E402
+from .segment import (  # noqa: E402
+    Advance,
+    Call,
+    advance,
+    applies,
+    call_capacity,
+    call_kernel,
+    exponent,
+    kept_steps,
+)
 from .sliding import CompiledSliding  # noqa: E402
 from .stepping import own_steps  # noqa: E402
 
@@ -125,6 +134,7 @@ __all__ = [
     "NO_BACKGROUND_COMPILE",
     "NUMBA_INSTALLED",
     "Advance",
+    "Call",
     "CompiledField",
     "CompiledSliding",
     "CompiledSteps",
@@ -134,6 +144,7 @@ __all__ = [
     "available",
     "cache_folder",
     "call_capacity",
+    "call_kernel",
     "compiled_hyperparameters",
     "compiled_ready",
     "compile_seconds",

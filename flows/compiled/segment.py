@@ -156,9 +156,13 @@ def call_capacity(size: int) -> int:
     return max(16, min(CAPACITY, STACK_BYTES // (8 * loop.POWER * size)))
 
 
+#: The dense output of steps: ``(t_old, h, F, y_old)`` (``Dop853DenseOutput``'s layout).
+Stack = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 def kept_steps(
     ts: np.ndarray, F: np.ndarray, y_old: np.ndarray, steps: int, capacity: int
-) -> tuple[np.ndarray, tuple]:
+) -> tuple[np.ndarray, Stack]:
     """The step boundaries ``ts[:steps + 1]`` and the dense-output stack ``(t_old, h, F,
     y_old)`` of a compiled call's first ``steps`` steps (its buffers of ``capacity`` steps:
     views where the steps fill at least half of them, else copies)."""
@@ -167,6 +171,61 @@ def kept_steps(
     if 2 * steps < capacity:  # a copy, not a mostly empty buffer of up to STACK_BYTES
         F, y_old = F.copy(), y_old.copy()
     return ts[: steps + 1].copy(), (t_old, ts[1 : steps + 1] - t_old, F, y_old)
+
+
+class Call(NamedTuple):
+    """One call of the segment kernel: its ``arguments`` (``y, s, s_end, rtol, atol, budget,
+    problem, watch, capacity, h_next``), its ``status``, the ``steps`` it took with their
+    boundaries and dense-output stack (:func:`kept_steps`), the state where it stopped, its
+    field evaluations, and the step it would take next."""
+
+    arguments: tuple
+    status: int
+    steps: int
+    bounds: np.ndarray
+    stack: Stack
+    y_end: np.ndarray
+    nfev: int
+    h_next: float
+
+    def made_with(self, arguments: tuple) -> bool:
+        """Whether this call was made with ``arguments`` (the same values, array by array)."""
+        return _same(self.arguments, arguments)
+
+
+def call_kernel(*arguments) -> Call:
+    """:func:`flows.compiled._segment_kernels.segment` with ``arguments`` (``y, s, s_end, rtol,
+    atol, budget, problem, watch, capacity, h_next``), its steps kept (:func:`kept_steps`)."""
+    from . import _segment_kernels as loop
+
+    status, steps, ts, F, y_old, y_end, used, h_next = loop.segment(*arguments)
+    bounds, stack = kept_steps(ts, F, y_old, steps, arguments[8])
+    return Call(arguments, int(status), int(steps), bounds, stack, y_end, int(used), float(h_next))
+
+
+def _same(a, b) -> bool:
+    """Whether ``a`` and ``b`` hold the same bits: tuples entry by entry, arrays by dtype,
+    shape and bytes, numbers by type and bytes (so NaN equals NaN and -0.0 differs from 0.0)."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return (
+            isinstance(a, tuple)
+            and isinstance(b, tuple)
+            and len(a) == len(b)
+            and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        )
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and (a is b or _same_bytes(a, b))
+    return type(a) is type(b) and np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray, block: int = 2**20) -> bool:
+    """Whether two arrays of one dtype and shape hold the same bytes (compared ``block`` bytes at
+    a time: no copy of a large array)."""
+    if a.nbytes <= block:
+        return a.tobytes() == b.tobytes()
+    x = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    y = np.ascontiguousarray(b).reshape(-1).view(np.uint8)
+    return all(np.array_equal(x[i : i + block], y[i : i + block]) for i in range(0, x.size, block))
 
 
 def advance(
@@ -181,10 +240,13 @@ def advance(
     near_zero: bool,
     segments: list[Segment],
     loss_floor: float | None = None,
+    made: Call | None = None,
 ) -> tuple[Advance, float, np.ndarray]:
     """Integrate from ``(s, y)`` towards ``s_end`` in compiled steps; append the steps to
     ``segments``; return what happened and the new ``(s, y)``. ``loss_floor``: the run's
-    (watched as an event; None: none)."""
+    (watched as an event; None: none). ``made``: a kernel call made ahead (by
+    :func:`flows.simulate_many`), taken as this segment's first where it was made with the
+    arguments this one has (:meth:`Call.made_with`; else ignored)."""
     from . import _segment_kernels as loop
 
     if mode.near_zero is not None and not np.all(y[mode.near_zero]):
@@ -197,18 +259,22 @@ def advance(
     capacity = call_capacity(y.size)
     h_next = 0.0
     while True:
-        status, steps, ts, F, y_old, y_end, used, h_next = loop.segment(
-            y, s, s_end, rtol, atol, budget - nfev, problem, watch, capacity, h_next
-        )
-        nfev += int(used)
-        if steps > 0:
-            bounds, stack = kept_steps(ts, F, y_old, steps, capacity)
-            segments.append(Segment(mode.copy(), bounds, [], stack, dense=loop.dense_values))
-            s, y = float(ts[steps]), y_end.copy()
-        if status == loop.BUDGET_SPENT and steps == capacity and nfev <= budget:
-            # this call's buffer goes before the next call allocates its own
-            del ts, F, y_old, stack
+        arguments = (y, s, s_end, rtol, atol, budget - nfev, problem, watch, capacity, h_next)
+        if made is not None and made.made_with(arguments):
+            call = made
+        else:
+            call = call_kernel(*arguments)
+        made = None
+        nfev += call.nfev
+        if call.steps > 0:
+            segments.append(
+                Segment(mode.copy(), call.bounds, [], call.stack, dense=loop.dense_values)
+            )
+            s, y = float(call.bounds[-1]), call.y_end.copy()
+        h_next = call.h_next
+        if call.status == loop.BUDGET_SPENT and call.steps == capacity and nfev <= budget:
+            del call  # this call's buffer goes before the next call allocates its own
             continue
-        finished = status == loop.REACHED_END
-        first_step = float(h_next) if h_next > 0 else None
-        return Advance(finished, status == loop.BUDGET_SPENT, nfev, first_step), s, y
+        finished = call.status == loop.REACHED_END
+        first_step = h_next if h_next > 0 else None
+        return Advance(finished, call.status == loop.BUDGET_SPENT, nfev, first_step), s, y

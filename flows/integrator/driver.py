@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any
 
 import numpy as np
 
@@ -181,10 +182,29 @@ def simulate(
         backend=backend,
         continue_by_steps=continue_by_steps,
     )
+    return simulate_options(data, algorithm, depth, alpha, hyperparameters, options)
+
+
+def simulate_options(
+    data: Dataset,
+    algorithm: str,
+    depth,
+    alpha,
+    hyperparameters: dict,
+    options: dict,
+    made: Any = None,
+    warn: bool = True,
+) -> Trajectory:
+    """:func:`simulate` with its keyword ``options`` (every one, ``reduced`` too) and
+    ``hyperparameters`` as dicts. ``made``: the first compiled kernel call of the run made
+    ahead (:class:`flows.compiled.segment.Call`, by :func:`flows.simulate_many`), taken where
+    the run's first segment makes that call with the same arguments; ``warn=False``: the
+    warnings of :func:`_setup` were given already."""
+    method = options["method"]
     conserved = _conserved_run(data, algorithm, depth, alpha, hyperparameters, options)
     if conserved is not None:
         return conserved
-    run = _setup(data, algorithm, depth, alpha, hyperparameters, options)
+    run = _setup(data, algorithm, depth, alpha, hyperparameters, options, warn)
     idle = 0  # segments in a row that ended at once at an event that changed nothing
     while run.s < run.s_end:
         if run.nfev >= run.budget:  # segments that each end at an event spend it too
@@ -196,7 +216,8 @@ def simulate(
             _freeze(run)
             break
         start, logged = run.s, len(run.log)
-        fired = _integrate_segment(run, method)
+        fired = _integrate_segment(run, method, made)
+        made = None
         run.retime()
         if fired is None:
             idle = 0
@@ -271,9 +292,12 @@ def _conserved_run(
     return dataclasses.replace(traj, algorithm=algorithm, hyperparameters=dict(hp))
 
 
-def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Run:
+def _setup(
+    data, algorithm: str, depth, alpha, given: dict, options: dict, warn: bool = True
+) -> Run:
     """Validate every argument (``ValueError`` naming it, :mod:`flows.integrator.arguments`) and build the
-    initial run state."""
+    initial run state (``warn``: with the warning of
+    :func:`~flows.integrator.arguments.warn_if_signs_cannot_separate`)."""
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
     algo = get_algorithm(algorithm)
@@ -286,7 +310,8 @@ def _setup(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Ru
     if options["chart_scale"] is None:
         options["chart_scale"] = default_chart_scale(init.groups)
     depth_total = int(init.multiplicity.sum())
-    warn_if_signs_cannot_separate(data, alpha, depth_total, algorithm)
+    if warn:
+        warn_if_signs_cannot_separate(data, alpha, depth_total, algorithm)
     the_chart = choose_chart(
         options["chart"],
         init.groups,
@@ -366,8 +391,9 @@ def _direction_signs(problem: Problem, groups: np.ndarray) -> np.ndarray:
     return FusedField(problem).evaluate(theta.sign, theta.log_abs)[0].sign.astype(float)
 
 
-def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
-    """Integrate in the current mode up to the next event; record the segment.
+def _integrate_segment(run: Run, method: str, made: Any = None) -> ev.SegmentEvent | None:
+    """Integrate in the current mode up to the next event; record the segment (``made``: a
+    compiled kernel call made ahead, :func:`simulate_options`).
 
     Returns the event that ended the segment, or None (end reached, or the run stopped).
     """
@@ -411,7 +437,7 @@ def _integrate_segment(run: Run, method: str) -> ev.SegmentEvent | None:
         recorded = run.path.count
         done, run.s, run.y = loop.advance(
             fld, mode, run.y, run.s, run.next_stop(), (rtol, atol), allowance,
-            run.radius, run.near_zero_switch, run.path.segments, run.loss_floor,
+            run.radius, run.near_zero_switch, run.path.segments, run.loss_floor, made,
         )  # fmt: skip
         if run.path.count > recorded:
             run.used(loop.name)
