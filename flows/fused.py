@@ -19,6 +19,7 @@ tests compare them.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -57,9 +58,13 @@ class FusedField:
         if self.groups > 1 and np.any(self.multiplicity != 1):
             raise ValueError("FusedField needs one group of multiplicity L or L groups of 1")
         self.log_n = float(np.log(self.n))
-        if self.n == 1:  # one example: p = +-1 and the direction G = +-z is constant in sign
-            self.direction = _signed(self.features[0])
         self.scheduled = is_scheduled(problem.hyperparameters)
+
+    @functools.cached_property
+    def direction(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(sign G, log|G|)`` of one example, where ``p = +-1`` and the direction ``G = +-z``
+        is constant in sign (made on first use)."""
+        return _signed(self.features[0])
 
     def hyperparameters(self, time=0.0) -> dict:
         """The hyper-parameters at clock time ``time`` (an array of shape (..., 1, 1) for a

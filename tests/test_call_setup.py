@@ -5,7 +5,8 @@ scalar ``alpha`` and reused; an array ``alpha`` of the same values takes the gen
 * the cached path gives the general path's trajectory bit for bit, on a second call too;
 * the cached arrays are read-only, so no run can change another's start;
 * bad scalars are refused with the general path's ``ValueError`` on every call;
-* the sign warning fires on every call, the kept signs taken from the cache.
+* the sign warning fires on every call, the kept signs taken from the cache;
+* the output grid is made once per ``(t_max, n_points)``, and a run's times are its own.
 
 Fast (< 5 s): short single-example runs.
 """
@@ -76,3 +77,18 @@ def test_sign_warning_on_every_call():
     for _ in range(2):
         with pytest.warns(RuntimeWarning, match="keeps sign"):
             simulate(data, "gd", 2, 0.5, t_max=0.5, n_points=3)
+
+
+@pytest.mark.parametrize("t_max, n_points", [(3.0, 31), (2.5, 2), (1e-3, 7)])
+def test_a_runs_times_are_its_own_and_the_grid_is_linspace(t_max, n_points):
+    """Claim: the times of a run equal ``linspace(0, t_max, n_points)`` bit for bit; writing
+    into one run's ``t`` changes neither another run's nor the next call's."""
+    data = single_example(MU)
+    first = simulate(data, "l2-sam", 2, 0.4, rho=1.0, t_max=t_max, n_points=n_points)
+    second = simulate(data, "l2-sam", 2, 0.4, rho=1.0, t_max=t_max, n_points=n_points)
+    expected = np.linspace(0.0, t_max, n_points)
+    np.testing.assert_array_equal(first.t, expected)
+    first.t[...] = -1.0
+    np.testing.assert_array_equal(second.t, expected)
+    third = simulate(data, "l2-sam", 2, 0.4, rho=1.0, t_max=t_max, n_points=n_points)
+    np.testing.assert_array_equal(third.t, expected)

@@ -14,6 +14,7 @@ over the whole path (what a batch changes is where :data:`flows.clocks.MAX_SAMPL
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,15 @@ class Part:
     after: float | None
     log_t_after: float
     log_t: np.ndarray | None = None
+
+
+@functools.lru_cache(maxsize=64)
+def output_grid(t_max: float, n_points: int) -> np.ndarray:
+    """The output times ``linspace(0, t_max, n_points)``, made once per value (read-only: the
+    runs take copies of their rows)."""
+    grid = np.linspace(0.0, t_max, n_points)
+    grid.setflags(write=False)
+    return grid
 
 
 @dataclass

@@ -46,7 +46,7 @@ from .arguments import (
     largest_radius,
     warn_if_signs_cannot_separate,
 )
-from .assemble import Output, assemble, ends
+from .assemble import Output, assemble, ends, output_grid
 from .conservation import MIRROR_ADVICE, split_layers
 from .filippov import DIRECTION, FilippovField, TooManySurfaces
 from .junctions import resolve_junction
@@ -340,7 +340,7 @@ def _setup(
     z0 = the_chart.coordinates(SignedLog.from_float(init.groups))
     t_max = float(options["t_max"])
     output = Output(
-        grid=np.linspace(0.0, t_max, options["n_points"]),
+        grid=output_grid(t_max, options["n_points"]),
         quadrature=bool(options["original_time"]) and not problem.clock.original,
     )
     return Run(
