@@ -562,6 +562,63 @@ def test_compiled_blowup_event_equals_python_event(name, monkeypatch):
     assert growing >= (0 if "blobs" in name else 20)
 
 
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize(
+    "name, clock",
+    [
+        ("gd L4 blow-up", "rescaled"),
+        ("l2-sam L3 blobs", "rescaled"),
+        ("l2-sam L3 blow-up", "rescaled"),
+        ("l2-sam L3 blow-up", "original"),
+    ],
+)
+def test_blowup_rate_from_the_float_path_equals_the_signed_log_velocity(
+    name, clock, backend, monkeypatch
+):
+    """:class:`flows.integrator.threshold_events.BlowUp` in the log chart takes the growth rates
+    from the field's one-point float path (``dz/ds / (dtau/ds)``); on the run's own path (40
+    times per segment) they equal those of its signed-log velocity to 1e-12, and the event
+    values to 1e-12 where some entry grows. The cases reach rates from ~1 to the event's."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    from flows.charts import LogChart
+    from flows.integrator import driver
+    from flows.integrator.threshold_events import BlowUp
+
+    runs, assemble = [], driver.assemble
+    monkeypatch.setattr(
+        driver, "assemble", lambda run, algo: runs.append(run) or assemble(run, algo)
+    )
+    data, algorithm, depth, alpha, t_max = CASES[name]
+    horizon = t_max if clock == "rescaled" else 1e3  # the original clock's t is longer
+    simulate(data, algorithm, depth, alpha, rho=0.5, t_max=horizon, n_points=31, clock=clock,
+             backend=backend)  # fmt: skip
+    (run,) = runs
+    rng = np.random.default_rng(2)
+    compared = 0
+    for seg in run.path.segments:
+        fld = run.field_for(seg.mode)
+        if not isinstance(fld.problem.chart, LogChart) or seg.end <= seg.start:
+            continue
+        s = np.sort(rng.uniform(seg.start, seg.end, 40))
+        for when, y in zip(s, seg.raw(s), strict=True):
+            event = BlowUp(fld)
+            rates = event._log_chart_rates(when, y)
+            if rates is None:
+                continue  # outside the float path: the signed-log velocity is the event's
+            fast = event(when, y)
+            with monkeypatch.context() as patch:
+                patch.setattr(BlowUp, "_log_chart_rates", lambda self, s, y: None)
+                slow = event(when, y)
+                theta = event.theta(y)
+                vel = fld.velocity(theta, None, when)
+            exact = np.exp(vel.dtheta.log_abs - theta.log_abs) * vel.dtheta.sign * theta.sign
+            np.testing.assert_allclose(rates, exact.ravel(), rtol=1e-12, atol=1e-300)
+            np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
+            compared += 1
+    assert compared >= 40
+
+
 @pytest.mark.parametrize("algorithm, depth", [("l2-sam", 2), ("gd", 3)])
 def test_compiled_loop_stops_at_the_loss_floor(algorithm, depth):
     """With ``loss_floor`` the compiled loop runs too (it watches the training loss) and the

@@ -108,8 +108,13 @@ class BlowUp(SegmentEvent):
 
     def log_growth_rate(self, s: float, y: np.ndarray) -> float | None:
         """``log max_j d log|w_j| / dtau`` over growing entries with ``|w_j| > 1`` (None if
-        there are none)."""
+        there are none): in the log chart from the field's float path at one point where it
+        holds (``dz/ds / (dtau/ds)``, ``z = log|w|``), else from its signed-log velocity."""
         theta = self.theta(y)
+        rates = self._log_chart_rates(s, y)
+        if rates is not None:
+            growing = (rates > 0) & (theta.log_abs.ravel() > 0)
+            return float(np.log(np.max(rates[growing]))) if np.any(growing) else None
         vel = self.field.velocity(theta, None, s)
         growing = (vel.dtheta.sign * theta.sign > 0) & (theta.log_abs > 0)
         if not np.any(growing):
@@ -117,6 +122,19 @@ class BlowUp(SegmentEvent):
         with np.errstate(invalid="ignore"):
             log_rate = vel.dtheta.log_abs - theta.log_abs
         return float(np.max(log_rate[growing]))
+
+    def _log_chart_rates(self, s: float, y: np.ndarray) -> np.ndarray | None:
+        """``d log|w_j| / dtau`` (flat) in the log chart from the field's float path at one point
+        (``_float_rhs``: compiled or numpy), or None (another chart, a field without it, a point
+        outside its range, or a clock that does not move)."""
+        fast = getattr(self.field, "_float_rhs", None)
+        problem = self.problem
+        if fast is None or not isinstance(problem.chart, LogChart):
+            return None
+        out = fast(y[:-1].reshape(problem.shape), np.zeros(problem.shape, dtype=bool), None, s)
+        if out is None or not 0.0 < out[-1] < np.inf:
+            return None
+        return out[:-1] / out[-1]
 
     def handle(
         self, y: np.ndarray, mode: Mode, s: float, tau: float, log: list[FlowEvent]
