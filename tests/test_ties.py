@@ -106,6 +106,32 @@ def test_gd_tie_weights_solve_the_gram_system():
     np.testing.assert_allclose(found, expected, rtol=1e-10)
 
 
+@pytest.mark.parametrize("algorithm", ["gd", "l2-sam"])
+def test_a_tie_of_one_example_moves_along_its_margin_gradient(algorithm):
+    """A tie left with one example (its partners' weights below the handover's tolerance) has
+    weights 1 at the point and the perturbed point, and the field ``a_k(theta')``, its margin's
+    gradient at the perturbed point: ``z_k * prod_{l' != l} theta'^(l')``, with l2-SAM's
+    ``theta' = theta + rho grad L / ||grad L||`` from that example's own weight (computed here
+    directly)."""
+    rng = np.random.default_rng(5)
+    data, _ = teacher_set(4)
+    theta = rng.uniform(1.0, 3.0, (3, data.d)) * np.sign(rng.standard_normal((3, data.d)))
+    k = 7
+    tied = TiedField(problem_for(data, algorithm, 3, rho=RHO), np.array([k]))
+    np.testing.assert_array_equal(tied.weights(theta, 0.0), [1.0])
+    q, point, _ = tied.perturbed_weights(theta, np.ones(1), 0.0)
+    np.testing.assert_array_equal(q, [1.0])
+    z = data.y[k] * data.X[k]
+    descent = z * np.prod(theta, axis=0) / theta  # -grad L / c along the one example
+    expected_point = theta - RHO * descent / np.linalg.norm(descent) if algorithm != "gd" else theta
+    np.testing.assert_allclose(point, expected_point, rtol=1e-13)
+    field = tied.field(theta, 0.0)
+    assert field is not None
+    np.testing.assert_allclose(
+        field.velocity, z * np.prod(expected_point, axis=0) / expected_point, rtol=1e-12
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 3])
 def test_l2_sam_weights_on_the_smooth_path_are_the_slow_manifolds(seed):

@@ -154,7 +154,9 @@ class TiedField:
     def tie_weights(self, theta: np.ndarray, point: np.ndarray) -> np.ndarray:
         """The weights ``q`` (``sum q = 1``) of the margin gradients at ``point`` that hold the
         tie's gaps at ``theta``: ``<grad u_i(theta) - grad u_1(theta), sum_k q_k grad u_k(point)>
-        = 0`` (at ``point = theta``, the Gram system of gradient descent)."""
+        = 0`` (at ``point = theta``, the Gram system of gradient descent; one example: 1)."""
+        if self.active.size == 1:
+            return np.ones(1)
         grads = self.margin_gradients(theta)
         moved = grads if point is theta else self.margin_gradients(point)
         rows = self.inner((grads[1:] - grads[0])[:, None], moved[None])  # (A-1, A)
