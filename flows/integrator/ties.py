@@ -45,7 +45,10 @@ ACTIVE_WEIGHT = 1e-12
 #: An example outside the tie joins it where its gap to the tie falls to this.
 ENTER_GAP = 30.0
 #: Largest difference between the run's own tied weights and the slow manifold's (max over
-#: the tie, relative to the largest weight) at which the reduced field takes over.
+#: the tie, relative to the largest weight) at which the reduced field takes over; a larger
+#: one is accepted where it is within the run's own resolution of its gaps, ``|log p - log
+#: own| <= rtol u_min`` (the solver controls ``log|w|`` to ``rtol``, so the gaps ``u_i - u_k``
+#: are known to ``~u rtol``: :data:`flows.integrator.stiffness.TIE_RESOLUTION`).
 HANDOVER_TOL = 1e-4
 #: For l_inf-SAM sliding on directions, the largest change of the tie's gaps (``max_k |log p_k
 #: - log own_k|``) relative to its smallest margin at which the reduced field takes over: its
@@ -187,8 +190,8 @@ def _start(run, mode: Mode) -> tuple[np.ndarray, np.ndarray, float] | None:
     """The tie where the reduced field takes over a run at ``run.y``: its examples, their
     weights on the slow manifold, and the largest difference from the run's own weights;
     None where the margins are not in the exponential tail, or the weights are not found,
-    not positive or too far from the run's (:data:`HANDOVER_TOL`), or its sliding does not
-    hold there. Where the weights of the whole tie are not found, its smallest weight is
+    not positive or too far from the run's (:data:`HANDOVER_TOL`, or beyond the run's
+    resolution of its gaps), or its sliding does not hold there. Where the weights of the whole tie are not found, its smallest weight is
     left out while it is below ``HANDOVER_TOL`` of the largest (an example on its way out of
     the tie: leaving it out changes the weights by less than the handover allows)."""
     problem = run.problem
@@ -203,8 +206,9 @@ def _start(run, mode: Mode) -> tuple[np.ndarray, np.ndarray, float] | None:
     active = _carrying(problem, mode, theta, run.s, own)
     while active.size:
         found = _tie_weights(
-            problem, mode, active, own[active] / np.sum(own[active]), theta, run.s, np.min(u)
-        )
+            problem, mode, active, own[active] / np.sum(own[active]), theta, run.s, np.min(u),
+            run.rtol,
+        )  # fmt: skip
         if found is not None:
             return found
         smallest = int(np.argmin(own[active]))
@@ -229,9 +233,11 @@ def _carrying(problem: Problem, mode: Mode, theta, time: float, own: np.ndarray)
     return np.union1d(active, outside[gaps < -np.log(ACTIVE_WEIGHT)])
 
 
-def _tie_weights(problem: Problem, mode: Mode, active, own, theta, time, smallest: float):
+def _tie_weights(
+    problem: Problem, mode: Mode, active, own, theta, time, smallest: float, rtol: float
+):
     """``(active, p, difference)`` of :func:`_start` for one tie (``smallest``: its smallest
-    margin), or None."""
+    margin; ``rtol``: the run's), or None."""
     tied = tied_field(problem, mode, active)
     with np.errstate(all="ignore"):
         p = tied.weights(theta, time, own)
@@ -239,10 +245,11 @@ def _tie_weights(problem: Problem, mode: Mode, active, own, theta, time, smalles
     if p is None or point is None or np.min(p) <= 0 or not point.switching > 0:
         return None
     difference = float(np.max(np.abs(p - own)) / np.max(p))
+    gaps = float(np.max(np.abs(np.log(p) - np.log(own))))
     if mode.sliding_directions:
-        gaps = float(np.max(np.abs(np.log(p) - np.log(own))))
         return (active, p, difference) if gaps <= SLIDING_HANDOVER_TOL * smallest else None
-    return (active, p, difference) if difference <= HANDOVER_TOL else None
+    resolved = difference <= HANDOVER_TOL or gaps <= rtol * smallest
+    return (active, p, difference) if resolved else None
 
 
 def _joining(reduced: _Reduced, run) -> int:
