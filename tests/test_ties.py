@@ -357,3 +357,20 @@ def test_the_reduced_field_takes_over_within_the_runs_resolution_of_its_gaps():
         beta = run.sign_beta[-1] * np.exp(run.log_abs_beta[-1] - np.max(run.log_abs_beta[-1]))
         directions.append(beta / np.linalg.norm(beta))
     np.testing.assert_allclose(directions[0], directions[1], atol=1e-5)
+
+
+def test_an_example_reaching_the_entry_gap_joins_the_tie():
+    """GD on Gaussian blobs at L = 3, rtol 1e-8: on the slow manifold an outside example's gap
+    reaches the entry gap; the located event leaves it a rounding above, and the example
+    joins all the same (a restart that saw the gap above it again met the event at once, 50
+    times, and ended with status -1). The run reaches the blow-up where a run at rtol 1e-10
+    does, to 1e-7."""
+    from flows.datasets import gaussian_blobs
+
+    data = gaussian_blobs(seed=0, n=40, mean=np.linspace(0.5, 2.0, 10))
+    runs = [simulate(data, "gd", 3, 1.0, rtol=rtol) for rtol in (1e-8, 1e-10)]
+    for run in runs:
+        assert run.status == BLOWUP, run.message
+    assert "slow manifold" in runs[0].message
+    times = [next(e.tau for e in run.events if e.kind == "blow-up") for run in runs]
+    assert abs(times[0] - times[1]) < 1e-7

@@ -302,9 +302,13 @@ def finish(run, why: str) -> bool:
     rtol, atol = run.tolerances(mode)
     last: tuple | None = None
     departed: tuple | None = None
+    entering = False  # the last segment ended where an example's gap reached the entry gap
     for _ in range(MAX_RESTARTS):
         reduced = _Reduced(run.problem, mode, active, p)
-        if reduced.closest_gap(run.s, run.y) <= 0:  # an example outside carries weight
+        # an example outside carries weight; the located event may leave its gap a rounding
+        # above the entry gap, so the one that ended the segment joins
+        if entering or reduced.closest_gap(run.s, run.y) <= 0:
+            entering = False
             joining = _joining(reduced, run)
             if departed == (float(run.y[-1]), joining):
                 run.stop(
@@ -373,6 +377,8 @@ def finish(run, why: str) -> bool:
                 departed = (tau, int(active[leaving]))
                 keep = np.arange(active.size) != leaving
                 active, p = active[keep], p[keep] / np.sum(p[keep])
+            elif result.event == 2:  # an example's gap reached the entry gap: it joins
+                entering = True
             elif result.event == 3:  # the sliding set or a sign changes
                 switched = _switched(reduced, run, last)
                 if switched is None:
