@@ -340,10 +340,10 @@ def test_smooth_entry_gaps_read_the_perturbed_margins():
 def test_the_reduced_field_takes_over_within_the_runs_resolution_of_its_gaps():
     """Where the tied margins' gaps are no longer resolved (margins ~2e8 at rtol 1e-8: known to
     ~2 in absolute terms), the run's own weights of its three tied examples differ from the slow
-    manifold's by 3.4e-4 of the largest, about 1e-3 in log: far within that resolution. The
-    reduced field takes over there and reaches the blow-up where a run at rtol 1e-10 does
-    (blow-up time within 1e-7, direction of beta within 1e-5 where the two paths end); refused
-    at the fixed 1e-4, the run ended with status -1 short of it."""
+    manifold's by 3.4e-4 of the largest, about 1e-3 in log (5e-12 of the margins, within
+    ``HANDOVER_SHIFT``). The reduced field takes over there and reaches the blow-up where a run
+    at rtol 1e-10 does (blow-up time within 1e-7, direction of beta within 1e-5 where the two
+    paths end); refused at the fixed 1e-4, the run ended with status -1 short of it."""
     from flows.datasets import gaussian_blobs
 
     data = gaussian_blobs(seed=1, n=40, mean=np.linspace(0.5, 2.0, 10))
@@ -374,3 +374,19 @@ def test_an_example_reaching_the_entry_gap_joins_the_tie():
     assert "slow manifold" in runs[0].message
     times = [next(e.tau for e in run.events if e.kind == "blow-up") for run in runs]
     assert abs(times[0] - times[1]) < 1e-7
+
+
+@pytest.mark.slow
+def test_a_stalled_stiff_run_hands_over_with_its_weights_off_the_manifold():
+    """l2-SAM on Gaussian blobs at L = 3, rtol 1e-10: BDF stalls with the tie's own weights 0.76
+    in log off the slow manifold's (u = 1.3e8: 6e-9 of the margins, within ``HANDOVER_SHIFT``,
+    though beyond u rtol). The reduced field takes over and reaches the blow-up where runs at
+    rtol 1e-9 and 1e-12 do, to 1e-7 (before: status -1 at the stall)."""
+    from flows.datasets import gaussian_blobs
+
+    data = gaussian_blobs(seed=0, n=40, mean=np.linspace(0.5, 2.0, 10))
+    runs = [simulate(data, "l2-sam", 3, 1.0, rho=0.1, rtol=rtol) for rtol in (1e-10, 1e-9, 1e-12)]
+    for run in runs:
+        assert run.status == BLOWUP, run.message
+    times = [next(e.tau for e in run.events if e.kind == "blow-up") for run in runs]
+    assert max(times) - min(times) < 1e-7
