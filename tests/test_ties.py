@@ -343,7 +343,8 @@ def test_the_reduced_field_takes_over_within_the_runs_resolution_of_its_gaps():
     manifold's by 3.4e-4 of the largest, about 1e-3 in log (5e-12 of the margins, within
     ``HANDOVER_SHIFT``). The reduced field takes over there and reaches the blow-up where a run
     at rtol 1e-10 does (blow-up time within 1e-7, direction of beta within 1e-5 where the two
-    paths end); refused at the fixed 1e-4, the run ended with status -1 short of it."""
+    paths end); the 1e-4 criterion alone would refuse it and end the run with status -1 short
+    of it."""
     from flows.datasets import gaussian_blobs
 
     data = gaussian_blobs(seed=1, n=40, mean=np.linspace(0.5, 2.0, 10))
@@ -362,9 +363,9 @@ def test_the_reduced_field_takes_over_within_the_runs_resolution_of_its_gaps():
 def test_an_example_reaching_the_entry_gap_joins_the_tie():
     """GD on Gaussian blobs at L = 3, rtol 1e-8: on the slow manifold an outside example's gap
     reaches the entry gap; the located event leaves it a rounding above, and the example
-    joins all the same (a restart that saw the gap above it again met the event at once, 50
-    times, and ended with status -1). The run reaches the blow-up where a run at rtol 1e-10
-    does, to 1e-7."""
+    joins all the same (a restart that re-read the gap would keep the tie and meet the event
+    at once, 50 times, ending with status -1). The run reaches the blow-up where a run at rtol
+    1e-10 does, to 1e-7."""
     from flows.datasets import gaussian_blobs
 
     data = gaussian_blobs(seed=0, n=40, mean=np.linspace(0.5, 2.0, 10))
@@ -381,7 +382,8 @@ def test_a_stalled_stiff_run_hands_over_with_its_weights_off_the_manifold():
     """l2-SAM on Gaussian blobs at L = 3, rtol 1e-10: BDF stalls with the tie's own weights 0.76
     in log off the slow manifold's (u = 1.3e8: 6e-9 of the margins, within ``HANDOVER_SHIFT``,
     though beyond u rtol). The reduced field takes over and reaches the blow-up where runs at
-    rtol 1e-9 and 1e-12 do, to 1e-7 (before: status -1 at the stall)."""
+    rtol 1e-9 and 1e-12 do, to 1e-7 (the criteria in ``u rtol`` or 1e-4 alone end it with
+    status -1 at the stall)."""
     from flows.datasets import gaussian_blobs
 
     data = gaussian_blobs(seed=0, n=40, mean=np.linspace(0.5, 2.0, 10))
