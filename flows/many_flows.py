@@ -97,7 +97,7 @@ def batched_flows(
     With a ``pool`` of threads, the runs go in ``parts`` chunks at once (the compiled kernels of
     one overlap the Python of another; each run's numbers the same).
     """
-    settings = dict(driver.simulate.__kwdefaults__ or {}, **options, reduced=reduced)
+    settings = _settings(options, reduced)
     if settings["method"] != "DOP853" or settings["chart"] == "conserved":
         return Batched({}, {})
     groups: dict[tuple, list[int]] = {}
@@ -150,10 +150,16 @@ def go_on(
     """The single call of ``run`` (:func:`flows.simulate` with ``options``, ``reduced`` and the
     run's hyper-parameters), taking the kernel call ``made`` (:func:`batched_flows`) as its
     first segment's; its warnings were given by the batch."""
-    settings = dict(driver.simulate.__kwdefaults__ or {}, **options, reduced=reduced)
+    settings = _settings(options, reduced)
     return driver.simulate_options(
         data, algorithm, depth, run.alpha, run.given, settings, made, warn=False
     )
+
+
+def _settings(options: dict[str, Any], reduced: bool | None) -> dict[str, Any]:
+    """Every keyword option of the single call: :func:`flows.simulate`'s defaults, ``options``
+    and ``reduced``."""
+    return dict(driver.simulate.__kwdefaults__ or {}, **options, reduced=reduced)
 
 
 def _positive_number(alpha: Any) -> bool:
