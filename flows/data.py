@@ -11,6 +11,7 @@ from scipy.optimize import linprog, minimize
 from scipy.special import expit
 
 from .checks import choice, real_array
+from .memo import TABLE as MEMO_TABLE
 
 
 def _equilibrated(Z: np.ndarray) -> np.ndarray | None:
@@ -210,6 +211,11 @@ class Dataset:
                             ("_offsets", offsets)):  # fmt: skip
             object.__setattr__(out, name, value)
         return out
+
+    def __getstate__(self) -> dict:
+        """The state that pickles and copies carry: every attribute but what
+        :func:`flows.memo.recall` keeps on the data set."""
+        return {key: value for key, value in self.__dict__.items() if key != MEMO_TABLE}
 
     @property
     def n(self) -> int:

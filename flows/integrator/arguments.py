@@ -14,6 +14,7 @@ from ..checks import choice, integer, positive
 from ..clocks import CLOCKS
 from ..data import Dataset, sign_constrained_separable
 from ..initialization import kept_sign_pattern
+from ..memo import recall
 from ..model import LOSSES
 from ..schedules import maximum_of
 
@@ -105,10 +106,14 @@ def _kept_signs_of_scalar(
     return None if signs is None else tuple(signs.tolist())
 
 
-@functools.lru_cache(maxsize=64)
 def _separable_with_signs(data: Dataset, signs: tuple) -> bool:
-    """Cached :func:`flows.data.sign_constrained_separable` (one LP per data set and signs)."""
-    return sign_constrained_separable(data, np.array(signs))
+    """:func:`flows.data.sign_constrained_separable`, one LP per data set and signs (kept on
+    the data set, :func:`flows.memo.recall`)."""
+    return recall(
+        data,
+        ("separable with signs", signs),
+        lambda: sign_constrained_separable(data, np.array(signs)),
+    )
 
 
 def largest_radius(algo, hp: Mapping, t_max: float) -> float:

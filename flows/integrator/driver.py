@@ -26,7 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from ..algorithms import effective_algorithm, get_algorithm, resolve_hyperparameters
+from ..algorithms import (
+    ALGORITHMS,
+    effective_algorithm,
+    get_algorithm,
+    resolve_hyperparameters,
+)
 from ..backends import BACKENDS, choose_backend
 from ..charts import choose_chart
 from ..clocks import clock_for, get_clock
@@ -34,6 +39,7 @@ from ..data import Dataset
 from ..field import Problem
 from ..fused import FusedField
 from ..initialization import Initialization, initialization
+from ..memo import exact_key, recall
 from ..model import get_loss, loss_for, loss_weights, margins
 from ..results import Cause, Trajectory
 from ..schedules import Hyperparameter, kinks_of
@@ -297,10 +303,86 @@ def _setup(
 ) -> Run:
     """Validate every argument (``ValueError`` naming it, :mod:`flows.integrator.arguments`) and build the
     initial run state (``warn``: with the warning of
-    :func:`~flows.integrator.arguments.warn_if_signs_cannot_separate`)."""
+    :func:`~flows.integrator.arguments.warn_if_signs_cannot_separate`). What the arguments
+    determine is built once per data set and arguments (:class:`Prepared`, kept by
+    :func:`flows.memo.recall`); the backend is chosen per call (numba's compiled kernels may
+    become ready between two calls)."""
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
-    algo = get_algorithm(algorithm)
+    prepared = recall(
+        data,
+        _setup_key(algorithm, depth, alpha, given, options),
+        lambda: _prepare(data, algorithm, depth, alpha, given, options),
+    )
+    if warn:
+        warn_if_signs_cannot_separate(data, alpha, prepared.depth_total, algorithm)
+    options = prepared.options
+    problem = prepared.problem
+    return Run(
+        problem=problem,
+        backend=choose_backend(options["backend"], problem),
+        mode=prepared.mode.copy(),
+        y=prepared.y0.copy(),
+        s_end=options["t_max"],
+        rtol=options["rtol"],
+        atol=options["atol"],
+        budget=options["max_nfev"],
+        near_zero_switch=options["chart"] == "auto",
+        path=Path(problem.shape),
+        output=Output(grid=prepared.grid, quadrature=prepared.quadrature),
+        radius=prepared.radius,
+        kinks=prepared.kinks,
+        loss_floor=options["loss_floor"],
+        continue_by_steps=options["continue_by_steps"],
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """What a run's arguments determine before it integrates (:func:`_prepare`): shared by the
+    calls with the same arguments, and written by none (a run copies ``mode`` and ``y0``).
+
+    Attributes
+    ----------
+    problem : the flow (the effective algorithm: gd's where the perturbation vanishes).
+    mode : the initial mode.
+    y0 : the initial state, chart coordinates then ``tau = 0`` (read-only).
+    options : the keyword settings checked and in their working types
+        (:func:`~flows.integrator.arguments.check_options`; ``chart_scale`` filled in).
+    grid : the output times (read-only, :func:`~flows.integrator.assemble.output_grid`).
+    quadrature : ``log t`` is integrated (a rescaled run with ``original_time``).
+    radius : the perturbation size of the collapse threshold
+        (:func:`~flows.integrator.arguments.largest_radius`).
+    kinks : the schedules' kinks (read-only).
+    depth_total : the number of layers L.
+    """
+
+    problem: Problem
+    mode: Mode
+    y0: np.ndarray
+    options: dict
+    grid: np.ndarray
+    quadrature: bool
+    radius: float
+    kinks: np.ndarray
+    depth_total: int
+
+
+def _setup_key(algorithm, depth, alpha, given: dict, options: dict) -> tuple | None:
+    """The memo key of :func:`_prepare`'s arguments (:func:`flows.memo.exact_key`; None where
+    one has no exact key, e.g. a schedule or a large array: then nothing is kept). The table
+    entry of ``algorithm`` is part of it, by identity."""
+    if type(algorithm) is not str:
+        return None
+    parts = (exact_key(depth), exact_key(alpha), exact_key(given), exact_key(options))
+    if any(part is None for part in parts):
+        return None
+    return ("setup", algorithm, id(ALGORITHMS.get(algorithm)), *parts)
+
+
+def _prepare(data, algorithm: str, depth, alpha, given: dict, options: dict) -> Prepared:
+    """:class:`Prepared` of the arguments, every one validated (``ValueError`` naming it)."""
+    get_algorithm(algorithm)
     options = dict(options, loss=loss_for(options["loss"], data))
     options["clock"] = clock_for(options["clock"], data)
     hp = resolve_hyperparameters(algorithm, given)
@@ -309,14 +391,11 @@ def _setup(
     options = check_options(options, MAX_POINTS, METHODS, ("auto", *BACKENDS))
     if options["chart_scale"] is None:
         options["chart_scale"] = default_chart_scale(init.groups)
-    depth_total = int(init.multiplicity.sum())
-    if warn:
-        warn_if_signs_cannot_separate(data, alpha, depth_total, algorithm)
     the_chart = choose_chart(
         options["chart"],
         init.groups,
         init.balanced,
-        depth_total,
+        int(init.multiplicity.sum()),
         algo.sign_discontinuous,
         options["chart_scale"],
     )
@@ -337,28 +416,29 @@ def _setup(
         if algo.sign_discontinuous
         else None,
     )
-    z0 = the_chart.coordinates(SignedLog.from_float(init.groups))
+    y0 = np.append(the_chart.coordinates(SignedLog.from_float(init.groups)).ravel(), 0.0)
     t_max = float(options["t_max"])
-    output = Output(
-        grid=output_grid(t_max, options["n_points"]),
-        quadrature=bool(options["original_time"]) and not problem.clock.original,
-    )
-    return Run(
-        problem=problem,
-        backend=choose_backend(options["backend"], problem),
-        mode=mode,
-        y=np.append(z0.ravel(), 0.0),
-        s_end=t_max,
+    kinks = kinks_of(hp.values())
+    for array in (y0, kinks):
+        array.setflags(write=False)
+    options.update(
+        t_max=t_max,
         rtol=float(options["rtol"]),
         atol=float(options["atol"]),
-        budget=int(options["max_nfev"]),
-        near_zero_switch=options["chart"] == "auto",
-        path=Path(problem.shape),
-        output=output,
-        radius=largest_radius(algo, hp, t_max),
-        kinks=kinks_of(hp.values()),
+        max_nfev=int(options["max_nfev"]),
         loss_floor=None if options["loss_floor"] is None else float(options["loss_floor"]),
         continue_by_steps=bool(options["continue_by_steps"]),
+    )
+    return Prepared(
+        problem=problem,
+        mode=mode,
+        y0=y0,
+        options=options,
+        grid=output_grid(t_max, options["n_points"]),
+        quadrature=bool(options["original_time"]) and not problem.clock.original,
+        radius=largest_radius(algo, hp, t_max),
+        kinks=kinks,
+        depth_total=int(init.multiplicity.sum()),
     )
 
 

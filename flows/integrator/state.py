@@ -7,7 +7,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..backends import Backend
+from ..charts import AsinhChart, LogChart
 from ..field import Problem
+from ..memo import exact_key, recall
 from ..results import Cause, FlowEvent
 from . import events as ev
 from .assemble import Output, flush
@@ -15,6 +17,23 @@ from .filippov import FilippovField
 from .retime import applies, retime, retimed
 from .segments import Mode, Path, Segment
 from .stiffness import STIFFNESS_CHECK_NFEV
+
+
+def field_key(backend: str, problem: Problem, chart: AsinhChart | LogChart) -> tuple | None:
+    """The memo key (:func:`flows.memo.recall`) of ``backend``'s field of ``problem`` in
+    ``chart``: the problem by value (the algorithm, loss and clock by identity: table entries
+    that the field keeps alive), so that runs that differ only in their initialization share
+    it; None where a value has no exact key (a schedule)."""
+    chart_key = (
+        ("log", exact_key(chart.sign))
+        if isinstance(chart, LogChart)
+        else ("asinh", exact_key(chart.delta))
+    )
+    parts = (exact_key(problem.hyperparameters), exact_key(problem.multiplicity), chart_key[1])
+    if any(part is None for part in parts):
+        return None
+    ids = (id(problem.algorithm), id(problem.loss), id(problem.clock))
+    return ("field", backend, ids, parts, chart_key[0])
 
 
 @dataclass
@@ -66,12 +85,17 @@ class Run:
         return float(min(ahead[0], self.s_end)) if ahead.size else self.s_end
 
     def field_for(self, mode: Mode):
-        """The field of the problem in ``mode``'s chart (built once per chart)."""
+        """The field of the problem in ``mode``'s chart (built once per chart, and kept for
+        the next run of the same problem, :func:`field_key`)."""
         key = id(mode.chart)
         if key not in self.fields:
             self.fields[key] = (
                 mode.chart,
-                self.backend.field(replace(self.problem, chart=mode.chart)),
+                recall(
+                    self.problem.data,
+                    field_key(self.backend.name, self.problem, mode.chart),
+                    lambda: self.backend.field(replace(self.problem, chart=mode.chart)),
+                ),
             )
         return self.fields[key][1]
 
