@@ -47,12 +47,16 @@ class SegmentLoop(NamedTuple):
     advance : integrates a segment (:func:`flows.compiled.segment.advance`).
     exponent : ``(field, segment, s) -> K or None``: ``-log c`` along one of its segments, for
         the original-time quadrature (None: the numpy field computes it).
+    arguments : ``(field, mode, radius, near_zero, y, loss_floor) -> arguments``: what
+        ``advance`` is given of the problem and the events for a segment from ``y``
+        (:func:`flows.compiled.segment.loop_arguments`), for a segment set up ahead.
     """
 
     name: str
     applies: Callable[..., bool]
     advance: Callable[..., Any]
     exponent: Callable[..., Any]
+    arguments: Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,11 @@ BACKENDS: dict[str, Backend] = {
         available=compiled.available,
         require=compiled.require,
         segment_loop=SegmentLoop(
-            "compiled DOP853", segment.applies, segment.advance, segment.exponent
+            "compiled DOP853",
+            segment.applies,
+            segment.advance,
+            segment.exponent,
+            segment.loop_arguments,
         ),
         sliding=CompiledSliding.of,
         interval_rule=quadrature.interval_rule,

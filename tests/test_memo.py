@@ -106,6 +106,7 @@ def test_pickles_and_copies_leave_the_memo_behind():
     [
         (single_example([1.0, 2.0, 3.0, 4.0, 5.0]), "l2-sam", 2, 0.4, {"rho": 0.1}),
         (single_example([1.0, 2.0, 3.0, 4.0, 5.0]), "linf-sam", 2, 0.4, {"rho": 0.1}),
+        (single_example([1.0, 2.0, 3.0, 4.0, 5.0]), "l2-sam", 2, 0.05, {"rho": 1.0}),  # collapses
         (single_example([1.0, 2.0, 3.0]), "linf-sam", 2, 0.1, {"rho": 0.5}),  # slides
         (single_example([1.0, 2.0, 3.0]), "gd", 3, 0.01, {"original_time": True}),
         (single_example([1.0, 2.0, 3.0]), "l2-sam", 2, 0.3, {"rho": cosine(0.5, 3.0)}),

@@ -124,6 +124,7 @@ from .segment import (  # noqa: E402
     call_kernel,
     exponent,
     kept_steps,
+    loop_arguments,
 )
 from .sliding import CompiledSliding  # noqa: E402
 from .stepping import own_steps  # noqa: E402
@@ -153,6 +154,7 @@ __all__ = [
     "kept_steps",
     "kernels_cached",
     "kernels_compiled",
+    "loop_arguments",
     "mark_compiled",
     "own_steps",
     "require",

@@ -75,6 +75,20 @@ def applies(field, mode: Mode, method: str) -> bool:
     )
 
 
+def loop_arguments(
+    field: CompiledField,
+    mode: Mode,
+    radius: float,
+    near_zero: bool,
+    y: np.ndarray,
+    loss_floor: float | None = None,
+) -> tuple[tuple, tuple]:
+    """What the kernel is given of the problem and of the events, for a segment from ``y``
+    in ``mode``: :func:`_problem_tuple` and :func:`_watch` (the arguments of
+    :func:`advance`)."""
+    return _problem_tuple(field, mode), _watch(field, mode, radius, near_zero, y, loss_floor)
+
+
 def _problem_tuple(field: CompiledField, mode: Mode) -> tuple:
     """:meth:`CompiledField.problem_tuple` in ``mode`` (its held entries and frozen pattern)."""
     signs = None if mode.pattern is None else field.pattern_signs(mode.pattern)
@@ -241,19 +255,22 @@ def advance(
     segments: list[Segment],
     loss_floor: float | None = None,
     made: Call | None = None,
+    problem_and_watch: tuple[tuple, tuple] | None = None,
 ) -> tuple[Advance, float, np.ndarray]:
     """Integrate from ``(s, y)`` towards ``s_end`` in compiled steps; append the steps to
     ``segments``; return what happened and the new ``(s, y)``. ``loss_floor``: the run's
     (watched as an event; None: none). ``made``: a kernel call made ahead (by
     :func:`flows.simulate_many`), taken as this segment's first where it was made with the
-    arguments this one has (:meth:`Call.made_with`; else ignored)."""
+    arguments this one has (:meth:`Call.made_with`; else ignored). ``problem_and_watch``:
+    :func:`loop_arguments` of this segment, made ahead (None: made here)."""
     from . import _segment_kernels as loop
 
     if mode.near_zero is not None and not np.all(y[mode.near_zero]):
         return Advance(False, False, 0, None), s, y  # a watched entry at 0: the Python loop's
     rtol, atol = tolerances
-    problem = _problem_tuple(field, mode)
-    watch = _watch(field, mode, radius, near_zero, y, loss_floor)
+    if problem_and_watch is None:
+        problem_and_watch = loop_arguments(field, mode, radius, near_zero, y, loss_floor)
+    problem, watch = problem_and_watch
     nfev = 0
     budget = min(budget, 2**62)
     capacity = call_capacity(y.size)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from ..algorithms import (
     get_algorithm,
     resolve_hyperparameters,
 )
-from ..backends import BACKENDS, choose_backend
+from ..backends import BACKENDS, Backend, choose_backend
 from ..charts import choose_chart
 from ..clocks import clock_for, get_clock
 from ..data import Dataset
@@ -58,7 +58,7 @@ from .filippov import DIRECTION, FilippovField, TooManySurfaces
 from .junctions import resolve_junction
 from .segments import Mode, Path, Segment
 from .solver import METHODS, integrate_segment
-from .state import Run
+from .state import Run, field_key
 from .surface_events import (
     CHATTER_EVENTS,
     SurfaceDrift,
@@ -318,9 +318,12 @@ def _setup(
         warn_if_signs_cannot_separate(data, alpha, prepared.depth_total, algorithm)
     options = prepared.options
     problem = prepared.problem
-    return Run(
+    backend = choose_backend(options["backend"], problem)
+    chart = prepared.mode.chart
+    run = Run(
         problem=problem,
-        backend=choose_backend(options["backend"], problem),
+        backend=backend,
+        fields={id(chart): (chart, prepared.field(backend))},
         mode=prepared.mode.copy(),
         y=prepared.y0.copy(),
         s_end=options["t_max"],
@@ -335,6 +338,8 @@ def _setup(
         loss_floor=options["loss_floor"],
         continue_by_steps=options["continue_by_steps"],
     )
+    run.first = prepared.first_segment(run, options["method"])
+    return run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -355,6 +360,9 @@ class Prepared:
         (:func:`~flows.integrator.arguments.largest_radius`).
     kinks : the schedules' kinks (read-only).
     depth_total : the number of layers L.
+    fields : the fields built for it, by backend name (:meth:`field`).
+    first_segments : the set-up of its runs' first segment, by backend name
+        (:meth:`first_segment`).
     """
 
     problem: Problem
@@ -366,6 +374,27 @@ class Prepared:
     radius: float
     kinks: np.ndarray
     depth_total: int
+    fields: dict = dataclasses.field(default_factory=dict, compare=False)
+    first_segments: dict = dataclasses.field(default_factory=dict, compare=False)
+
+    def field(self, backend: Backend):
+        """``backend``'s field of :attr:`problem` (built once per backend, and kept for the
+        problem's other runs, :func:`~flows.integrator.state.field_key`)."""
+        if backend.name not in self.fields:
+            self.fields[backend.name] = recall(
+                self.problem.data,
+                field_key(backend.name, self.problem, self.problem.chart),
+                lambda: backend.field(self.problem),
+            )
+        return self.fields[backend.name]
+
+    def first_segment(self, run: Run, method: str) -> FirstSegment | None:
+        """The set-up of the first segment of ``run``, a run of this :class:`Prepared` at its
+        start (:func:`_first_segment`), made once per backend."""
+        name = run.backend.name
+        if name not in self.first_segments:
+            self.first_segments[name] = _first_segment(run, method)
+        return self.first_segments[name]
 
 
 def _setup_key(algorithm, depth, alpha, given: dict, options: dict) -> tuple | None:
@@ -473,10 +502,12 @@ def _direction_signs(problem: Problem, groups: np.ndarray) -> np.ndarray:
 
 def _integrate_segment(run: Run, method: str, made: Any = None) -> ev.SegmentEvent | None:
     """Integrate in the current mode up to the next event; record the segment (``made``: a
-    compiled kernel call made ahead, :func:`simulate_options`).
+    compiled kernel call made ahead, :func:`simulate_options`; the run's first segment takes
+    the set-up made ahead, :attr:`~flows.integrator.state.Run.first`).
 
     Returns the event that ended the segment, or None (end reached, or the run stopped).
     """
+    first, run.first = run.first, None
     mode = run.mode.copy()
     if method in stiffness.IMPLICIT and stiffness.tie_prone(run.problem):
         run.stiff = True  # the user's implicit method: watched for lost ties from the start
@@ -491,33 +522,22 @@ def _integrate_segment(run: Run, method: str, made: Any = None) -> ev.SegmentEve
         )
         return None
     pattern = fld.pattern_signs(mode.pattern)
-    watched = segment_events(
-        base,
-        mode,
-        int(run.problem.multiplicity.sum()),
-        run.radius,
-        near_zero=run.near_zero_switch,
-        sliding=fld if isinstance(fld, FilippovField) else None,
-        y=run.y,
-        combination=run.backend.sliding,
-    )
-    if run.loss_floor is not None:
-        watched.append(LossFloor(base, floor=run.loss_floor))
-    if run.stiff:
-        watched.append(stiffness.TiesLost(base, rtol=run.rtol, radius=run.radius))
-    holding = next((e for e in watched if e.already(run.y)), None)
-    if holding is not None:
-        return holding
-
-    rtol, atol = run.tolerances(mode)
+    watched = None
+    if first is None:
+        watched = _watched(run, base, fld, mode)
+        holding = next((e for e in watched if e.already(run.y)), None)
+        if holding is not None:
+            return holding
+    rtol, atol = run.tolerances(mode) if first is None else first.tolerances
     first_step = None
     allowance = _allowance(run, method)
     loop = run.backend.segment_loop
-    if loop is not None and loop.applies(fld, mode, method):
+    if loop is not None and (first is not None or loop.applies(fld, mode, method)):
         recorded = run.path.count
         done, run.s, run.y = loop.advance(
-            fld, mode, run.y, run.s, run.next_stop(), (rtol, atol), allowance,
-            run.radius, run.near_zero_switch, run.path.segments, run.loss_floor, made,
+            fld, mode, run.y, run.s, run.next_stop(), (rtol, atol), allowance, run.radius,
+            run.near_zero_switch, run.path.segments, run.loss_floor, made,
+            None if first is None else first.arguments,
         )  # fmt: skip
         if run.path.count > recorded:
             run.used(loop.name)
@@ -527,6 +547,8 @@ def _integrate_segment(run: Run, method: str, made: Any = None) -> ev.SegmentEve
         if done.finished or done.budget_spent:
             return None
         first_step = done.first_step
+    if watched is None:
+        watched = _watched(run, base, fld, mode)
 
     def rhs(s: float, state: np.ndarray) -> np.ndarray:
         return fld.chart_rhs(state[:-1], mode.held, pattern, s)
@@ -571,6 +593,53 @@ def _integrate_segment(run: Run, method: str, made: Any = None) -> ev.SegmentEve
         assert result.event is not None
         return watched[result.event]
     return None
+
+
+def _watched(run: Run, base, fld, mode: Mode) -> list[ev.SegmentEvent]:
+    """The events a segment in ``mode`` watches (:func:`flows.integrator.watched.segment_events`,
+    the loss floor, lost ties on a stiff run)."""
+    watched = segment_events(
+        base,
+        mode,
+        int(run.problem.multiplicity.sum()),
+        run.radius,
+        near_zero=run.near_zero_switch,
+        sliding=fld if isinstance(fld, FilippovField) else None,
+        y=run.y,
+        combination=run.backend.sliding,
+    )
+    if run.loss_floor is not None:
+        watched.append(LossFloor(base, floor=run.loss_floor))
+    if run.stiff:
+        watched.append(stiffness.TiesLost(base, rtol=run.rtol, radius=run.radius))
+    return watched
+
+
+class FirstSegment(NamedTuple):
+    """The set-up of a run's first segment on a backend's segment loop, the same for every run
+    of a :class:`Prepared` (:meth:`Prepared.first_segment`): its tolerances
+    (:meth:`~flows.integrator.state.Run.tolerances`) and the loop's arguments (``arguments``
+    of :class:`flows.backends.SegmentLoop`)."""
+
+    tolerances: tuple[float, np.ndarray]
+    arguments: Any
+
+
+def _first_segment(run: Run, method: str) -> FirstSegment | None:
+    """:class:`FirstSegment` of ``run`` at its start, where the backend's segment loop takes
+    the segment and no watched event holds there; else None (the segment is set up as any
+    other). Made from a copy of the run's mode: the loop's arguments hold its arrays, which
+    the run's events change."""
+    mode, loop = run.mode.copy(), run.backend.segment_loop
+    if loop is None or mode.frozen or mode.sliding or run.stiff:
+        return None
+    base = run.field_for(mode)
+    if not loop.applies(base, mode, method) or any(
+        e.already(run.y) for e in _watched(run, base, base, mode)
+    ):
+        return None
+    arguments = loop.arguments(base, mode, run.radius, run.near_zero_switch, run.y, run.loss_floor)
+    return FirstSegment(run.tolerances(mode), arguments)
 
 
 def _allowance(run: Run, method: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +70,7 @@ class Run:
     tau_end: float | None = None  # tau where the last segment recorded ends (see recorded())
     progress: tuple[int, float] = (0, 0.0)  # (nfev, s) at the last check of the steps' advance
     own_steps: tuple[float, int, float] | None = None  # (tau, steps, error): see stepping.py
+    first: Any = None  # the first segment's set-up made ahead (driver.FirstSegment), taken by it
     start: Segment = field(init=False)
 
     def __post_init__(self) -> None:
