@@ -12,6 +12,7 @@ Claims:
   of the whole segments, bit for bit but for ``tau`` and ``log_t_original``, whose quadratures
   sum per piece (1e-13), on the numpy backend's runs;
 * the held dense output stays within ``HELD_BYTES`` after each segment recorded;
+* the layers of one parameter group are a read-only view of it (numpy's ``broadcast_to``);
 * (slow) the peak resident memory of a fresh process running a long flow at ``d = 2e4``
   grows by less than a quarter of the dense output of its added steps (four times the steps),
   where holding the whole path grows it by at least 70% of it.
@@ -202,3 +203,20 @@ def test_peak_memory_does_not_grow_with_the_steps():
     whole_short, _ = _peak(60, True)
     whole_long, _ = _peak(240, True)
     assert whole_long - whole_short > 0.7 * grown
+
+
+def test_the_layers_of_one_group_are_a_read_only_view():
+    """``log_abs_theta`` and ``sign_theta`` of a reduced run: numpy's ``broadcast_to`` of the
+    group (the same numbers and strides, read-only, sharing its memory), contiguous or not."""
+    from flows.integrator.assemble import layers
+
+    groups = np.random.default_rng(0).standard_normal((7, 1, 4))
+    for group in (groups, groups[::2], np.empty((0, 1, 4))):
+        view = layers(group, np.array([3]))
+        expected = np.broadcast_to(group, (group.shape[0], 3, 4))
+        assert view.shape == expected.shape and view.strides == expected.strides
+        np.testing.assert_array_equal(view, expected)
+        assert not view.flags.writeable
+        assert group.size == 0 or np.shares_memory(view, group)
+    run = simulate(single_example([1.0, 2.0]), "gd", 3, 0.5, t_max=1.0)
+    assert run.log_abs_theta.strides[1] == 0 and not run.log_abs_theta.flags.writeable

@@ -326,6 +326,7 @@ def _setup(
         fields={id(chart): (chart, prepared.field(backend))},
         mode=prepared.mode.copy(),
         y=prepared.y0.copy(),
+        initial=(prepared.mode, prepared.y0),
         s_end=options["t_max"],
         rtol=options["rtol"],
         atol=options["atol"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -71,14 +72,22 @@ class Run:
     progress: tuple[int, float] = (0, 0.0)  # (nfev, s) at the last check of the steps' advance
     own_steps: tuple[float, int, float] | None = None  # (tau, steps, error): see stepping.py
     first: Any = None  # the first segment's set-up made ahead (driver.FirstSegment), taken by it
-    start: Segment = field(init=False)
+    #: The mode and state at ``s = 0``, written by no one (None: copies of ``mode`` and ``y``).
+    initial: tuple[Mode, np.ndarray] | None = None
 
     def __post_init__(self) -> None:
-        """Keep the initial point, as a segment of length 0 (an event at ``s = 0`` may change
-        ``y`` before any step: :func:`~flows.integrator.assemble.assemble` samples it there),
-        and listen to the path."""
-        self.start = Segment.frozen(self.mode.copy(), 0.0, 0.0, self.y, 0.0)
+        """Keep the initial point (:attr:`start`) and listen to the path."""
+        if self.initial is None:
+            self.initial = (self.mode.copy(), self.y.copy())
         self.path.listener = self.recorded
+
+    @cached_property
+    def start(self) -> Segment:
+        """The initial point, as a segment of length 0 (an event at ``s = 0`` may change ``y``
+        before any step: :func:`~flows.integrator.assemble.assemble` samples it there)."""
+        assert self.initial is not None  # set in __post_init__
+        mode, y = self.initial
+        return Segment.frozen(mode.copy(), 0.0, 0.0, y, 0.0)
 
     def next_stop(self) -> float:
         """Where the next segment must end at the latest: the next kink of a schedule, or
