@@ -106,7 +106,10 @@ def _take(run: Run) -> Part:
         segments.insert(0, run.start)  # collapsed at s = 0: t = 0 is still the start
     after = -np.inf if out.taken_to is None else out.taken_to
     end = path.end
-    times = out.grid[(out.grid > after) & (out.grid <= end)]
+    if after == -np.inf and end >= out.grid[-1]:
+        times = out.grid.copy()  # the whole grid (read-only, shared): the run's own copy
+    else:
+        times = out.grid[(out.grid > after) & (out.grid <= end)]
     rows = times.size
     if end > after and (rows == 0 or times[-1] < end):
         times = np.append(times, end)

@@ -92,6 +92,8 @@ class Run:
     def next_stop(self) -> float:
         """Where the next segment must end at the latest: the next kink of a schedule, or
         ``s_end``."""
+        if not self.kinks.size:
+            return self.s_end
         ahead = self.kinks[self.kinks > self.s]
         return float(min(ahead[0], self.s_end)) if ahead.size else self.s_end
 
