@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 
 #: Values kept per data set (the most recently used).
 KEPT = 64
+#: Data sets of more entries ``n d`` than this keep nothing (:func:`small`): there the set-up
+#: is a small part of a run, and :data:`KEPT` set-ups and fields of ``O(d)`` and ``O(n)``
+#: floats each (a field's contiguous copy of Fortran-ordered features, ``O(n d)``) would hold
+#: memory a large run needs.
+LARGEST_KEPT = 2**17
 #: Arrays larger than this are not keys (:func:`exact_key` returns None): comparing their bytes
 #: would cost as much as what the memo saves, where the problem is large enough for its set-up
 #: not to matter.
@@ -62,6 +67,11 @@ def exact_key(value: Any) -> Any:
         keys = tuple((k, exact_key(v)) for k, v in items)
         return None if any(k[1] is None for k in keys) else (kind, keys)
     return None
+
+
+def small(data: Dataset) -> bool:
+    """Whether ``data`` keeps what its runs build (``n d`` at most :data:`LARGEST_KEPT`)."""
+    return data.n * data.d <= LARGEST_KEPT
 
 
 def recall(data: Dataset, key: Any, build: Callable[[], T]) -> T:

@@ -163,3 +163,14 @@ def test_a_recalled_set_up_still_warns_and_a_bad_argument_still_raises():
     for bad in ({"rtol": -1.0}, {"n_points": 1}, {"rho": -0.1}, {"t_max": 0.0}, {"rtol": 1}):
         with pytest.raises(ValueError):
             simulate(data, "gd", 2, 0.5, **({"t_max": 1.0} | bad))
+
+
+def test_a_large_data_set_keeps_nothing(monkeypatch):
+    """Past ``LARGEST_KEPT`` entries ``n d`` a run builds its set-up and field as it goes: the
+    same bits, nothing kept on the data set."""
+    data = single_example([1.0, 2.0, 3.0])
+    kept_run = simulate(data, "l2-sam", 2, 0.5, rho=0.3, t_max=2.0)
+    memo.forget(data)
+    monkeypatch.setattr(memo, "LARGEST_KEPT", data.n * data.d - 1)
+    assert_same_bits(simulate(data, "l2-sam", 2, 0.5, rho=0.3, t_max=2.0), kept_run)
+    assert kinds(data) == ["separable with signs"]

@@ -39,7 +39,7 @@ from ..data import Dataset
 from ..field import Problem
 from ..fused import FusedField
 from ..initialization import Initialization, initialization
-from ..memo import exact_key, recall
+from ..memo import exact_key, recall, small
 from ..model import get_loss, loss_for, loss_weights, margins
 from ..results import Cause, Trajectory
 from ..schedules import Hyperparameter, kinks_of
@@ -311,7 +311,7 @@ def _setup(
         raise ValueError(f"data must be a flows.Dataset, got {type(data).__name__}")
     prepared = recall(
         data,
-        _setup_key(algorithm, depth, alpha, given, options),
+        _setup_key(algorithm, depth, alpha, given, options) if small(data) else None,
         lambda: _prepare(data, algorithm, depth, alpha, given, options),
     )
     if warn:

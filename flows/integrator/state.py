@@ -11,7 +11,7 @@ import numpy as np
 from ..backends import Backend
 from ..charts import AsinhChart, LogChart
 from ..field import Problem
-from ..memo import exact_key, recall
+from ..memo import exact_key, recall, small
 from ..results import Cause, FlowEvent
 from . import events as ev
 from .assemble import Output, flush
@@ -25,7 +25,10 @@ def field_key(backend: str, problem: Problem, chart: AsinhChart | LogChart) -> t
     """The memo key (:func:`flows.memo.recall`) of ``backend``'s field of ``problem`` in
     ``chart``: the problem by value (the algorithm, loss and clock by identity: table entries
     that the field keeps alive), so that runs that differ only in their initialization share
-    it; None where a value has no exact key (a schedule)."""
+    it; None where a value has no exact key (a schedule), or the data set keeps nothing
+    (:func:`flows.memo.small`)."""
+    if not small(problem.data):
+        return None
     chart_key = (
         ("log", exact_key(chart.sign))
         if isinstance(chart, LogChart)
