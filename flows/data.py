@@ -217,6 +217,15 @@ class Dataset:
         :func:`flows.memo.recall` keeps on the data set."""
         return {key: value for key, value in self.__dict__.items() if key != MEMO_TABLE}
 
+    def __setstate__(self, state: dict) -> None:
+        """Restore ``state``, its arrays read-only as ``__post_init__`` leaves them (unpickled
+        and deep-copied arrays are writable: the compiled kernels would take them as another
+        type, and compile for it)."""
+        for value in state.values():
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+        self.__dict__.update(state)
+
     @property
     def n(self) -> int:
         """Number of examples."""

@@ -28,7 +28,7 @@ import weakref
 import numpy as np
 import pytest
 
-from flows import Dataset, memo, simulate, single_example
+from flows import Dataset, compiled, memo, simulate, single_example
 from flows.datasets import gaussian_blobs
 from flows.integrator.driver import _initialization
 from flows.schedules import cosine
@@ -177,13 +177,23 @@ def test_the_data_set_and_what_is_kept_go_together():
     assert gone() is None
 
 
-def test_pickles_and_copies_leave_the_memo_behind():
+def test_pickles_and_copies_leave_the_memo_behind_and_stay_read_only():
+    """A pickled or copied data set keeps nothing, and its arrays are read-only as the
+    original's: the compiled kernels take it as the same type (no new specialisation)."""
     data = single_example([1.0, 2.0])
     first = simulate(data, "gd", 2, 0.5, t_max=2.0)
     for other in (pickle.loads(pickle.dumps(data)), copy.copy(data), copy.deepcopy(data)):
         assert memo.kept(other) == 0
         np.testing.assert_array_equal(other.signed_features, data.signed_features)
+        for array in (other.X, other.y, other.signed_features):
+            assert not array.flags.writeable
         assert_same_bits(simulate(other, "gd", 2, 0.5, t_max=2.0), first)
+    if compiled.available():
+        from flows.compiled import _segment_kernels
+
+        signatures = set(_segment_kernels.segment.signatures)
+        simulate(copy.deepcopy(data), "gd", 2, 0.5, t_max=2.0)
+        assert set(_segment_kernels.segment.signatures) == signatures
 
 
 @pytest.mark.parametrize(
