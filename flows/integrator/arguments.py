@@ -72,20 +72,28 @@ def default_chart_scale(groups: np.ndarray) -> float:
 
 def warn_if_signs_cannot_separate(data: Dataset, alpha, depth: int, algorithm: str) -> None:
     """A ``RuntimeWarning`` when the initialization confines ``beta`` to an orthant that no
+    separator of ``data`` lies in (:func:`sign_warning`)."""
+    message = sign_warning(data, alpha, depth, algorithm)
+    if message is not None:
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+
+def sign_warning(data: Dataset, alpha, depth: int, algorithm: str) -> str | None:
+    """The warning's message where the initialization confines ``beta`` to an orthant that no
     separator of ``data`` lies in (:func:`flows.initialization.kept_sign_pattern`): the loss
     cannot tend to 0, and the flow typically stops at a stationary point. A signed (L, d)
-    ``alpha`` with other signs is the fix."""
+    ``alpha`` with other signs is the fix. None where the signs can separate the data, or
+    none are kept."""
     if data.regression:
-        return
+        return None
     signs = _kept_signs(alpha, depth, data.d, algorithm)
-    if signs is not None and not _separable_with_signs(data, signs):
-        warnings.warn(
-            f"the initialization keeps sign(beta) = {[int(s) for s in signs]} (depth {depth}), "
-            "and no predictor with these signs separates the data: the loss cannot tend to 0 "
-            "(alpha=flows.orthant_init(signs, depth, scale) starts beta in the orthant of signs)",
-            RuntimeWarning,
-            stacklevel=4,
-        )
+    if signs is None or _separable_with_signs(data, signs):
+        return None
+    return (
+        f"the initialization keeps sign(beta) = {[int(s) for s in signs]} (depth {depth}), "
+        "and no predictor with these signs separates the data: the loss cannot tend to 0 "
+        "(alpha=flows.orthant_init(signs, depth, scale) starts beta in the orthant of signs)"
+    )
 
 
 def _kept_signs(alpha, depth: int, d: int, algorithm: str) -> tuple[float, ...] | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -50,7 +51,7 @@ from .arguments import (
     check_options,
     default_chart_scale,
     largest_radius,
-    warn_if_signs_cannot_separate,
+    sign_warning,
 )
 from .assemble import Output, assemble, ends, output_grid
 from .conservation import MIRROR_ADVICE, split_layers
@@ -303,7 +304,7 @@ def _setup(
 ) -> Run:
     """Validate every argument (``ValueError`` naming it, :mod:`flows.integrator.arguments`) and build the
     initial run state (``warn``: with the warning of
-    :func:`~flows.integrator.arguments.warn_if_signs_cannot_separate`). What the arguments
+    :func:`~flows.integrator.arguments.sign_warning`). What the arguments
     determine is built once per data set and arguments (:class:`Prepared`, kept by
     :func:`flows.memo.recall`); the backend is chosen per call (numba's compiled kernels may
     become ready between two calls)."""
@@ -314,8 +315,8 @@ def _setup(
         _setup_key(algorithm, depth, alpha, given, options) if small(data) else None,
         lambda: _prepare(data, algorithm, depth, alpha, given, options),
     )
-    if warn:
-        warn_if_signs_cannot_separate(data, alpha, prepared.depth_total, algorithm)
+    if warn and prepared.sign_warning is not None:  # the frame of simulate(), as the helper's
+        warnings.warn(prepared.sign_warning, RuntimeWarning, stacklevel=3)
     options = prepared.options
     problem = prepared.problem
     backend = choose_backend(options["backend"], problem)
@@ -361,6 +362,8 @@ class Prepared:
         (:func:`~flows.integrator.arguments.largest_radius`).
     kinks : the schedules' kinks (read-only).
     depth_total : the number of layers L.
+    sign_warning : the message of the warning that the initialization's signs cannot
+        separate the data (:func:`~flows.integrator.arguments.sign_warning`), or None.
     fields : the fields built for it, by backend name (:meth:`field`).
     first_segments : the set-up of its runs' first segment, by backend name
         (:meth:`first_segment`).
@@ -375,6 +378,7 @@ class Prepared:
     radius: float
     kinks: np.ndarray
     depth_total: int
+    sign_warning: str | None
     fields: dict = dataclasses.field(default_factory=dict, compare=False)
     first_segments: dict = dataclasses.field(default_factory=dict, compare=False)
 
@@ -469,6 +473,7 @@ def _prepare(data, algorithm: str, depth, alpha, given: dict, options: dict) -> 
         radius=largest_radius(algo, hp, t_max),
         kinks=kinks,
         depth_total=int(init.multiplicity.sum()),
+        sign_warning=sign_warning(data, alpha, int(init.multiplicity.sum()), algorithm),
     )
 
 
