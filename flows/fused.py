@@ -32,6 +32,23 @@ from .per_example import per_example_velocity
 from .signedlog import SignedLog, add_float
 
 
+def sign_power(sign: np.ndarray, m: int) -> np.ndarray:
+    """``sign ** m`` (a new array) of signs (entries +-1, +-0 or NaN) for an integer ``m >= 1``,
+    by repeated squaring: every product of such entries is exact, so the bits are ``**``'s,
+    where numpy calls ``pow`` entry by entry for ``m >= 3`` (12 µs for 1005 entries, against
+    1 µs for two products)."""
+    result, base = None, sign
+    while True:
+        if m & 1:
+            result = base if result is None else result * base
+        m >>= 1
+        if not m:
+            break
+        base = base * base
+    assert result is not None  # m >= 1
+    return result.copy() if result is sign else result
+
+
 def _signed(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(sign x, log|x|)`` of an ordinary float array."""
     with np.errstate(divide="ignore"):
@@ -80,7 +97,7 @@ class FusedField:
         ``sign beta = 0``)."""
         if self.groups == 1:
             m = self.depth
-            out_sign = sign[..., 0, :] ** m
+            out_sign = sign_power(sign[..., 0, :], m)
             out_log = m * log_abs[..., 0, :]
         else:
             out_sign = np.prod(sign, axis=-2)
@@ -93,7 +110,7 @@ class FusedField:
             m = self.depth
             if m == 1:
                 return SignedLog(np.ones_like(sign), np.zeros_like(log_abs))
-            return SignedLog(sign ** (m - 1), (m - 1) * log_abs)
+            return SignedLog(sign_power(sign, m - 1), (m - 1) * log_abs)
         if self.groups == 2:
             out_sign, out_log = sign[..., ::-1, :], log_abs[..., ::-1, :]
         else:
