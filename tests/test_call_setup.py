@@ -246,14 +246,16 @@ def test_a_schedule_is_not_kept_and_arrays_given_back_are_the_callers():
 
 
 def test_a_recalled_set_up_still_warns_and_a_bad_argument_still_raises():
-    """The sign warning on every call, not only the one that builds; an argument that fails
-    its check raises whatever was kept for the others."""
+    """The sign warning on every call, not only the one that builds, pointing at the caller's
+    line (not a line of flows: Python's default filter shows a warning once per line); an
+    argument that fails its check raises whatever was kept for the others."""
     data = Dataset(np.array([[-1.0, -1.0], [-2.0, -0.5]]), np.array([1.0, 1.0]))
     for _ in range(2):  # alpha > 0 keeps beta > 0, where no predictor separates the data
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             simulate(data, "gd", 2, 0.5, t_max=1.0)
-        assert sum("no predictor with these signs" in str(w.message) for w in caught) == 1
+        signs = [w for w in caught if "no predictor with these signs" in str(w.message)]
+        assert len(signs) == 1 and signs[0].filename == __file__
         assert kinds(data) == ["field", "separable with signs", "setup"]
     for bad in ({"rtol": -1.0}, {"n_points": 1}, {"rho": -0.1}, {"t_max": 0.0}, {"rtol": 1}):
         with pytest.raises(ValueError):

@@ -17,6 +17,7 @@ from ..initialization import kept_sign_pattern
 from ..memo import recall
 from ..model import LOSSES
 from ..schedules import maximum_of
+from ..user_frame import user_stacklevel
 
 #: The largest ``rtol`` :func:`flows.simulate` takes: at 0.5, log|beta| is off by 1e-2.
 MAX_RTOL = 0.1
@@ -75,7 +76,7 @@ def warn_if_signs_cannot_separate(data: Dataset, alpha, depth: int, algorithm: s
     separator of ``data`` lies in (:func:`sign_warning`)."""
     message = sign_warning(data, alpha, depth, algorithm)
     if message is not None:
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        warnings.warn(message, RuntimeWarning, stacklevel=user_stacklevel())
 
 
 def sign_warning(data: Dataset, alpha, depth: int, algorithm: str) -> str | None:

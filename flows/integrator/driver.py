@@ -45,6 +45,7 @@ from ..model import get_loss, loss_for, loss_weights, margins
 from ..results import Cause, Trajectory
 from ..schedules import Hyperparameter, kinks_of
 from ..signedlog import SignedLog, product_of_layers
+from ..user_frame import user_stacklevel
 from . import events as ev
 from . import stepping, stiffness, ties
 from .arguments import (
@@ -315,8 +316,8 @@ def _setup(
         _setup_key(algorithm, depth, alpha, given, options) if small(data) else None,
         lambda: _prepare(data, algorithm, depth, alpha, given, options),
     )
-    if warn and prepared.sign_warning is not None:  # the frame of simulate(), as the helper's
-        warnings.warn(prepared.sign_warning, RuntimeWarning, stacklevel=3)
+    if warn and prepared.sign_warning is not None:
+        warnings.warn(prepared.sign_warning, RuntimeWarning, stacklevel=user_stacklevel())
     options = prepared.options
     problem = prepared.problem
     backend = choose_backend(options["backend"], problem)

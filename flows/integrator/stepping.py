@@ -41,9 +41,6 @@ It applies (unless ``simulate(continue_by_steps=False)``) to a margin loss, a co
 from __future__ import annotations
 
 import itertools
-import os
-import sys
-import types
 import warnings
 
 import numpy as np
@@ -52,6 +49,7 @@ from ..charts import AsinhChart
 from ..results import Cause, FlowEvent
 from ..schedules import constant_values
 from ..signedlog import SignedLog
+from ..user_frame import user_stacklevel
 from . import own_steps as steps_module
 from .own_steps import BLOWUP, END, Steps
 from .segments import Mode, Segment
@@ -205,7 +203,9 @@ def _append(run: Run, last: list[Steps], h: float, error: float, end: float) -> 
         )
         model = f"{model}; {unsettled}"
         warnings.warn(
-            f"l_inf-SAM from tau={tau0:.6g}: {unsettled}", RuntimeWarning, stacklevel=_caller()
+            f"l_inf-SAM from tau={tau0:.6g}: {unsettled}",
+            RuntimeWarning,
+            stacklevel=user_stacklevel(),
         )
     if steps.status == END:
         run.cause, run.message = Cause.REACHED_END, f"reached t_max; {model}"
@@ -220,16 +220,6 @@ def _append(run: Run, last: list[Steps], h: float, error: float, end: float) -> 
         f"tau={steps.tau:.10g}; {model}; tau* from ||theta||^-(L - 2), linear in tau by "
         "homogeneity"
     )
-
-
-def _caller() -> int:
-    """The ``stacklevel`` of the first frame outside ``flows``, for a warning raised here."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame: types.FrameType | None = sys._getframe(1)
-    level = 1
-    while frame is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _unsettled(last: list[Steps]) -> tuple[float, float]:
