@@ -10,6 +10,9 @@ against independent log-form computations, on both sides of where they hand over
 * Runs whose margins cross 600, on both backends.
 * Powers of signs by products (:func:`flows.fused.sign_power`) against numpy's ``**``, bit for
   bit, for every entry a sign array can hold.
+* The float-range test's shortcut (powers against bounds moved inward) against the test by
+  logarithms written here, at sizes on both sides of every bound and at its ulps; and the
+  finiteness of ``log ||grad L||`` without its logarithms against the logarithms.
 """
 
 from __future__ import annotations
@@ -227,3 +230,53 @@ def test_sign_power_is_numpys_power_bit_for_bit(m):
     out = sign_power(signs, m)
     assert out.tobytes() == (signs**m).tobytes()
     assert out is not signs and not np.shares_memory(out, signs)
+
+
+def range_by_logs(largest: float, smallest: float, depth: int, small_matters: bool) -> bool:
+    """:meth:`flows.fused.FusedField._float_rows` of one point by logarithms (numpy's):
+    ``depth log largest`` in ``(-150, 150)`` and, if ``small_matters``, ``depth log smallest``
+    above -600."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        top, bottom = depth * np.log(largest), depth * np.log(smallest)
+    return bool(-150.0 < top < 150.0 and (not small_matters or bottom > -600.0))
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4, 7])
+def test_float_range_shortcut_equals_the_logarithms(depth):
+    """:func:`kernels.sizes_in_float_range` at ``limit = 150`` (its shortcut) against
+    :func:`range_by_logs`: sizes at each bound ``exp(+-150 / L)``, ``exp(-600 / L)``, 40 ulps
+    around it and a relative 1e-9 and 1e-6 off, and far inside, outside, 0, inf and NaN."""
+    assert kernels.FLOAT_RANGE == 150.0
+    sizes = [0.0, 5e-324, 1e-300, 1e-30, 0.5, 1.0, 3.0, 1e30, 1e300, np.inf, np.nan]
+    for edge in (150.0 / depth, -150.0 / depth, -600.0 / depth):
+        at = np.exp(edge)
+        sizes += [at * (1 + f) for f in (-1e-6, -1e-9, 1e-9, 1e-6)]
+        x = at
+        for _ in range(20):
+            x = np.nextafter(x, 0.0)
+        for _ in range(40):
+            sizes.append(x)
+            x = np.nextafter(x, np.inf)
+    inside = 0
+    for largest in sizes:
+        for smallest in (0.0, 1e-300, np.exp(-600.0 / depth), 1.0, largest):
+            for small_matters in (False, True):
+                got = kernels.sizes_in_float_range(largest, smallest, depth, 150.0, small_matters)
+                assert got == range_by_logs(largest, smallest, depth, small_matters), (
+                    largest, smallest, small_matters,
+                )  # fmt: skip
+                inside += got
+    assert 0 < inside < 10 * len(sizes)  # both answers occur
+
+
+def test_log_norm_finite_equals_the_logarithms():
+    """:func:`kernels.log_norm_finite` against ``isfinite`` of :func:`kernels.log_norm_from`
+    (``log norm + top + log total - log n``) for norms, tops and totals that are 0, subnormal,
+    ordinary, the largest float, inf or NaN, with the norm positive, as where it is asked."""
+    values = [0.0, 5e-324, 1e-300, 1.0, 7.5, 1e300, 1.7976931348623157e308, np.inf, np.nan]
+    tops = values + [-v for v in values[1:]]
+    for norm in values[1:]:
+        for top in tops:
+            for total in (1.0, 3.0, 40.0, 1e-260 * 40, np.inf, np.nan):
+                want = np.isfinite(kernels.log_norm_from(norm, top, total, 40))
+                assert kernels.log_norm_finite(norm, top, total) == want, (norm, top, total)
