@@ -9,13 +9,14 @@ built once. :func:`recall` keeps them in a table per :class:`~flows.data.Dataset
 is immutable), on the data set itself (what is kept refers to the data set, so a table beside
 it would keep it alive; on it, the two are collected together; a pickled data set leaves it
 behind, :meth:`flows.data.Dataset.__getstate__`), the most recent
-:data:`KEPT` per data set, under exact keys (:func:`exact_key`: floats by their bits, types
-included, so ``1`` and ``1.0`` or ``0.0`` and ``-0.0`` are different keys). A value kept here
+:data:`KEPT` per data set, under exact keys (:func:`exact_key`: floats by their value and a
+zero's sign, types included, so ``1`` and ``1.0`` or ``0.0`` and ``-0.0`` are different keys). A value kept here
 is shared by every call that recalls it, and none of them writes to it.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -48,24 +49,29 @@ _SCALARS = (bool, int, str, type(None))
 
 def exact_key(value: Any) -> Any:
     """A hashable key equal for two values exactly when they are the same value of the same
-    type: a float by ``float.hex`` (bits, with -0.0 apart from 0.0), a bool, int, str or None
-    as itself with its type, a small numpy array by dtype, shape and bytes, a tuple or dict
-    item by item; None for anything else (then nothing is recalled)."""
+    type: a float by its value, a zero with its sign (``0.0`` and ``-0.0`` apart; a NaN equals
+    no key, so nothing is recalled for it), a bool, int, str or None as itself with its type,
+    a small numpy array by dtype, shape and bytes, a tuple or dict item by item; None for
+    anything else (then nothing is recalled)."""
     kind = type(value)
     if kind is float or kind is np.float64:
-        return ("f", float(value).hex())
+        return float(value) if value else ("zero", math.copysign(1.0, value))
     if kind in _SCALARS:
         return (kind, value)
+    if kind is tuple or kind is dict:
+        keys = []
+        for k, v in value.items() if kind is dict else enumerate(value):
+            part = exact_key(v)
+            if part is None:
+                return None
+            keys.append((k, part))
+        return (kind, tuple(keys))
     if isinstance(value, np.generic) and value.dtype.kind in "biu":
         return (kind, value.item())
     if isinstance(value, np.ndarray):
         if value.size > LARGEST_KEY_ARRAY or value.dtype.kind not in "biuf":
             return None
         return ("a", value.dtype.str, value.shape, value.tobytes())
-    if kind is tuple or kind is dict:
-        items = value.items() if kind is dict else enumerate(value)
-        keys = tuple((k, exact_key(v)) for k, v in items)
-        return None if any(k[1] is None for k in keys) else (kind, keys)
     return None
 
 

@@ -130,6 +130,7 @@ def test_exact_keys_tell_apart_bits_and_types():
     assert key(1) != key(1.0) != key(True)
     assert key(np.float64(0.5)) == key(0.5)
     assert key(0.1) != key(np.nextafter(0.1, 1.0))
+    assert key(float("nan")) != key(float("nan"))  # nothing is recalled for a NaN
     assert key(np.arange(3.0)) != key(np.arange(3))
     assert key(np.zeros((2, 3))) != key(np.zeros((3, 2)))
     assert key({"rho": 0.1}) != key({"sigma": 0.1})
