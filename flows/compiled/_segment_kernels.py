@@ -554,6 +554,29 @@ def dense_values(s, t_old, h, F, y_old):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def log_chart_values(s, t_old, h, F, y_old, sign, held):
+    """The parameters ``(sign, log|w|)`` ``(len(s), n - 1)`` and ``tau`` ``(len(s),)`` at times
+    ``s`` of the steps, in the log chart of signs ``sign`` (flat) with the entries ``held`` (flat)
+    at 0: :func:`dense_values`, then :meth:`flows.charts.LogChart.state` (``sign`` where
+    ``z > -inf``, else 0) and the held entries ``(0, -inf)``, as
+    :meth:`flows.integrator.segments.Segment.sample` does in numpy (the same numbers), in one
+    pass."""
+    n = y_old.shape[1] - 1
+    out_sign, out_log, tau = np.empty((s.size, n)), np.empty((s.size, n)), np.empty(s.size)
+    y = np.empty(n + 1)
+    for q in range(s.size):
+        _dense_into(s[q], t_old, h, F, y_old, y)
+        for c in range(n):
+            if held[c]:
+                out_sign[q, c], out_log[q, c] = 0.0, -np.inf
+            else:
+                out_sign[q, c] = 0.0 if y[c] == -np.inf else sign[c]
+                out_log[q, c] = y[c]
+        tau[q] = y[n]
+    return out_sign, out_log, tau
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def exponents(s, t_old, h, F, y_old, problem):
     """``K = -log c`` at the perturbed point of the dense output at times ``s`` (each in the
     step that covers it, the later one at a shared boundary, as

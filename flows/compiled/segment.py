@@ -284,9 +284,9 @@ def advance(
         made = None
         nfev += call.nfev
         if call.steps > 0:
-            segments.append(
-                Segment(mode.copy(), call.bounds, [], call.stack, dense=loop.dense_values)
-            )
+            seg = Segment(mode.copy(), call.bounds, [], call.stack, dense=loop.dense_values)
+            seg.dense_log_chart = loop.log_chart_values
+            segments.append(seg)
             s, y = float(call.bounds[-1]), call.y_end.copy()
         h_next = call.h_next
         if call.status == loop.BUDGET_SPENT and call.steps == capacity and nfev <= budget:
