@@ -520,9 +520,15 @@ class FusedField:
 FLOAT_RANGE = 150.0
 
 
+def _holds(shape: tuple, other: tuple) -> bool:
+    """Whether ``shape`` and ``other`` broadcast to ``shape`` (equal shapes answered without
+    ``numpy.broadcast_shapes``, 1.7 µs a call)."""
+    return other == shape or np.broadcast_shapes(shape, other) == shape
+
+
 def _times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a * b``, written into ``a`` where the product has ``a``'s shape (``a`` a temporary)."""
-    if np.broadcast_shapes(a.shape, np.shape(b)) == a.shape:
+    if _holds(a.shape, np.shape(b)):
         return np.multiply(a, b, out=a)
     return a * b
 
@@ -530,7 +536,7 @@ def _times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _where(condition: np.ndarray, value: float, a: np.ndarray) -> np.ndarray:
     """``numpy.where(condition, value, a)``, written into ``a`` where it has the result's shape
     (``a`` a temporary)."""
-    if np.broadcast_shapes(a.shape, condition.shape) == a.shape:
+    if _holds(a.shape, condition.shape):
         np.copyto(a, value, where=condition)
         return a
     return np.where(condition, value, a)

@@ -219,7 +219,7 @@ def assemble(run: Run, algorithm: str) -> Trajectory:
         backend=run.backend.name,
         segment_loops=tuple(run.loops),
         algorithm=algorithm,
-        depth=int(mult.sum()),
+        depth=fused.depth,
         clock="original" if problem.clock.original else "rescaled",
         hyperparameters=dict(problem.hyperparameters),
         events=tuple(run.log),
