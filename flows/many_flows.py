@@ -14,7 +14,7 @@ driver's own check, :meth:`_Group.holding_at_start`). Every other run is one cal
 call's compiled segment kernel, :func:`flows.compiled._segment_kernels.segment`, with the
 arguments the single call gives it (the same steps and numbers; the batch compiles no kernel
 of its own), and the output is assembled for all of them at once: the states on the grid from
-the same dense output (:func:`~flows.compiled._segment_kernels.dense_values`),
+the same dense output in the same chart (:func:`flows.compiled.segment.chart_values`),
 ``log_t_original`` by the single call's quadrature with the pieces of every run refined
 together (:func:`flows.clocks.log_original_times`: the same pieces, samples, rule and sums per
 run, so the same numbers; ``K`` by :func:`~flows.compiled._segment_kernels.exponents` on each run's
@@ -42,7 +42,7 @@ import numpy as np
 from . import clocks
 from .algorithms import effective_algorithm, get_algorithm
 from .charts import LogChart
-from .compiled.segment import Call, call_kernel
+from .compiled.segment import Call, call_kernel, chart_values
 from .data import Dataset
 from .integrator import driver
 from .integrator.arguments import SMALL_INIT, largest_radius, warn_if_signs_cannot_separate
@@ -272,19 +272,18 @@ class _Group:
         """The trajectories of the runs that one kernel call each (``finished[r]``) took to
         ``t_max``, assembled together, by index; a run it cannot finish as the single call
         would is left out."""
-        from .compiled import _segment_kernels as kernels
 
         model, problem, runs = self.model, self.problem, self.runs
         algo = problem.algorithm
         done = np.array(list(finished))
         stacks = list(finished.values())
         grid = self.grid()
-        states = np.stack([kernels.dense_values(grid, *steps.stack) for steps in stacks])
+        chart, held = self.mode.chart, self.mode.held
+        samples = [chart_values(chart, grid, steps.stack, held) for steps in stacks]
         shape = (done.size, grid.size) + problem.shape
-        z = states[:, :, :-1].reshape(shape)
-        theta = self.mode.chart.state(z)
-        sign, log_abs = np.ascontiguousarray(theta.sign), np.ascontiguousarray(theta.log_abs)
-        tau: list[np.ndarray] = list(np.ascontiguousarray(states[:, :, -1]))
+        sign = np.stack([sample[0] for sample in samples]).reshape(shape)
+        log_abs = np.stack([sample[1] for sample in samples]).reshape(shape)
+        tau = [sample[2] for sample in samples]
         log_t, notes = self.log_t(grid, stacks, [problems[r] for r in done])
         if retime_applies(problem):
             tau = self.retimed(done, stacks, grid)

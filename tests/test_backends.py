@@ -509,11 +509,13 @@ def test_compiled_exponent_equals_numpy_log_c(name, monkeypatch):
     assert compared >= 400
 
 
-def test_compiled_log_chart_samples_equal_numpys():
-    """:meth:`Segment.sample` of a compiled segment in the log chart, by the compiled
-    :func:`~flows.compiled._segment_kernels.log_chart_values`, equals the numpy path (its dense
-    output, the chart's state, the held entries set to 0) bit for bit: on a run's segment as it
-    is, with entries held, and where coordinates are ``-inf`` (``w = 0``)."""
+def test_compiled_chart_samples_equal_numpys():
+    """:meth:`Segment.sample` of a compiled segment, by one compiled call
+    (:func:`flows.compiled.segment.chart_values`), against the numpy path (its dense output,
+    the chart's state, the held entries set to 0): in the log chart bit for bit (a copy and a
+    selection), in the asinh chart to 4e-16 in ``log|w|`` (libm's ``log`` and ``exp`` against
+    numpy's vectorised ones: the last bit of terms of order 1) with the same signs; on a run's segment as it is, with entries
+    held, and where coordinates are ``-inf`` (log chart) or 0 (asinh chart): ``w = 0``."""
     pytest.importorskip("numba")
     import dataclasses
 
@@ -521,30 +523,37 @@ def test_compiled_log_chart_samples_equal_numpys():
     from flows.integrator import driver
 
     options = dict(driver.simulate.__kwdefaults__, t_max=3.0, backend="numba")
-    run = driver._setup(single_example([1.0, 2.0, 3.0]), "l2-sam", 3, 0.4, {"rho": 0.3}, options)
-    driver._integrate_segment(run, "DOP853")
-    seg = run.path.segments[0]
-    assert isinstance(seg.mode.chart, LogChart) and seg.dense_log_chart is not None
-    t_old, h, F, y_old = seg.stack
-    zero = y_old.copy()
-    zero[:, 1] = -np.inf  # w_2 = 0 along the segment: F's column is 0, the state stays -inf
-    zero_F = F.copy()
-    zero_F[:, :, 1] = 0.0
-    held = seg.mode.copy()
-    held.held = np.zeros_like(held.held)
-    held.held[0, 2] = True
-    times = np.concatenate([seg.ts, np.linspace(seg.start, seg.end, 101)])
-    for case in (
-        seg,
-        dataclasses.replace(seg, mode=held),
-        dataclasses.replace(seg, stack=(t_old, h, zero_F, zero)),
-    ):
-        fast = case.sample(times, run.problem.shape)
-        slow = dataclasses.replace(case, dense_log_chart=None).sample(times, run.problem.shape)
-        for a, b in ((fast[0].sign, slow[0].sign), (fast[0].log_abs, slow[0].log_abs),
-                     (fast[1], slow[1])):  # fmt: skip
-            assert a.shape == b.shape and a.tobytes() == b.tobytes()
-    assert np.isneginf(fast[0].log_abs[:, 0, 1]).all() and not fast[0].sign[:, 0, 1].any()
+    for chart, blank, alpha in (("log", -np.inf, 0.4), ("asinh", 0.0, 0.4), ("asinh", 0.0, 2.5)):
+        options["chart"] = chart
+        data = single_example([1.0, 2.0, 3.0])
+        run = driver._setup(data, "l2-sam", 3, alpha, {"rho": 0.3}, options)
+        driver._integrate_segment(run, "DOP853")
+        seg = run.path.segments[0]
+        assert isinstance(seg.mode.chart, LogChart) == (chart == "log")
+        assert seg.chart_values is not None
+        t_old, h, F, y_old = seg.stack
+        zero, zero_F = y_old.copy(), F.copy()
+        zero[:, 1], zero_F[:, :, 1] = blank, 0.0  # w_2 = 0 along the segment
+        held = seg.mode.copy()
+        held.held = np.zeros_like(held.held)
+        held.held[0, 2] = True
+        times = np.concatenate([seg.ts, np.linspace(seg.start, seg.end, 101)])
+        for case in (
+            seg,
+            dataclasses.replace(seg, mode=held),
+            dataclasses.replace(seg, stack=(t_old, h, zero_F, zero)),
+        ):
+            (fast, fast_tau) = case.sample(times, run.problem.shape)
+            (slow, slow_tau) = dataclasses.replace(case, chart_values=None).sample(
+                times, run.problem.shape
+            )
+            assert fast_tau.tobytes() == slow_tau.tobytes()
+            assert fast.sign.tobytes() == slow.sign.tobytes()
+            if chart == "log":
+                assert fast.log_abs.tobytes() == slow.log_abs.tobytes()
+            else:
+                np.testing.assert_allclose(fast.log_abs, slow.log_abs, rtol=4e-16, atol=4e-16)
+        assert np.isneginf(fast.log_abs[:, 0, 1]).all() and not fast.sign[:, 0, 1].any()
 
 
 @pytest.mark.parametrize(

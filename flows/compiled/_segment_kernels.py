@@ -25,6 +25,7 @@ import numpy as np
 from numba import njit
 from scipy.integrate._ivp import dop853_coefficients as coefficients
 
+from ..signedlog import LOG2
 from . import _field_kernels as kernels
 from ._cache import install
 
@@ -572,6 +573,34 @@ def log_chart_values(s, t_old, h, F, y_old, sign, held):
             else:
                 out_sign[q, c] = 0.0 if y[c] == -np.inf else sign[c]
                 out_log[q, c] = y[c]
+        tau[q] = y[n]
+    return out_sign, out_log, tau
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def asinh_chart_values(s, t_old, h, F, y_old, log_delta, held):
+    """As :func:`log_chart_values` in the asinh chart of scale ``delta`` (``log_delta`` its
+    log): ``w = delta sinh z``, ``log|w| = log delta + log sinh|z|`` in the two forms of
+    :func:`flows.signedlog.log_sinh` (``log(sinh x)`` below ``x = 1``, ``x - log 2 +
+    log1p(-e^(-2x))`` from there), ``sign w = sign z``; libm's functions, where numpy's
+    vectorised ``log`` and ``exp`` may round the last bit otherwise."""
+    n = y_old.shape[1] - 1
+    out_sign, out_log, tau = np.empty((s.size, n)), np.empty((s.size, n)), np.empty(s.size)
+    y = np.empty(n + 1)
+    for q in range(s.size):
+        _dense_into(s[q], t_old, h, F, y_old, y)
+        for c in range(n):
+            if held[c]:
+                out_sign[q, c], out_log[q, c] = 0.0, -np.inf
+                continue
+            z = y[c]
+            x = abs(z)
+            if x < 1.0:
+                log_sinh = np.log(np.sinh(x))
+            else:
+                log_sinh = x - LOG2 + np.log1p(-np.exp(-2.0 * x))
+            out_sign[q, c] = 1.0 if z > 0 else (-1.0 if z < 0 else (0.0 if z == 0 else z))
+            out_log[q, c] = log_delta + log_sinh
         tau[q] = y[n]
     return out_sign, out_log, tau
 

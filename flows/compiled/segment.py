@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..charts import LogChart
+from ..charts import AsinhChart, LogChart
 from ..integrator import events as ev
 from ..integrator.segments import Mode, Segment
 from ..integrator.surface_events import DirectionCrossing
@@ -187,6 +187,21 @@ def kept_steps(
     return ts[: steps + 1].copy(), (t_old, ts[1 : steps + 1] - t_old, F, y_old)
 
 
+def chart_values(
+    chart: LogChart | AsinhChart, s: np.ndarray, stack: Stack, held: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The parameters ``(sign, log|w|)`` ``(len(s), entries)`` in ``chart`` (the ``held``
+    entries at 0) and ``tau`` at times ``s`` of the dense-output ``stack``, in one compiled
+    call (:func:`flows.compiled._segment_kernels.log_chart_values`, ``asinh_chart_values``):
+    what :meth:`flows.integrator.segments.Segment.sample` computes for a compiled segment."""
+    from . import _segment_kernels as loop
+
+    s = np.ascontiguousarray(s, dtype=float)
+    if isinstance(chart, LogChart):
+        return loop.log_chart_values(s, *stack, chart.sign.ravel(), held.ravel())
+    return loop.asinh_chart_values(s, *stack, float(np.log(chart.delta)), held.ravel())
+
+
 class Call(NamedTuple):
     """One call of the segment kernel: its ``arguments`` (``y, s, s_end, rtol, atol, budget,
     problem, watch, capacity, h_next``), its ``status``, the ``steps`` it took with their
@@ -285,7 +300,7 @@ def advance(
         nfev += call.nfev
         if call.steps > 0:
             seg = Segment(mode.copy(), call.bounds, [], call.stack, dense=loop.dense_values)
-            seg.dense_log_chart = loop.log_chart_values
+            seg.chart_values = chart_values
             segments.append(seg)
             s, y = float(call.bounds[-1]), call.y_end.copy()
         h_next = call.h_next

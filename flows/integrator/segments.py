@@ -115,8 +115,8 @@ class Segment:
     dense-output arrays of every step, and ``dense``: their compiled evaluation
     ``dense(s, *stack) -> (len(s), n_state)`` (the numbers of :func:`_dop853_values`); a
     segment of scipy's DOP853 steps trades its interpolant objects for ``stack`` when
-    :meth:`dop853_stack` is first called; ``dense_log_chart``, where set, their compiled samples in
-    the log chart (:meth:`sample`, :func:`flows.compiled._segment_kernels.log_chart_values`).
+    :meth:`dop853_stack` is first called; ``chart_values``, where set, their compiled samples
+    in the chart (:meth:`sample`, :func:`flows.compiled.segment.chart_values`).
     ``clock``, where set, gives ``tau`` in place of the state's last entry (a
     :class:`flows.integrator.retime.StepClock`). ``log_elapsed``, where set, is the log of the
     original time since the segment's start at each of ``ts`` (a path of l_inf-SAM's own steps,
@@ -129,7 +129,7 @@ class Segment:
     stack: tuple | None = field(default=None, repr=False)
     clock: Any = field(default=None, repr=False)
     dense: Callable[..., np.ndarray] | None = field(default=None, repr=False)
-    dense_log_chart: Callable[..., tuple] | None = field(default=None, repr=False)
+    chart_values: Callable[..., tuple] | None = field(default=None, repr=False)
     log_elapsed: np.ndarray | None = field(default=None, repr=False)
 
     @property
@@ -197,19 +197,11 @@ class Segment:
 
     def sample(self, s: np.ndarray, shape: tuple[int, int]) -> tuple[SignedLog, np.ndarray]:
         """Parameters (signed-log, ``(len(s), G, d)``) and ``tau`` at times ``s``."""
-        chart = self.mode.chart
-        if (
-            self.dense_log_chart is not None
-            and self.stack is not None
-            and self.clock is None
-            and isinstance(chart, LogChart)
-        ):
-            sign, log_abs, tau = self.dense_log_chart(
-                np.ascontiguousarray(s, dtype=float), *self.stack, chart.sign.ravel(),
-                self.mode.held.ravel(),
-            )  # fmt: skip
+        if self.chart_values is not None and self.stack is not None:
+            sign, log_abs, tau = self.chart_values(self.mode.chart, s, self.stack, self.mode.held)
             rows = (len(s),) + shape
-            return SignedLog(sign.reshape(rows), log_abs.reshape(rows)), tau
+            theta = SignedLog(sign.reshape(rows), log_abs.reshape(rows))
+            return theta, tau if self.clock is None else self.clock.at(s)
         states = self.raw(np.asarray(s, dtype=float))
         z = states[:, :-1].reshape((len(s),) + shape)
         theta = self.mode.chart.state(z)
