@@ -514,12 +514,15 @@ def test_compiled_chart_samples_equal_numpys():
     (:func:`flows.compiled.segment.chart_values`), against the numpy path (its dense output,
     the chart's state, the held entries set to 0): in the log chart bit for bit (a copy and a
     selection), in the asinh chart to 4e-16 in ``log|w|`` (libm's ``log`` and ``exp`` against
-    numpy's vectorised ones: the last bit of terms of order 1) with the same signs; on a run's segment as it is, with entries
-    held, and where coordinates are ``-inf`` (log chart) or 0 (asinh chart): ``w = 0``."""
+    numpy's vectorised ones: the last bit of terms of order 1) with the same signs, and bit for
+    bit again past ``COMPILED_ASINH_VALUES`` values (there numpy's); on a run's segment as it
+    is, with entries held, and where coordinates are ``-inf`` (log chart) or 0 (asinh chart):
+    ``w = 0``."""
     pytest.importorskip("numba")
     import dataclasses
 
     from flows.charts import LogChart
+    from flows.compiled import segment as fast_segment
     from flows.integrator import driver
 
     options = dict(driver.simulate.__kwdefaults__, t_max=3.0, backend="numba")
@@ -554,6 +557,13 @@ def test_compiled_chart_samples_equal_numpys():
             else:
                 np.testing.assert_allclose(fast.log_abs, slow.log_abs, rtol=4e-16, atol=4e-16)
         assert np.isneginf(fast.log_abs[:, 0, 1]).all() and not fast.sign[:, 0, 1].any()
+        many = np.linspace(seg.start, seg.end, fast_segment.COMPILED_ASINH_VALUES // 3 + 1)
+        (big, big_tau) = seg.sample(many, run.problem.shape)  # past it, numpy's bits
+        (slow, slow_tau) = dataclasses.replace(seg, chart_values=None).sample(
+            many, run.problem.shape
+        )
+        for a, b in ((big.sign, slow.sign), (big.log_abs, slow.log_abs), (big_tau, slow_tau)):
+            assert a.tobytes() == b.tobytes()
 
 
 @pytest.mark.parametrize(
