@@ -482,6 +482,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", choices=("steps", "flows", "memory"), help="one kind only")
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.write and (args.quick or args.only in ("steps", "flows")):
+        parser.error("--write keeps whole tables: run without --quick and --only steps/flows")
     if args.memory_child:
         print(json.dumps(memory_child(*json.loads(args.memory_child))))
         return
