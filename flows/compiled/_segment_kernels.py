@@ -555,13 +555,13 @@ def dense_values(s, t_old, h, F, y_old):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def log_chart_values(s, t_old, h, F, y_old, sign, held):
+def chart_values(s, t_old, h, F, y_old, log_chart, sign, log_delta, held):
     """The parameters ``(sign, log|w|)`` ``(len(s), n - 1)`` and ``tau`` ``(len(s),)`` at times
-    ``s`` of the steps, in the log chart of signs ``sign`` (flat) with the entries ``held`` (flat)
-    at 0: :func:`dense_values`, then :meth:`flows.charts.LogChart.state` (``sign`` where
-    ``z > -inf``, else 0) and the held entries ``(0, -inf)``, as
-    :meth:`flows.integrator.segments.Segment.sample` does in numpy (the same numbers), in one
-    pass."""
+    ``s`` of the steps, the entries ``held`` (flat) at ``(0, -inf)``: :func:`dense_values`, then
+    in the log chart (``log_chart``) of signs ``sign`` (flat) :meth:`flows.charts.LogChart.state`
+    (``sign`` where ``z > -inf``, else 0; the same numbers), in the asinh chart of scale
+    ``delta = exp(log_delta)`` :func:`_asinh_parameter`, as
+    :meth:`flows.integrator.segments.Segment.sample` does in numpy, in one pass."""
     n = y_old.shape[1] - 1
     out_sign, out_log, tau = np.empty((s.size, n)), np.empty((s.size, n)), np.empty(s.size)
     y = np.empty(n + 1)
@@ -570,39 +570,28 @@ def log_chart_values(s, t_old, h, F, y_old, sign, held):
         for c in range(n):
             if held[c]:
                 out_sign[q, c], out_log[q, c] = 0.0, -np.inf
-            else:
+            elif log_chart:
                 out_sign[q, c] = 0.0 if y[c] == -np.inf else sign[c]
                 out_log[q, c] = y[c]
-        tau[q] = y[n]
-    return out_sign, out_log, tau
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def asinh_chart_values(s, t_old, h, F, y_old, log_delta, held):
-    """As :func:`log_chart_values` in the asinh chart of scale ``delta`` (``log_delta`` its
-    log): ``w = delta sinh z``, ``log|w| = log delta + log sinh|z|`` in the two forms of
-    :func:`flows.signedlog.log_sinh` (``log(sinh x)`` below ``x = 1``, ``x - log 2 +
-    log1p(-e^(-2x))`` from there), ``sign w = sign z``; libm's functions, where numpy's
-    vectorised ``log`` and ``exp`` may round the last bit otherwise."""
-    n = y_old.shape[1] - 1
-    out_sign, out_log, tau = np.empty((s.size, n)), np.empty((s.size, n)), np.empty(s.size)
-    y = np.empty(n + 1)
-    for q in range(s.size):
-        _dense_into(s[q], t_old, h, F, y_old, y)
-        for c in range(n):
-            if held[c]:
-                out_sign[q, c], out_log[q, c] = 0.0, -np.inf
-                continue
-            z = y[c]
-            x = abs(z)
-            if x < 1.0:
-                log_sinh = np.log(np.sinh(x))
             else:
-                log_sinh = x - LOG2 + np.log1p(-np.exp(-2.0 * x))
-            out_sign[q, c] = 1.0 if z > 0 else (-1.0 if z < 0 else (0.0 if z == 0 else z))
-            out_log[q, c] = log_delta + log_sinh
+                out_sign[q, c], out_log[q, c] = _asinh_parameter(y[c], log_delta)
         tau[q] = y[n]
     return out_sign, out_log, tau
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _asinh_parameter(z, log_delta):
+    """``(sign w, log|w|)`` of ``w = delta sinh z``: ``log|w| = log delta + log sinh|z|`` in the
+    two forms of :func:`flows.signedlog.log_sinh` (``log(sinh x)`` below ``x = 1``,
+    ``x - log 2 + log1p(-e^(-2x))`` from there), ``sign w = sign z`` (numpy's, +0 at -0); libm's
+    functions, where numpy's vectorised ``log`` and ``exp`` may round the last bit otherwise."""
+    x = abs(z)
+    if x < 1.0:
+        log_sinh = np.log(np.sinh(x))
+    else:
+        log_sinh = x - LOG2 + np.log1p(-np.exp(-2.0 * x))
+    sign = 1.0 if z > 0 else (-1.0 if z < 0 else (0.0 if z == 0 else z))
+    return sign, log_delta + log_sinh
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

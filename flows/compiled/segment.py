@@ -191,6 +191,8 @@ def kept_steps(
 #: there a call's fixed cost, numpy's ~25 µs, dominates; beyond, numpy's vectorised ``log``
 #: and ``exp`` are the faster (4e6 values: 62 ms against 69 ms compiled).
 COMPILED_ASINH_VALUES = 2**16
+#: The signs :func:`chart_values` passes in the asinh chart (read there from ``z``).
+_NO_SIGNS = np.zeros(0)
 
 
 def chart_values(
@@ -199,16 +201,17 @@ def chart_values(
     """The parameters ``(sign, log|w|)`` ``(len(s), entries)`` in ``chart`` (the ``held``
     entries at 0) and ``tau`` at times ``s`` of the dense-output ``stack``: what
     :meth:`flows.integrator.segments.Segment.sample` computes for a compiled segment, in one
-    compiled call (:func:`flows.compiled._segment_kernels.log_chart_values`; in the asinh chart
-    ``asinh_chart_values`` up to :data:`COMPILED_ASINH_VALUES` values, else the dense output
-    compiled and the chart in numpy)."""
+    compiled call (:func:`flows.compiled._segment_kernels.chart_values`; in the asinh chart up
+    to :data:`COMPILED_ASINH_VALUES` values, else the dense output compiled and the chart in
+    numpy)."""
     from . import _segment_kernels as loop
 
     s = np.ascontiguousarray(s, dtype=float)
     if isinstance(chart, LogChart):
-        return loop.log_chart_values(s, *stack, chart.sign.ravel(), held.ravel())
+        return loop.chart_values(s, *stack, True, chart.sign.ravel(), 0.0, held.ravel())
     if s.size * held.size <= COMPILED_ASINH_VALUES:
-        return loop.asinh_chart_values(s, *stack, float(np.log(chart.delta)), held.ravel())
+        log_delta = float(np.log(chart.delta))
+        return loop.chart_values(s, *stack, False, _NO_SIGNS, log_delta, held.ravel())
     states = loop.dense_values(s, *stack)
     theta = chart.state(states[:, :-1])
     flat = held.ravel()
