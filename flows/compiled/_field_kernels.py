@@ -673,9 +673,9 @@ def sizes_in_float_range(largest, smallest, depth, limit, small_matters):
     (one ``log`` each: it is increasing).
 
     At ``limit = FLOAT_RANGE`` the powers multiplied out are compared first with bounds moved
-    inward (:data:`SURELY_BELOW_TOP`, ...): inside them the logarithms' test holds as well, and
-    costs two ``log`` calls, ~35 ns of the ~440 ns of a one-example field evaluation, twice
-    an evaluation. Elsewhere (near a bound, an overflow, a NaN) the logarithms decide."""
+    inward (:data:`SURELY_BELOW_TOP`, ...), where the logarithms' test holds as well: the two
+    ``log`` calls it saves are ~35 ns of the ~440 ns of a one-example field evaluation, which
+    takes the test twice. Elsewhere (near a bound, an overflow, a NaN) the logarithms decide."""
     if limit == FLOAT_RANGE:
         big = power(largest, depth)
         if SURELY_ABOVE_BOTTOM < big < SURELY_BELOW_TOP and (
@@ -707,7 +707,7 @@ def chart_velocity_into(
     if not in_float_range(point, depth, log_chart, limit):
         return False
     top, total = forward_scaled_into(point, depth, features, offsets, loss_id, work)
-    log_c = log_c_from(top, total, features.shape[0]) if original_clock else 0.0  # c: the clock
+    log_c = log_c_from(top, total, features.shape[0]) if original_clock else 0.0  # read there only
     direction, loo, velocity = work[3], work[1], work[9]
     for layer in range(groups):
         for j in range(d):
