@@ -707,7 +707,8 @@ def chart_velocity_into(
     if not in_float_range(point, depth, log_chart, limit):
         return False
     top, total = forward_scaled_into(point, depth, features, offsets, loss_id, work)
-    log_c = log_c_from(top, total, features.shape[0]) if original_clock else 0.0  # read there only
+    # chart_map_into reads log c in the original clock only
+    log_c = log_c_from(top, total, features.shape[0]) if original_clock else 0.0
     direction, loo, velocity = work[3], work[1], work[9]
     for layer in range(groups):
         for j in range(d):
