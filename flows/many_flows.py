@@ -272,7 +272,6 @@ class _Group:
         """The trajectories of the runs that one kernel call each (``finished[r]``) took to
         ``t_max``, assembled together, by index; a run it cannot finish as the single call
         would is left out."""
-
         model, problem, runs = self.model, self.problem, self.runs
         algo = problem.algorithm
         done = np.array(list(finished))

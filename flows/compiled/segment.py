@@ -24,7 +24,7 @@ import numpy as np
 
 from ..charts import AsinhChart, LogChart
 from ..integrator import events as ev
-from ..integrator.segments import Mode, Segment
+from ..integrator.segments import Mode, Segment, parameters_at
 from ..integrator.surface_events import DirectionCrossing
 from ..integrator.watched import segment_events
 from .discrete import PER_EXAMPLE_IDS
@@ -213,12 +213,8 @@ def chart_values(
         log_delta = float(np.log(chart.delta))
         return loop.chart_values(s, *stack, False, _NO_SIGNS, log_delta, held.ravel())
     states = loop.dense_values(s, *stack)
-    theta = chart.state(states[:, :-1])
-    flat = held.ravel()
-    sign, log_abs = theta.sign, theta.log_abs
-    if flat.any():
-        sign, log_abs = np.where(flat, 0.0, sign), np.where(flat, -np.inf, log_abs)
-    return sign, log_abs, np.ascontiguousarray(states[:, -1])
+    theta = parameters_at(chart, states[:, :-1], held.ravel())
+    return theta.sign, theta.log_abs, np.ascontiguousarray(states[:, -1])
 
 
 class Call(NamedTuple):
@@ -318,9 +314,16 @@ def advance(
         made = None
         nfev += call.nfev
         if call.steps > 0:
-            seg = Segment(mode.copy(), call.bounds, [], call.stack, dense=loop.dense_values)
-            seg.chart_values = chart_values
-            segments.append(seg)
+            segments.append(
+                Segment(
+                    mode.copy(),
+                    call.bounds,
+                    [],
+                    call.stack,
+                    dense=loop.dense_values,
+                    chart_values=chart_values,
+                )
+            )
             s, y = float(call.bounds[-1]), call.y_end.copy()
         h_next = call.h_next
         if call.status == loop.BUDGET_SPENT and call.steps == capacity and nfev <= budget:

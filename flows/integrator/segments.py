@@ -204,18 +204,22 @@ class Segment:
             return theta, tau if self.clock is None else self.clock.at(s)
         states = self.raw(np.asarray(s, dtype=float))
         z = states[:, :-1].reshape((len(s),) + shape)
-        theta = self.mode.chart.state(z)
-        held = self.mode.held
-        if held.any():
-            theta = SignedLog(
-                np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs)
-            )
+        theta = parameters_at(self.mode.chart, z, self.mode.held)
         return theta, states[:, -1] if self.clock is None else self.clock.at(s)
 
     def tau(self, s: np.ndarray) -> np.ndarray:
         """``tau`` at times ``s`` (as :meth:`sample`, without the parameters)."""
         s = np.asarray(s, dtype=float)
         return self.raw(s)[:, -1] if self.clock is None else self.clock.at(s)
+
+
+def parameters_at(chart: AsinhChart | LogChart, z: np.ndarray, held: np.ndarray) -> SignedLog:
+    """The parameters at chart coordinates ``z`` (..., entries), the ``held`` entries (shaped as
+    the trailing axes of ``z``) at ``(0, -inf)``."""
+    theta = chart.state(z)
+    if not held.any():
+        return theta
+    return SignedLog(np.where(held, 0.0, theta.sign), np.where(held, -np.inf, theta.log_abs))
 
 
 #: Floats of dense-output values below which one vectorised evaluation of every sample is the
