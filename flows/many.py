@@ -63,6 +63,7 @@ from typing import Any, NamedTuple, TextIO, TypeVar
 
 import numpy as np
 
+from . import compiled
 from .algorithms import Algorithm, effective_algorithm, get_algorithm, resolve_hyperparameters
 from .batch_steps import FloatBatchSteps, float_batch_steps
 from .checks import integer
@@ -366,6 +367,8 @@ def simulate_many(
         made.update({id(runs[i]): call for i, call in batched.made.items()})
         return batched.done
 
+    if threads > 1 and options.get("backend", "auto") in ("auto", "numba"):
+        compiled.load()  # numba's first import here, not in two of the threads at once
     return _run_batch("simulate_many", runs, one, progress, threads, together)
 
 

@@ -201,3 +201,47 @@ def test_end_to_end_the_background_compile_makes_auto_numba(tmp_path):
     )
     assert again.stdout.split() == ["numba", "0"], again.stderr
     assert again.stderr == ""
+
+
+THREADED_FIRST_CALL = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from flows import compiled, simulate_many, single_example
+
+assert "numba" not in sys.modules
+seen = []
+submit = ThreadPoolExecutor.submit
+
+
+def recording(self, fn, *args, **kwargs):
+    seen.append(("numba" in sys.modules, compiled.kernels_compiled(), compiled._listener))
+    return submit(self, fn, *args, **kwargs)
+
+
+ThreadPoolExecutor.submit = recording
+runs = simulate_many(single_example([1.0, 2.0]), "l2-sam", 2, [0.5, 1.0], rho=0.5, t_max=1.0,
+                     n_points=3, threads=2, backend="{backend}")
+print(len(runs), all(numba and listener is not None for numba, _, listener in seen), len(seen),
+      "numba" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_threads_start_with_numba_imported_by_the_caller(backend):
+    """``simulate_many(threads=2)`` as a process's first compiled call: numba and the kernel
+    modules are imported, and the compile count installed, in the calling thread before the
+    first task goes to the pool (two threads importing numba at once can hang); with the numpy
+    backend numba is not imported at all."""
+    code = THREADED_FIRST_CALL.replace("{backend}", backend)
+    env = {**os.environ, background.NO_BACKGROUND_COMPILE: "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=ROOT, timeout=120, check=True)  # fmt: skip
+    runs, imported, tasks, numba = out.stdout.split()
+    assert runs == "2" and int(tasks) >= 1
+    if backend == "numba":
+        assert imported == "True" and numba == "True"
+    else:
+        assert numba == "False"

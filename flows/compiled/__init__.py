@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 NUMBA_INSTALLED = importlib.util.find_spec("numba") is not None
@@ -101,6 +102,24 @@ def compile_seconds() -> float:
     return 0.0 if _listener is None else float(_listener.seconds)
 
 
+def load() -> None:
+    """Import numba and every kernel module (``_*_kernels``) in the calling thread, and start
+    :func:`announce_compiles`' count; nothing compiles, and without numba nothing happens.
+
+    Called before threads that may build compiled objects start (:func:`flows.simulate_many`
+    with ``threads > 1``): numba's first import in two threads at once can hang. Seen in about
+    one process in twelve whose first compiled call was ``simulate_many(..., threads=2)``: in
+    one thread, the callback numba registers on llvmlite's lock read the partly imported
+    ``numba.core.event`` of the other and raised inside the lock's ``__enter__``, so that the
+    lock stayed held by a thread that had ended, and the other thread waited for it forever.
+    :func:`announce_compiles` also installs its listener once per process without a lock."""
+    if not available():
+        return
+    announce_compiles()
+    for path in sorted(Path(__file__).parent.glob("_*_kernels.py")):
+        importlib.import_module(f"{__name__}.{path.stem}")
+
+
 # The modules below import the functions above (``from . import require``), so they come last;
 # none imports numba. The command line :mod:`~flows.compiled.warm` is not re-exported.
 from .background import (  # noqa: E402
@@ -156,6 +175,7 @@ __all__ = [
     "kept_steps",
     "kernels_cached",
     "kernels_compiled",
+    "load",
     "loop_arguments",
     "mark_compiled",
     "own_steps",
