@@ -392,3 +392,60 @@ def test_a_stalled_stiff_run_hands_over_with_its_weights_off_the_manifold():
         assert run.status == BLOWUP, run.message
     times = [next(e.tau for e in run.events if e.kind == "blow-up") for run in runs]
     assert max(times) - min(times) < 1e-7
+
+
+def blobs_depth_2():
+    """Forty Gaussian examples in ten features: at depth 2 in the rescaled clock their margins
+    tie at ``u ~ 1e6`` by ``tau = 5`` (the flow stiff), ``u ~ 1e20`` by ``tau = 10``."""
+    from flows.datasets import gaussian_blobs
+
+    return gaussian_blobs(seed=0, n=40, mean=np.linspace(0.5, 2.0, 10))
+
+
+def test_depth_2_default_follows_the_stiff_flow_as_radau_does(monkeypatch):
+    """At depth 2 the default call switches to the stiff method where the tied margins make the
+    flow stiff, and reaches t_max on the path of Radau at rtol 1e-10 on the whole field
+    (margins checked for stiffness only from depth 3 on, as the reference: no switch, no
+    reduced field), to 1e-7 in ``log|beta|`` at every sample."""
+    from flows.integrator import stiffness
+
+    data = blobs_depth_2()
+    tr = simulate(data, "gd", 2, 0.4, t_max=5.0)
+    assert tr.status == 0, tr.message
+
+    tie_prone = stiffness.tie_prone
+
+    def from_depth_3(problem):
+        return tie_prone(problem) and int(np.sum(problem.multiplicity)) >= 3
+
+    monkeypatch.setattr(stiffness, "tie_prone", from_depth_3)
+    ref = simulate(data, "gd", 2, 0.4, t_max=5.0, method="Radau", rtol=1e-10)
+    assert ref.status == 0, ref.message
+    assert np.array_equal(tr.sign_beta, ref.sign_beta)
+    assert np.max(np.abs(tr.log_abs_beta - ref.log_abs_beta)) < 1e-7
+
+
+@pytest.mark.parametrize(
+    "name,algorithm,hp",
+    [("blobs", "gd", {}), ("blobs", "l2-sam", {"rho": RHO}), ("small", "gd", {})],
+)
+def test_depth_2_defaults_end_on_a_kkt_direction_of_the_l1_margin_problem(name, algorithm, hp):
+    """At depth 2, t_max = 10, the margins reach ``~1e20``: the default call goes on on their
+    slow manifold to t_max (status 0), and its direction satisfies the KKT conditions of the
+    l1 max-margin problem (``kkt_check`` at depth 2, multipliers by non-negative least squares).
+    On ten examples ("small", seed 2) the explicit steps stall first, the weights of margins
+    tied to their rounding switching between examples at every step, and the run hands over
+    there."""
+    from analysis.margin_programs.quasi_norm import kkt_check
+    from flows.datasets import gaussian_blobs
+
+    if name == "small":
+        data = gaussian_blobs(seed=2, n=10, mean=np.linspace(0.3, 2.5, 5), std=0.3)
+        alpha = 1.0
+    else:
+        data, alpha = blobs_depth_2(), 0.4
+    tr = simulate(data, algorithm, 2, alpha, **hp)
+    assert tr.status == 0 and tr.t[-1] == 10.0, tr.message
+    assert "slow manifold" in tr.message
+    beta = tr.sign_beta[-1] * np.exp(tr.log_abs_beta[-1] - tr.log_abs_beta[-1].max())
+    assert kkt_check(data, 2, beta).kkt_residual < 1e-4

@@ -673,7 +673,7 @@ def _allowance_spent(run: Run, base, method: str) -> None:
         run.stop(Cause.BUDGET_SPENT, _budget_message(run, method))
         return
     if run.stiff:
-        if stiffness.stalled(base, run.y, run.s, run.s - run.checked_at):
+        if stiffness.stalled(base, run.y, run.s, run.s - run.checked_at, run.s_end):
             _stop_stalled(run, base)
             return
         run.checked_at = run.s
@@ -835,7 +835,9 @@ def _steps_stall(run: Run) -> bool:
     :data:`~flows.integrator.stiffness.EXPLICIT_STALL` ``* max(1, s)`` since the last such
     check: segments that each end at an event (a run sliding on switching surfaces) never spend
     an allowance, so the stiff method's own check (:func:`_allowance_spent`) does not see them;
-    whether it ended."""
+    whether it ended. A run whose margins may tie goes on on their slow manifold where that
+    applies (:func:`flows.integrator.ties.finish`): margins tied to within their rounding give
+    weights that switch between the tied examples from one evaluation to the next."""
     window = stiffness.STALL_CHECK_NFEV if run.stiff else stiffness.STIFFNESS_CHECK_NFEV
     if run.nfev - run.progress[0] < window:
         return False
@@ -843,10 +845,12 @@ def _steps_stall(run: Run) -> bool:
     run.progress = (run.nfev, run.s)
     if advanced >= stiffness.EXPLICIT_STALL * max(1.0, abs(run.s)):
         return False
+    why = f"the solver advanced by {advanced:.3g} over its last {window} evaluations"
+    if stiffness.tie_prone(run.problem) and ties.finish(run, f"the steps stall: {why}"):
+        return True  # margins tied to rounding: their weights switch at every step
     run.stop(
         Cause.SOLVER_FAILED,
-        f"the steps stall at {_when(run, run.s)}: the solver advanced by {advanced:.3g} over "
-        f"its last {window} evaluations, "
+        f"the steps stall at {_when(run, run.s)}: {why}, "
         f"{'with the stiff method' if run.stiff else 'the field not stiff'}"
         f"{_sliding_note(run.mode)}; the path up to there is returned",
     )

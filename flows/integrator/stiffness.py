@@ -8,16 +8,17 @@ direction moves at that growth rate, so the flow is stiff with ratio
 
     ``S = u_min (1 - p_max)``
 
-(``1 - p_max`` is 0 when a single example carries the weight: no tie, no stiffness). At depth
-``L >= 3`` the margins grow without bound before the blow-up and an explicit method is held to
-steps ``~1 / lambda`` by the fast relaxation of the gaps: every :data:`STIFFNESS_CHECK_NFEV`
-evaluations of its explicit method a run measures the ratio ``lambda / max|dz/ds|`` of the
-chart field's largest Jacobian eigenvalue (power iteration on finite differences,
-:func:`jacobian_stiffness`) to its fastest rate and, above :data:`STIFF_RATIO`, continues with
-the implicit :data:`STIFF_METHOD` (a run whose method is implicit from the start is treated as
-stiff throughout). ``S`` is the mechanism and its scaling; the measured ratio is 2e2 to 3e3
-times ``S`` on the benchmark's teacher data at depth 3, so the switch does not rest on the
-model's constants.
+(``1 - p_max`` is 0 when a single example carries the weight: no tie, no stiffness). The
+margins grow without bound, at depth ``L >= 3`` before the blow-up and at depth 2 exponentially
+in ``tau`` (separable data: ``u ~ 1e10`` by ``tau ~ 5`` on ten Gaussian examples), and an
+explicit method is held to steps ``~1 / lambda`` by the fast relaxation of the gaps: every
+:data:`STIFFNESS_CHECK_NFEV` evaluations of its explicit method a run measures the ratio
+``lambda / max|dz/ds|`` of the chart field's largest Jacobian eigenvalue (power iteration on
+finite differences, :func:`jacobian_stiffness`) to its fastest rate and, above
+:data:`STIFF_RATIO`, continues with the implicit :data:`STIFF_METHOD` (a run whose method is
+implicit from the start is treated as stiff throughout). ``S`` is the mechanism and its
+scaling; the measured ratio is 2e2 to 3e3 times ``S`` on the benchmark's teacher data at depth
+3, so the switch does not rest on the model's constants.
 
 The solver controls ``log|w|`` to ``rtol``, so the gaps of the tied margins are known to
 ``~S max(rtol, eps)``: where that reaches 1 (:class:`TiesLost`) the tied weights are uncertain
@@ -91,12 +92,13 @@ TIED_BLOWUP_TOL = 1e-3
 
 def tie_prone(problem: Problem) -> bool:
     """Whether the margins of a run may come to tie at growing size: classification on several
-    examples, depth ``>= 3``, the rescaled clock (where it blows up in finite time)."""
+    examples, depth ``>= 2``, the rescaled clock (where they grow without bound: up to a
+    finite-time blow-up at depth ``>= 3``, exponentially in ``tau`` at depth 2)."""
     data = problem.data
     return (
         not data.regression
         and data.n > 1
-        and int(np.sum(problem.multiplicity)) >= 3
+        and int(np.sum(problem.multiplicity)) >= 2
         and not problem.clock.original
     )
 
@@ -196,16 +198,32 @@ def extrapolated_blowup(
     )
 
 
-def stalled(field, y: np.ndarray, s: float, advanced: float) -> bool:
+def time_left(field, y: np.ndarray, s: float, end: float) -> float:
+    """The rescaled time a run at the chart state ``y`` (clock time ``s``) has left: to the
+    blow-up by homogeneity (:func:`time_to_blowup`), or to its ``end`` where no blow-up is
+    ahead (depth 2, or no parameter grows)."""
+    left = time_to_blowup(field, y, s)
+    return left if np.isfinite(left) else end - s
+
+
+def stalled(field, y: np.ndarray, s: float, advanced: float, end: float) -> bool:
     """Whether a stiff run that ``advanced`` in ``tau`` over its last
     :data:`STALL_CHECK_NFEV` evaluations has stalled: less than :data:`STALL_FRACTION` of the
-    time left to the blow-up by homogeneity (:func:`time_to_blowup`). The tied gaps relax at
+    time it has left (:func:`time_left`, its end ``end``). The tied gaps relax at
     rates that grow like ``u (1 + G)``: measured on teacher data at depth 3 (l2-SAM), Jacobian
     eigenvalues of -2e9 at ``u = 1e4`` and -2e13 at ``u = 1e6`` against growth rates of 2.5 to
     11, all real. Finite differences at the solver's steps leave the gaps' linear range there,
     the implicit method's Newton iterations fail and its steps shrink without end, short of
     the point where :class:`TiesLost` fires (seen at ``S (1 + G) rtol`` from 0.07 on)."""
-    return advanced < STALL_FRACTION * time_to_blowup(field, y, s)
+    return advanced < STALL_FRACTION * time_left(field, y, s, end)
+
+
+def _blowup_ahead(field, y: np.ndarray, s: float) -> str:
+    """Where the blow-up is, in words, for a run that ends short of it."""
+    left = time_to_blowup(field, y, s)
+    if not np.isfinite(left):
+        return "no blow-up is ahead (depth 2, or no parameter grows)"
+    return f"the blow-up is not near ({left:.3g} left by homogeneity)"
 
 
 def end_short_of_blowup(
@@ -221,8 +239,8 @@ def end_short_of_blowup(
         stop=True,
         cause=Cause.PRECISION_LOST,
         message=(
-            f"at {when} {why}, and the blow-up is not near ({time_to_blowup(field, y, s):.3g} "
-            f"left by homogeneity); the path up to there is returned{advice}"
+            f"at {when} {why}, and {_blowup_ahead(field, y, s)}; the path up to there is "
+            f"returned{advice}"
         ),
     )
 

@@ -1,11 +1,12 @@
-"""The flow on its slow manifold of tied margins, from where a stiff run stops to its blow-up.
+"""The flow on its slow manifold of tied margins, from where a stiff run stops to its blow-up
+(or its end, at depth 2).
 
-Near a finite-time blow-up (classification, several examples, depth ``L >= 3``, the rescaled
-clock) the smallest margins tie and their loss weights become the fast variables of a singularly
-perturbed system; to leading order in ``1/u`` they take the values that hold the tie's gaps
-(:mod:`flows.integrator.tied_fields` for a smooth perturbation,
-:mod:`flows.integrator.sliding_ties` for l_inf-SAM with its frozen signs and sliding
-directions), and the field they give is the reduced field.
+As the margins grow (classification, several examples, the rescaled clock: near a finite-time
+blow-up at depth ``L >= 3``, exponentially in ``tau`` at depth 2) the smallest margins tie and
+their loss weights become the fast variables of a singularly perturbed system; to leading order
+in ``1/u`` they take the values that hold the tie's gaps (:mod:`flows.integrator.tied_fields`
+for a smooth perturbation, :mod:`flows.integrator.sliding_ties` for l_inf-SAM with its frozen
+signs and sliding directions), and the field they give is the reduced field.
 Examples outside ``A`` carry weights ``e^{-g}`` with gaps that grow like ``u``: below
 :data:`ACTIVE_WEIGHT` where the reduced field takes over, they are left out; an example whose
 margin comes back within :data:`ENTER_GAP` of the tie joins ``A``, and one whose weight (at the
@@ -14,9 +15,10 @@ point or the perturbed point) reaches 0 leaves it (the segment restarts with the
 The reduced field is not stiff: an explicit method follows it at the steps of the direction's
 motion, up to where at most :data:`~flows.integrator.stiffness.TIED_BLOWUP_TOL`
 ``* max(1, tau)`` is left to the blow-up by homogeneity, and the run ends there in the
-extrapolated blow-up (status 1). It takes over where a stiff run cannot go on (its steps stall,
-its tied gaps are lost to rounding, or its solver fails), if the run's own weights agree with
-the slow manifold's to :data:`HANDOVER_TOL`; the run's message says so and gives the
+extrapolated blow-up (status 1); at depth 2 up to ``t_max``. It takes over where a stiff run
+cannot go on (its steps stall, its tied gaps are lost to rounding, or its solver fails), or
+where an explicit run's steps stall on margins tied to their rounding, if the run's own weights
+agree with the slow manifold's to :data:`HANDOVER_TOL`; the run's message says so and gives the
 difference (measured on teacher data at depth 3: ~1e-11, the model's error being O(1/u)).
 """
 
@@ -73,8 +75,9 @@ MAX_RESTARTS = 50
 #: stalled.
 STALL_NFEV = 1000
 STALL_SIDES = 3000
-#: The first step of a segment, as a share of the time left to the blow-up by homogeneity
-#: (the solver's own first guess can step over where the tie or its sliding changes).
+#: The first step of a segment, as a share of the time left to the blow-up by homogeneity, or
+#: to the run's end at depth 2 (the solver's own first guess can step over where the tie or its
+#: sliding changes).
 FIRST_STEP = 1e-3
 
 
@@ -143,9 +146,10 @@ class _Reduced:
         return np.append(dz.ravel(), 1.0)
 
     def time_left(self, s: float, y: np.ndarray) -> float:
-        """``1 / ((L - 2) r)``, ``r = max_j dlog|w_j|/dtau`` of the reduced field."""
+        """``1 / ((L - 2) r)``, ``r = max_j dlog|w_j|/dtau`` of the reduced field (``inf`` at
+        depth 2, where nothing blows up, or where no parameter grows)."""
         found = self.at(s, y)
-        if found is None:
+        if found is None or self.depth < 3:
             return np.inf
         with np.errstate(all="ignore"):
             rate = float(np.max(found[1].velocity / found[0]))
@@ -291,6 +295,13 @@ def _switched(reduced: _Reduced, run, last: tuple | None) -> Mode | None:
     return mode
 
 
+def _time_left(reduced: _Reduced, run) -> float:
+    """The rescaled time the run has left on the reduced field: to the blow-up by homogeneity,
+    or to its end where no blow-up is ahead (depth 2)."""
+    left = reduced.time_left(run.s, run.y)
+    return left if np.isfinite(left) else run.s_end - run.s
+
+
 def finish(run, why: str) -> bool:
     """Follow a stiff run that cannot go on (``why``) on its slow manifold to the blow-up (see
     the module docstring); whether the reduced field took over (it then ends the run: in the
@@ -351,7 +362,7 @@ def finish(run, why: str) -> bool:
         result = integrate_segment(
             reduced.rhs, run.s, run.y, run.s_end, watched, "DOP853", rtol, atol,
             max(1, min(STALL_NFEV, run.budget - run.nfev)),
-            first_step=FIRST_STEP * reduced.time_left(run.s, run.y),
+            first_step=FIRST_STEP * _time_left(reduced, run),
         )  # fmt: skip
         run.nfev += result.nfev
         if len(result.ts) > 1:
