@@ -198,12 +198,16 @@ def extrapolated_blowup(
     )
 
 
+def left_or_end(to_blowup: float, s: float, end: float) -> float:
+    """The rescaled time a run at clock time ``s`` has left: ``to_blowup``, the time to its
+    blow-up by homogeneity, or to its ``end`` where no blow-up is ahead (``to_blowup = inf``:
+    depth 2, or no parameter grows)."""
+    return to_blowup if np.isfinite(to_blowup) else end - s
+
+
 def time_left(field, y: np.ndarray, s: float, end: float) -> float:
-    """The rescaled time a run at the chart state ``y`` (clock time ``s``) has left: to the
-    blow-up by homogeneity (:func:`time_to_blowup`), or to its ``end`` where no blow-up is
-    ahead (depth 2, or no parameter grows)."""
-    left = time_to_blowup(field, y, s)
-    return left if np.isfinite(left) else end - s
+    """:func:`left_or_end` of a run at the chart state ``y`` (:func:`time_to_blowup`)."""
+    return left_or_end(time_to_blowup(field, y, s), s, end)
 
 
 def stalled(field, y: np.ndarray, s: float, advanced: float, end: float) -> bool:

@@ -35,7 +35,7 @@ from ..signedlog import SignedLog
 from .segments import Mode, Segment
 from .sliding_ties import SlidingTiedField
 from .solver import integrate_segment
-from .stiffness import TIED_BLOWUP_TOL
+from .stiffness import TIED_BLOWUP_TOL, left_or_end
 from .tied_fields import TiedField, TiedPoint
 
 #: Smallest loss argument at which the tied weights are read as ``e^{-u}``: the logistic
@@ -295,13 +295,6 @@ def _switched(reduced: _Reduced, run, last: tuple | None) -> Mode | None:
     return mode
 
 
-def _time_left(reduced: _Reduced, run) -> float:
-    """The rescaled time the run has left on the reduced field: to the blow-up by homogeneity,
-    or to its end where no blow-up is ahead (depth 2)."""
-    left = reduced.time_left(run.s, run.y)
-    return left if np.isfinite(left) else run.s_end - run.s
-
-
 def finish(run, why: str) -> bool:
     """Follow a stiff run that cannot go on (``why``) on its slow manifold to the blow-up (see
     the module docstring); whether the reduced field took over (it then ends the run: in the
@@ -359,10 +352,10 @@ def finish(run, why: str) -> bool:
             _Watch(reduced.switching),
             _Watch(reduced.unspent),
         ]
+        left = left_or_end(reduced.time_left(run.s, run.y), run.s, run.s_end)
         result = integrate_segment(
             reduced.rhs, run.s, run.y, run.s_end, watched, "DOP853", rtol, atol,
-            max(1, min(STALL_NFEV, run.budget - run.nfev)),
-            first_step=FIRST_STEP * _time_left(reduced, run),
+            max(1, min(STALL_NFEV, run.budget - run.nfev)), first_step=FIRST_STEP * left,
         )  # fmt: skip
         run.nfev += result.nfev
         if len(result.ts) > 1:
